@@ -1,0 +1,22 @@
+# Writes OUT: a C array of { version, name, sql } from the sorted FILES list
+# (migrations/NNNN_name.sql).  Run with cmake -P at build time.
+set(body "/* generated from migrations/NNNN_name.sql by cmake/embed_migrations.cmake */\n")
+string(APPEND body "#include \"mailbox/migrations.h\"\n\nconst struct mb_migration mb_migrations[] = {\n")
+set(count 0)
+foreach(f IN LISTS FILES)
+	get_filename_component(name ${f} NAME_WE)
+	string(REGEX MATCH "^([0-9]+)_" _ ${name})
+	if(NOT CMAKE_MATCH_1)
+		message(FATAL_ERROR "migration ${f}: name must be NNNN_name.sql")
+	endif()
+	math(EXPR version "${CMAKE_MATCH_1}")
+	file(READ ${f} sql HEX)
+	string(REGEX REPLACE "([0-9a-f][0-9a-f])" "\\\\x\\1" sql "${sql}")
+	# Split the literal so no line is enormous and hex escapes never run on.
+	string(REGEX REPLACE "((\\\\x[0-9a-f][0-9a-f]){32})" "\\1\"\n\t    \"" sql "${sql}")
+	string(APPEND body "\t{ ${version}, \"${name}\",\n\t    \"${sql}\" },\n")
+	math(EXPR count "${count} + 1")
+endforeach()
+string(APPEND body "};\nconst unsigned mb_migrations_count = ${count};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,18 @@
+/* HTML to readable text (libxml2's HTML parser).  Part of mailbox_sync. */
+#ifndef MAILBOX_HTML_H
+#define MAILBOX_HTML_H
+
+#include <stddef.h>
+
+/*
+ * Text a reader would see: script, style, head, template and every element a
+ * reader could not see (hidden, aria-hidden="true", display:none,
+ * visibility:hidden, font-size:0, opacity:0) dropped; br, p, div, li, tr make
+ * line breaks; a link keeps its text and its URL once; character references
+ * decoded; invisible characters stripped.  html is UTF-8 (len bytes).
+ * Returns a NUL-terminated UTF-8 string the caller free(3)s (never NULL),
+ * with its length in *len_r (may be NULL).
+ */
+char	*mb_html_to_text(const char *html, size_t len, size_t *len_r);
+
+#endif

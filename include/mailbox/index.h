@@ -1,0 +1,121 @@
+/*
+ * The index: one SQLite database (WAL) written by syncd, read by mcpd.
+ * Prepared statements only: no SQL is ever built from input text.
+ */
+#ifndef MAILBOX_INDEX_H
+#define MAILBOX_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mailbox/err.h"
+#include "mailbox/msg.h"
+
+struct mb_index;
+struct sqlite3;
+
+enum mb_index_mode {
+	MB_INDEX_RW,	/* syncd: creates the file, applies migrations, WAL */
+	MB_INDEX_RO,	/* mcpd: SQLITE_OPEN_READONLY plus PRAGMA query_only */
+};
+
+/*
+ * Open the index at path.  RW creates it and applies pending migrations
+ * (each in a transaction, recorded in schema_migrations); both modes refuse
+ * an index whose schema is newer than this code, and RO refuses one that has
+ * not been created yet.  Registers the FTS5 tokenizer the schema uses.
+ * On success *idx_r is the caller's: close it with mb_index_close().
+ */
+int	mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r,
+	    struct mb_err *err);
+void	mb_index_close(struct mb_index **idxp);	/* NULL-safe; sets *idxp = NULL */
+
+/* The connection, borrowed: valid until mb_index_close(). */
+struct sqlite3	*mb_index_db(struct mb_index *idx);
+
+/* The highest applied migration, and the highest this code knows. */
+int	mb_index_schema_version(struct mb_index *idx, int *version_r, struct mb_err *err);
+int	mb_index_code_schema_version(void);
+
+int	mb_index_begin(struct mb_index *idx, struct mb_err *err);	/* BEGIN IMMEDIATE */
+int	mb_index_commit(struct mb_index *idx, struct mb_err *err);
+void	mb_index_rollback(struct mb_index *idx);	/* no-op outside a transaction */
+
+/* Per-folder sync state. */
+struct mb_folder_state {
+	int64_t		 id;
+	char		*name;		/* owned; UTF-8 (decoded from modified UTF-7) */
+	char		*role;		/* owned; "\\Trash"...; NULL when none */
+	uint32_t	 uidvalidity;	/* 0: never examined */
+	uint32_t	 uidnext;
+	uint64_t	 highestmodseq;	/* 0: no CONDSTORE */
+	uint32_t	 watermark;	/* highest UID below the first gap */
+	int64_t		 last_sync;	/* unix seconds; 0 = never */
+};
+void	mb_folder_state_release(struct mb_folder_state *st);	/* frees the strings */
+void	mb_folder_list_free(struct mb_folder_state **listp, size_t n);
+
+/* Create the folder row if missing (role updated if given); *id_r its id. */
+int	mb_index_folder_ensure(struct mb_index *idx, const char *name, const char *role,
+	    int64_t *id_r, struct mb_err *err);
+/* MB_E_NOTFOUND when there is no such folder.  *st_r's strings are the caller's. */
+int	mb_index_folder_get(struct mb_index *idx, const char *name, struct mb_folder_state *st_r,
+	    struct mb_err *err);
+/* Writes uidvalidity, uidnext, highestmodseq, watermark, last_sync, role by st->id. */
+int	mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *st,
+	    struct mb_err *err);
+/* Every folder, by name; *list_r is the caller's (mb_folder_list_free). */
+int	mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size_t *n_r,
+	    struct mb_err *err);
+
+/* One message as syncd stores it. */
+struct mb_index_row {
+	int64_t			 folder_id;
+	uint32_t		 uidvalidity;
+	uint32_t		 uid;
+	unsigned		 flags;		/* enum mb_flag bits */
+	const char		*keywords;	/* borrowed; space-separated; may be NULL */
+	int64_t			 internaldate;	/* unix seconds; 0 unknown */
+	uint64_t		 size;		/* RFC822.SIZE */
+	uint64_t		 modseq;	/* 0 without CONDSTORE */
+	bool			 headers_only;	/* over the size cap: only headers were fetched */
+	const struct mb_msg	*msg;		/* borrowed */
+};
+
+/*
+ * Insert or update the message keyed on (folder_id, uidvalidity, uid): a
+ * second upsert of one key updates in place, never duplicates.  Assigns the
+ * thread id (Message-ID, In-Reply-To, References).  Runs inside the caller's
+ * transaction if one is open.  *msg_id_r (may be NULL) is the row id.
+ */
+int	mb_index_upsert(struct mb_index *idx, const struct mb_index_row *row, int64_t *msg_id_r,
+	    struct mb_err *err);
+/* All rows in one transaction (its own); all or none. */
+int	mb_index_upsert_batch(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
+	    struct mb_err *err);
+int	mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t uid, struct mb_err *err);
+
+/*
+ * Gap detection: counts_r[i] = rows of (folder, uidvalidity) whose uid is in
+ * [first_uid + i*bucket, first_uid + (i+1)*bucket), for i < n_buckets.
+ */
+int	mb_index_bucket_counts(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t first_uid, uint32_t bucket, size_t n_buckets, uint32_t *counts_r,
+	    struct mb_err *err);
+
+/*
+ * The watermark: the highest UID u such that every mailbox UID <= u is
+ * indexed.  mailbox_uids are the UIDs the server listed above old_watermark,
+ * ascending; everything at or below old_watermark counts as indexed.  Correct
+ * when ranges complete out of order.
+ */
+int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t old_watermark, const uint32_t *mailbox_uids, size_t n, uint32_t *wm_r,
+	    struct mb_err *err);
+
+/* Online backup to dest_path through the sqlite3 backup API. */
+int	mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err);
+
+#endif

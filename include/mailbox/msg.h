@@ -1,0 +1,67 @@
+/*
+ * A normalised message: what the MIME normaliser (syncd) produces and what the
+ * index stores.  Every string is UTF-8 and owned by the struct.
+ */
+#ifndef MAILBOX_MSG_H
+#define MAILBOX_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mb_addr {
+	char	*name;	/* owned; display name, decoded; may be NULL */
+	char	*addr;	/* owned; "user@host"; may be NULL for a bare group name */
+};
+
+struct mb_attachment {
+	char		*filename;	/* owned; RFC 2231/2047 decoded; may be NULL */
+	char		*mime_type;	/* owned; lower case "type/subtype" */
+	char		*content_id;	/* owned; without <>; may be NULL */
+	bool		 is_inline;	/* Content-Disposition: inline (or none, with a Content-ID) */
+	uint64_t	 size;		/* decoded bytes */
+	unsigned char	*data;		/* owned; decoded bytes (size of them); may be NULL once stored */
+	char		 sha256[65];	/* hex of data, filled by whoever stores the blob; "" until then */
+};
+
+struct mb_msg {
+	char		*subject;		/* owned; may be NULL */
+	struct mb_addr	 from;
+	struct mb_addr	*to;			/* owned array of n_to */
+	size_t		 n_to;
+	struct mb_addr	*cc;			/* owned array of n_cc */
+	size_t		 n_cc;
+	bool		 has_date;		/* false: Date missing or malformed */
+	int64_t		 date;			/* seconds since the epoch, UTC */
+	char		*message_id;		/* owned; without <>; may be NULL */
+	char		*in_reply_to;		/* owned; without <>; may be NULL */
+	char		**references;		/* owned array of n_references ids, without <> */
+	size_t		 n_references;
+	char		*list_id;		/* owned; may be NULL */
+
+	char		*body;			/* owned; normalised plain text, never NULL */
+	size_t		 body_len;
+	bool		 body_truncated;	/* cut at the body cap, marker appended */
+	bool		 body_from_html;	/* no text/plain: the text came from HTML */
+
+	struct mb_attachment	*attachments;	/* owned array of n_attachments */
+	size_t		 n_attachments;
+
+	char		*parse_error;		/* owned; NULL when the message parsed cleanly */
+};
+
+/* An empty message (body ""); the caller owns it.  Never NULL. */
+struct mb_msg	*mb_msg_new(void);
+/* NULL-safe; frees everything the struct owns and sets *msgp = NULL. */
+void		 mb_msg_free(struct mb_msg **msgp);
+
+/* Message flags as stored in the index (bit mask). */
+enum mb_flag {
+	MB_FLAG_SEEN = 1 << 0,
+	MB_FLAG_ANSWERED = 1 << 1,
+	MB_FLAG_FLAGGED = 1 << 2,
+	MB_FLAG_DELETED = 1 << 3,
+	MB_FLAG_DRAFT = 1 << 4,
+};
+
+#endif

@@ -1,0 +1,47 @@
+/* UTF-8 helpers shared by the normaliser (syncd) and the answers (mcpd). */
+#ifndef MAILBOX_UTF8_H
+#define MAILBOX_UTF8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+bool	mb_utf8_valid(const char *s, size_t len);
+
+/*
+ * Decode one code point at s (len bytes available).  Returns its length in
+ * bytes (1..4) and sets *cp_r, or returns 0 on an invalid or truncated
+ * sequence.
+ */
+size_t	mb_utf8_decode(const char *s, size_t len, uint32_t *cp_r);
+
+/* Encode cp into out (room for 4 bytes); returns the length, 0 if invalid. */
+size_t	mb_utf8_encode(uint32_t cp, char out[4]);
+
+/*
+ * The largest n <= max such that s[0..n) ends on a character boundary of the
+ * valid UTF-8 string s (len bytes).  Never splits a character.
+ */
+size_t	mb_utf8_boundary(const char *s, size_t len, size_t max);
+
+/* Number of characters (code points) in the valid UTF-8 string s. */
+size_t	mb_utf8_count(const char *s, size_t len);
+
+/* Byte offset of character number nchars (clamped to len). */
+size_t	mb_utf8_offset(const char *s, size_t len, size_t nchars);
+
+/*
+ * Characters that exist to hide text from a human reader: zero-width
+ * (U+200B..U+200D, U+2060, U+FEFF), bidi controls (U+202A..U+202E,
+ * U+2066..U+2069) and the tag block (U+E0000..U+E007F).
+ */
+bool	mb_utf8_is_invisible(uint32_t cp);
+
+/*
+ * Strip invisible characters in place from the UTF-8 string s (len bytes),
+ * and replace invalid bytes with U+FFFD only where that fits (otherwise they
+ * are dropped).  Returns the new length; s stays NUL-terminated if it was.
+ */
+size_t	mb_utf8_strip_invisible(char *s, size_t len);
+
+#endif
