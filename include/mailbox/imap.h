@@ -1,0 +1,112 @@
+/*
+ * The internal Mailbox interface: everything in imap-mcp that talks to an
+ * IMAP server goes through this header.  One source file implements it
+ * (libmailbox/sync/imap_etpan.c, the only file that includes libetpan), so
+ * swapping the IMAP client is a change to that file, not a refactor.
+ *
+ * The read path cannot change the mailbox: folders are opened with EXAMINE
+ * and every fetch PEEKs; there is no call that fetches without PEEK.
+ */
+#ifndef MAILBOX_IMAP_H
+#define MAILBOX_IMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mailbox/err.h"
+
+struct mb_imap;
+
+enum mb_imap_tls {
+	MB_IMAP_TLS_IMPLICIT,	/* TLS from the first byte (993) */
+	MB_IMAP_TLS_STARTTLS,	/* plaintext greeting, STARTTLS required before LOGIN */
+	MB_IMAP_TLS_NONE,	/* plaintext: refused unless host is loopback */
+};
+
+struct mb_imap_conf {
+	const char		*host;		/* borrowed */
+	unsigned		 port;
+	enum mb_imap_tls	 tls;
+	const char		*user;		/* borrowed */
+	const char		*password;	/* borrowed; only the login path reads it */
+	const char		*ca_file;	/* borrowed; extra trusted CAs (PEM); may be NULL */
+	unsigned		 timeout_s;	/* connect and per-read inactivity timeout */
+};
+
+/*
+ * Connect, verify the certificate chain and host name (before any credential
+ * is sent), log in, re-read capabilities, and ENABLE CONDSTORE where offered.
+ * Errors: MB_E_AUTH for a refused login (do not retry before the next tick),
+ * MB_E_CONFIG for a refused setting (plaintext to a remote host), MB_E_PROTO
+ * for a TLS verification failure or protocol error, MB_E_TEMP for network
+ * failures.  On success *imap_r is the caller's (mb_imap_close).
+ */
+int	mb_imap_connect(const struct mb_imap_conf *conf, struct mb_imap **imap_r,
+	    struct mb_err *err);
+void	mb_imap_close(struct mb_imap **imapp);	/* NULL-safe; LOGOUT when healthy */
+
+/* True when the server advertises the capability (case-insensitive). */
+bool	mb_imap_has_capability(struct mb_imap *imap, const char *name);
+
+struct mb_imap_folder {
+	char	*name;		/* owned; UTF-8, decoded from modified UTF-7 */
+	char	*role;		/* owned; RFC 6154 role ("\\Trash", "\\Sent"...) or NULL */
+	bool	 selectable;	/* false for \Noselect / \NonExistent */
+};
+/* LIST "" "*" with special-use roles.  *folders_r is the caller's. */
+int	mb_imap_list(struct mb_imap *imap, struct mb_imap_folder **folders_r, size_t *n_r,
+	    struct mb_err *err);
+void	mb_imap_folders_free(struct mb_imap_folder **foldersp, size_t n);
+
+struct mb_imap_status {
+	uint32_t	uidvalidity;
+	uint32_t	uidnext;	/* from the EXAMINE reply, else asked with STATUS */
+	uint32_t	exists;
+	uint64_t	highestmodseq;	/* 0: the server sent none (no CONDSTORE) */
+};
+/* EXAMINE (read-only) the folder; MB_E_NOTFOUND when the server says NO. */
+int	mb_imap_examine(struct mb_imap *imap, const char *folder, struct mb_imap_status *st_r,
+	    struct mb_err *err);
+
+/*
+ * UIDs of the examined folder that are > above, ascending (UID SEARCH UID
+ * above+1:*, identifiers only).  *uids_r is the caller's (free).
+ */
+int	mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size_t *n_r,
+	    struct mb_err *err);
+
+/* One fetched message, handed to the callback; everything is borrowed. */
+struct mb_imap_message {
+	uint32_t	 uid;
+	unsigned	 flags;		/* enum mb_flag bits */
+	const char	*keywords;	/* other flags, space-separated; "" when none */
+	int64_t		 internaldate;	/* unix seconds */
+	uint64_t	 size;		/* RFC822.SIZE */
+	uint64_t	 modseq;	/* 0 without CONDSTORE */
+	bool		 headers_only;	/* size > the cap: raw holds the header only */
+	const char	*raw;		/* the message (or header) bytes, raw_len of them */
+	size_t		 raw_len;
+};
+typedef int (*mb_imap_message_cb)(const struct mb_imap_message *m, void *ctx);
+
+/*
+ * UID FETCH first:last of the examined folder (UID FLAGS INTERNALDATE
+ * RFC822.SIZE MODSEQ BODY.PEEK[]), calling cb once per message in UID order.
+ * Messages whose RFC822.SIZE exceeds size_cap are fetched as
+ * BODY.PEEK[HEADER] only and flagged headers_only.  A callback returning -1
+ * stops the fetch (MB_E_INTERNAL unless the callback set err).  Any
+ * protocol, parse or stream error leaves the session unusable: close it.
+ */
+int	mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t size_cap,
+	    mb_imap_message_cb cb, void *ctx, struct mb_err *err);
+
+/*
+ * A hard deadline for the calls that follow (0 clears it): past it, a
+ * watchdog cancels the stream and the blocked call fails with MB_E_TEMP.
+ * Guards against a server that stalls or closes mid-literal, where
+ * libetpan 1.9.4 would otherwise spin forever.
+ */
+void	mb_imap_set_deadline(struct mb_imap *imap, long long deadline_ms);
+
+#endif
