@@ -490,7 +490,9 @@ mb_html_to_text(const char *html, size_t len, size_t *len_r)
 	if (clen > 0 && clen <= INT32_MAX)
 		doc = html_parse(in, clen);
 	if (doc != NULL) {
-		walk(&o, xmlDocGetRootElement(doc));
+		/* Text after </html> lands in a second top-level element: walk them all. */
+		for (xmlNode *top = doc->children; top != NULL; top = top->next)
+			walk(&o, top);
 		xmlFreeDoc(doc);
 	}
 	free(clean);

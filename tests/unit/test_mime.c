@@ -316,6 +316,16 @@ mime_alternative_prefers_plain(void **state)
 }
 
 static void
+mime_alternative_with_empty_plain_uses_html(void **state)
+{
+	struct mb_msg *m = parse("alternative-empty-plain.eml");
+
+	assert_string_equal(m->body, "The offer is only in the HTML part.");
+	assert_true(m->body_from_html);
+	mb_msg_free(&m);
+}
+
+static void
 mime_mixed_text_parts_concatenated_attachments_listed(void **state)
 {
 	struct mb_msg *m = parse("mixed-text-parts.eml");
@@ -545,6 +555,7 @@ main(void)
 		cmocka_unit_test(mime_shift_jis_is_read_as_cp932),
 		cmocka_unit_test(mime_unknown_charset_never_fails),
 		cmocka_unit_test(mime_alternative_prefers_plain),
+		cmocka_unit_test(mime_alternative_with_empty_plain_uses_html),
 		cmocka_unit_test(mime_mixed_text_parts_concatenated_attachments_listed),
 		cmocka_unit_test(mime_forwarded_message_is_searchable),
 		cmocka_unit_test(mime_format_flowed_is_joined),
