@@ -241,7 +241,7 @@ mb_html_style_hides(const char *style)
 	return zero_height && overflow_hidden;
 }
 
-/* The value of an attribute as libxml2 stores it (one text child), or "". */
+/* The value of an attribute as libxml2 stores it (one text child), or ""; borrowed from the tree. */
 static const char *
 attr_value(xmlAttr *a)
 {
@@ -275,7 +275,10 @@ element_hidden(xmlNode *n, unsigned flags)
 	return false;
 }
 
-/* A link target worth showing: not empty, not script, not an in-page jump. */
+/*
+ * A link target worth showing (not empty, not script, not an in-page jump),
+ * trimmed; the caller xmlFree()s it.  NULL when there is none.
+ */
 static xmlChar *
 link_href(xmlNode *n)
 {

@@ -128,7 +128,10 @@ body_separate(struct walk *w)
 		body_add(w, "\n\n", 2);
 }
 
-/* The decoded (transfer encoding undone) bytes of part, in w->scratch. */
+/*
+ * The decoded (transfer encoding undone) bytes of part.  Borrowed: the array
+ * is w->scratch's and the next part_bytes() call overwrites it.
+ */
 static GByteArray *
 part_bytes(struct walk *w, GMimePart *part)
 {
@@ -142,7 +145,10 @@ part_bytes(struct walk *w, GMimePart *part)
 	return ba;
 }
 
-/* An HTML part with no charset parameter: look for <meta charset> early on. */
+/*
+ * An HTML part with no charset parameter: look for <meta charset> early on.
+ * Returns out (filled) or NULL; nothing is allocated.
+ */
 static const char *
 html_sniff_charset(const char *s, size_t len, char *out, size_t outsz)
 {
@@ -232,7 +238,7 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 	mb_buf_release(&u);
 }
 
-/* Lower-cased, cleaned copy of a GMime string, or NULL. */
+/* A cleaned UTF-8 copy of a GMime string (lower-cased if asked), or NULL; caller frees. */
 static char *
 clean_dup(const char *s, bool lower)
 {
