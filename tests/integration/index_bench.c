@@ -88,10 +88,14 @@ fill_body(struct mb_buf *b, size_t bytes, bool cjk)
 {
 	mb_buf_reset(b);
 	while (b->len < bytes) {
-		if (cjk && rnd() % 3 != 0)
+		/* CJK text as written: no spaces, a 、 or 。 now and then. */
+		if (cjk && rnd() % 3 != 0) {
 			mb_buf_adds(b, cjk_words[rnd() % MB_ARRAY_LEN(cjk_words)]);
-		else
-			mb_buf_adds(b, word());
+			if (rnd() % 4 == 0)
+				mb_buf_adds(b, rnd() % 2 ? "、" : "。");
+			continue;
+		}
+		mb_buf_adds(b, word());
 		mb_buf_addc(b, rnd() % 12 == 0 ? '\n' : ' ');
 	}
 }
