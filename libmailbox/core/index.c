@@ -198,7 +198,7 @@ idx_step_done(struct mb_index *idx, sqlite3_stmt *st, const char *what, struct m
 {
 	int rc;
 
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	for (rc = sqlite3_step(st); rc == SQLITE_ROW; rc = sqlite3_step(st))
 		;
 	if (rc != SQLITE_DONE) {
 		idx_sqlerr(idx, rc, what, err);
@@ -348,7 +348,8 @@ migrate(struct mb_index *idx, struct mb_err *err)
 
 		if (mb_index_begin(idx, err) == -1)
 			return -1;
-		if ((st = idx_stmt(idx, IDX_MIGRATION_APPLIED, err)) == NULL)
+		st = idx_stmt(idx, IDX_MIGRATION_APPLIED, err);
+		if (st == NULL)
 			goto fail;
 		sqlite3_bind_int(st, 1, m->version);
 		rc = sqlite3_step(st);
@@ -370,7 +371,8 @@ migrate(struct mb_index *idx, struct mb_err *err)
 			sqlite3_free(errmsg);
 			goto fail;
 		}
-		if ((st = idx_stmt(idx, IDX_MIGRATION_RECORD, err)) == NULL)
+		st = idx_stmt(idx, IDX_MIGRATION_RECORD, err);
+		if (st == NULL)
 			goto fail;
 		sqlite3_bind_int(st, 1, m->version);
 		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);

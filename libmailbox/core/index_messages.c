@@ -152,7 +152,8 @@ stage_attachments(struct mb_index *idx, const struct mb_index_row *row, struct m
 	sqlite3_stmt *st;
 
 	/* The same key twice in one batch: the last one's attachments win. */
-	if ((st = idx_stmt(idx, IDX_STAGE_ATT_CLEAR_KEY, err)) == NULL)
+	st = idx_stmt(idx, IDX_STAGE_ATT_CLEAR_KEY, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, row->folder_id);
 	sqlite3_bind_int64(st, 2, row->uidvalidity);
@@ -162,7 +163,8 @@ stage_attachments(struct mb_index *idx, const struct mb_index_row *row, struct m
 	for (size_t i = 0; i < m->n_attachments; i++) {
 		const struct mb_attachment *a = &m->attachments[i];
 
-		if ((st = idx_stmt(idx, IDX_STAGE_ATT_PUT, err)) == NULL)
+		st = idx_stmt(idx, IDX_STAGE_ATT_PUT, err);
+		if (st == NULL)
 			return -1;
 		sqlite3_bind_int64(st, 1, row->folder_id);
 		sqlite3_bind_int64(st, 2, row->uidvalidity);
@@ -197,7 +199,8 @@ stage_one(struct mb_index *idx, const struct mb_index_row *row, struct mb_err *e
 		return mb_err_set(err, MB_E_INVALID, "index: upsert: no message, folder or uid");
 
 	/* Is this key already indexed?  Then this is the same message: keep its thread. */
-	if ((st = idx_stmt(idx, IDX_MSG_FIND, err)) == NULL)
+	st = idx_stmt(idx, IDX_MSG_FIND, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, row->folder_id);
 	sqlite3_bind_int64(st, 2, row->uidvalidity);
@@ -217,7 +220,8 @@ stage_one(struct mb_index *idx, const struct mb_index_row *row, struct mb_err *e
 		    row->uid);
 		goto out;
 	}
-	if ((st = idx_stmt(idx, IDX_STAGE_PUT, err)) == NULL)
+	st = idx_stmt(idx, IDX_STAGE_PUT, err);
+	if (st == NULL)
 		goto out;
 	sqlite3_bind_int64(st, 1, row->folder_id);
 	sqlite3_bind_int64(st, 2, row->uidvalidity);
@@ -314,7 +318,8 @@ mb_index_upsert(struct mb_index *idx, const struct mb_index_row *row, int64_t *m
 	if (rc == 0)
 		rc = flush_stage(idx, err);
 	if (rc == 0 && msg_id_r != NULL) {
-		if ((st = idx_stmt(idx, IDX_MSG_FIND, err)) == NULL) {
+		st = idx_stmt(idx, IDX_MSG_FIND, err);
+		if (st == NULL) {
 			rc = -1;
 		} else {
 			sqlite3_bind_int64(st, 1, row->folder_id);
@@ -355,7 +360,8 @@ mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, u
 	sqlite3_stmt *st;
 
 	/* Attachments go by ON DELETE CASCADE, the FTS entry by trigger. */
-	if ((st = idx_stmt(idx, IDX_MSG_DELETE, err)) == NULL)
+	st = idx_stmt(idx, IDX_MSG_DELETE, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, folder_id);
 	sqlite3_bind_int64(st, 2, uidvalidity);
@@ -376,7 +382,8 @@ mb_index_bucket_counts(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
 	memset(counts_r, 0, n_buckets * sizeof(*counts_r));
 	if (n_buckets == 0)
 		return 0;
-	if ((st = idx_stmt(idx, IDX_BUCKETS, err)) == NULL)
+	st = idx_stmt(idx, IDX_BUCKETS, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, folder_id);
 	sqlite3_bind_int64(st, 2, uidvalidity);
@@ -385,7 +392,7 @@ mb_index_bucket_counts(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
 	/* 64-bit: first_uid + bucket * n_buckets may pass 2^32. */
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)first_uid +
 	    (sqlite3_int64)bucket * (sqlite3_int64)(n_buckets > UINT32_MAX ? UINT32_MAX : n_buckets));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	for (rc = sqlite3_step(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
 		sqlite3_int64 b = sqlite3_column_int64(st, 0);
 
 		if (MB_ALWAYS(b >= 0 && (uint64_t)b < n_buckets))
@@ -414,7 +421,8 @@ mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity
 	bool more = true;
 	int rc = SQLITE_DONE;
 
-	if ((st = idx_stmt(idx, IDX_WM_UIDS, err)) == NULL)
+	st = idx_stmt(idx, IDX_WM_UIDS, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, folder_id);
 	sqlite3_bind_int64(st, 2, uidvalidity);

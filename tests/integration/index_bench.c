@@ -158,7 +158,10 @@ main(int argc, char **argv)
 	long long t0, t1;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:b:c:B:pxk")) != -1) {
+	for (;;) {
+		c = getopt(argc, argv, "n:b:c:B:pxk");
+		if (c == -1)
+			break;
 		switch (c) {
 		case 'n': n = strtoul(optarg, NULL, 10); break;
 		case 'b': body = strtoul(optarg, NULL, 10); break;

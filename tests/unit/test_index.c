@@ -132,6 +132,36 @@ hits(struct mb_index *idx, const char *query)
 	    query, 0);
 }
 
+/* The uids an FTS query matches, ascending, comma-separated (caller frees). */
+static char *
+matched(struct mb_index *idx, const char *query)
+{
+	sqlite3_stmt *st;
+	char *s;
+
+	if (sqlite3_prepare_v2(mb_index_db(idx),
+	    "SELECT coalesce(group_concat(uid, ','), '') FROM (SELECT m.uid FROM messages_fts f"
+	    " JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?1 ORDER BY m.uid)",
+	    -1, &st, NULL) != SQLITE_OK)
+		fail_msg("prepare: %s", sqlite3_errmsg(mb_index_db(idx)));
+	sqlite3_bind_text(st, 1, query, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		fail_msg("%s: %s", query, sqlite3_errmsg(mb_index_db(idx)));
+	s = mb_xstrdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return s;
+}
+
+static void
+assert_matches(struct mb_index *idx, const char *query, const char *uids)
+{
+	char *got = matched(idx, query);
+
+	if (strcmp(got, uids) != 0)
+		fail_msg("MATCH '%s': uids [%s], want [%s]", query, got, uids);
+	free(got);
+}
+
 static int64_t
 thread_of(struct fx *f, uint32_t uid)
 {
@@ -385,19 +415,19 @@ fts_segments_cjk(void **state)
 	put(f, 5, msg("kana", "ｶｲｷﾞ and カタカナ", "h1@x", NULL, NULL), 0);
 	put(f, 6, msg("one", "猫 sleeps", "o1@x", NULL, NULL), 0);
 
-	assert_int_equal(hits(f->idx, "会議"), 2);		/* uid 1 and 4 */
-	assert_int_equal(hits(f->idx, "月曜日"), 1);		/* a phrase of bigrams */
-	assert_int_equal(hits(f->idx, "会議は"), 1);
-	assert_int_equal(hits(f->idx, "晴れ"), 1);
-	assert_int_equal(hits(f->idx, "会議 AND 晴れ"), 0);	/* the unrelated body is not found */
-	assert_int_equal(hits(f->idx, "火曜日"), 0);
-	assert_int_equal(hits(f->idx, "회의"), 1);
-	assert_int_equal(hits(f->idx, "カタカナ"), 1);
-	assert_int_equal(hits(f->idx, "ｶｲｷﾞ"), 1);
-	assert_int_equal(hits(f->idx, "猫"), 1);		/* a one-character run */
-	assert_int_equal(hits(f->idx, "会*"), 2);		/* prefix: bigrams starting 会 */
-	assert_int_equal(hits(f->idx, "agenda AND lunch"), 1);	/* Latin around CJK intact */
-	assert_int_equal(hits(f->idx, "subject:予定"), 1);
+	assert_matches(f->idx, "会議", "1,4");	/* not 2, the unrelated CJK body */
+	assert_matches(f->idx, "月曜日", "1");		/* a phrase of bigrams */
+	assert_matches(f->idx, "会議は", "1");
+	assert_matches(f->idx, "晴れ", "2");
+	assert_matches(f->idx, "火曜日", "");
+	assert_matches(f->idx, "회의", "3");
+	assert_matches(f->idx, "カタカナ", "5");
+	assert_matches(f->idx, "ｶｲｷﾞ", "5");
+	assert_matches(f->idx, "猫", "6");		/* a one-character run */
+	assert_matches(f->idx, "会*", "1,4");		/* prefix: bigrams starting with 会 */
+	assert_matches(f->idx, "agenda AND lunch", "4");	/* Latin around CJK intact */
+	assert_matches(f->idx, "subject:予定", "1");
+	assert_matches(f->idx, "kana", "5");
 
 	/* Offsets are right: highlight() marks exactly the matched characters. */
 	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
@@ -417,6 +447,26 @@ fts_segments_cjk(void **state)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal(sqlite3_column_text(st, 0), "Agenda: 会議 at 10, then [lunch]");
 	sqlite3_finalize(st);
+}
+
+static void
+fts_cjk_survives_broken_utf8(void **state)
+{
+	struct fx *f = *state;
+	sqlite3_stmt *st;
+
+	/* A stray byte before the run, a truncated character after it. */
+	put(f, 1, msg("broken", "\xff会議\xe4\xbc", "x1@x", NULL, NULL), 0);
+	put(f, 2, msg("broken", "会\xe8", "x2@x", NULL, NULL), 0);
+	assert_matches(f->idx, "会議", "1");
+	assert_matches(f->idx, "会", "2");
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
+	    "SELECT highlight(messages_fts, 3, '[', ']') FROM messages_fts"
+	    " WHERE messages_fts MATCH '会議'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "\xff[会議]\xe4\xbc");
+	sqlite3_finalize(st);
+	fts_consistent(f->idx);
 }
 
 static void
@@ -716,6 +766,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(flag_updates_do_not_reindex, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_folds_diacritics_and_stems, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_segments_cjk, setup, teardown),
+		cmocka_unit_test_setup_teardown(fts_cjk_survives_broken_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(bucket_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(watermark_with_out_of_order_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(thread_reply_chain_joins, setup, teardown),
