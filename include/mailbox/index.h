@@ -101,6 +101,14 @@ int	mb_index_upsert(struct mb_index *idx, const struct mb_index_row *row, int64_
 /* All rows in one transaction (its own); all or none. */
 int	mb_index_upsert_batch(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
 	    struct mb_err *err);
+/*
+ * Flag sync (FETCH FLAGS, CONDSTORE CHANGEDSINCE): set flags, keywords (borrowed,
+ * may be NULL) and modseq of one indexed message.  Touches no indexed text, so
+ * the FTS index is not rewritten.  MB_E_NOTFOUND when the key is not indexed.
+ */
+int	mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq,
+	    struct mb_err *err);
 /* Deleting a key that is not indexed is not an error.  Attachments go with the row. */
 int	mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 	    uint32_t uid, struct mb_err *err);

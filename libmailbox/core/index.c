@@ -120,6 +120,10 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	[IDX_STAGE_ATT_CLEAR] = "DELETE FROM temp.mb_stage_att",
 	[IDX_MSG_DELETE] =
 	    "DELETE FROM messages WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
+	/* Names no FTS column: the update trigger does not fire. */
+	[IDX_MSG_FLAGS] =
+	    "UPDATE messages SET flags = ?4, keywords = ?5, modseq = ?6"
+	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
 	[IDX_BUCKETS] =
 	    "SELECT (uid - ?3) / ?4, count(*) FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid >= ?3 AND uid < ?5"

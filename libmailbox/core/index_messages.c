@@ -370,6 +370,29 @@ mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, u
 }
 
 int
+mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+    uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+
+	st = idx_stmt(idx, IDX_MSG_FLAGS, err);
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, folder_id);
+	sqlite3_bind_int64(st, 2, uidvalidity);
+	sqlite3_bind_int64(st, 3, uid);
+	sqlite3_bind_int64(st, 4, flags);
+	idx_bind_text(st, 5, nonempty_str(keywords));
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)modseq);
+	if (idx_step_done(idx, st, "update flags", err) == -1)
+		return -1;
+	if (sqlite3_changes(idx->db) == 0)
+		return mb_err_set(err, MB_E_NOTFOUND, "index: uid %u (uidvalidity %u) not indexed",
+		    uid, uidvalidity);
+	return 0;
+}
+
+int
 mb_index_bucket_counts(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
     uint32_t first_uid, uint32_t bucket, size_t n_buckets, uint32_t *counts_r,
     struct mb_err *err)

@@ -282,6 +282,26 @@ ro_handle_cannot_write_but_can_search(void **state)
 }
 
 static void
+ro_reader_is_not_blocked_by_the_writer(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *ro = NULL;
+	struct mb_err err = { 0 };
+
+	put(f, 1, msg("one", "first", "r1@x", NULL, NULL), 0);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RO, &ro, &err), 0);
+	/* The writer holds an open write transaction: the reader reads the last commit. */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	put(f, 2, msg("two", "second", "r2@x", NULL, NULL), 0);
+	assert_int_equal(q_int(ro, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 1);
+	assert_int_equal(hits(ro, "second"), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	assert_int_equal(q_int(ro, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 2);
+	assert_int_equal(hits(ro, "second"), 1);
+	mb_index_close(&ro);
+}
+
+static void
 second_upsert_updates_in_place(void **state)
 {
 	struct fx *f = *state;
@@ -371,14 +391,21 @@ static void
 flag_updates_do_not_reindex(void **state)
 {
 	struct fx *f = *state;
+	struct mb_err err = { 0 };
 	int64_t segs;
 
 	put(f, 1, msg("Stable", "words that do not change", "s@x", NULL, NULL), 0);
 	segs = q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0);
-	/* A re-upsert with new flags only, and a bare flag UPDATE. */
+	/* A re-upsert with new flags only, and a flag sync. */
 	put(f, 1, msg("Stable", "words that do not change", "s@x", NULL, NULL), MB_FLAG_SEEN);
-	assert_int_equal(sqlite3_exec(mb_index_db(f->idx),
-	    "UPDATE messages SET flags = 3 WHERE uid = 1", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(mb_index_update_flags(f->idx, f->inbox, 7, 1,
+	    MB_FLAG_SEEN | MB_FLAG_ANSWERED, "$Label1 Work", 42, &err), 0);
+	assert_int_equal(q_int(f->idx, "SELECT flags + modseq FROM messages WHERE uid = ?1",
+	    NULL, 1), 3 + 42);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE keywords = ?1",
+	    "$Label1 Work", 0), 1);
+	assert_int_equal(mb_index_update_flags(f->idx, f->inbox, 7, 99, 0, NULL, 0, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
 	assert_int_equal(q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0),
 	    segs);
 	/* A text change does write to the index: the check above can fail. */
@@ -759,6 +786,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(ro_refuses_missing_or_uninitialised, setup, teardown),
 		cmocka_unit_test_setup_teardown(ro_handle_cannot_write_but_can_search, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(ro_reader_is_not_blocked_by_the_writer, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(second_upsert_updates_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(stored_fields, setup, teardown),
