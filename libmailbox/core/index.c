@@ -565,6 +565,21 @@ mb_index_db(struct mb_index *idx)
 	return idx->db;
 }
 
+/* Remove path and the journal, WAL and shared-memory files beside it. */
+static void
+remove_db_files(const char *path)
+{
+	static const char *const suffixes[] = { "", "-journal", "-wal", "-shm" };
+	struct mb_buf p = MB_BUF_INIT(IDX_PATH_MAX);
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(suffixes); i++) {
+		mb_buf_reset(&p);
+		if (mb_buf_addf(&p, "%s%s", path, suffixes[i]) == 0)
+			unlink(p.data);
+	}
+	mb_buf_release(&p);
+}
+
 /*
  * The copy is written to dest_path.tmp, then renamed over dest_path, so a
  * failed backup never replaces a good one.  One backup step copies every page
@@ -581,7 +596,7 @@ mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err)
 
 	if (mb_buf_addf(&tmp, "%s.tmp", dest_path) == -1)
 		return mb_err_set(err, MB_E_INVALID, "backup path too long");
-	unlink(tmp.data);
+	remove_db_files(tmp.data);
 	rc = sqlite3_open_v2(tmp.data, &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		mb_err_set(err, MB_E_INTERNAL, "backup to %s: %s", tmp.data,
@@ -603,6 +618,17 @@ mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err)
 		mb_err_set(err, MB_E_TEMP, "backup to %s: %s", tmp.data, sqlite3_errstr(rc));
 		goto out;
 	}
+	/*
+	 * The copy carries the source's WAL flag.  Make it a rollback-journal
+	 * file: a stale dest-wal left beside an older backup can then never be
+	 * replayed into it, and a read-only reader needs no -shm.  Opening it
+	 * with mb_index_open(RW) turns WAL back on.
+	 */
+	rc = sqlite3_exec(dest, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		mb_err_set(err, MB_E_INTERNAL, "backup to %s: %s", tmp.data, sqlite3_errmsg(dest));
+		goto out;
+	}
 	rc = sqlite3_close(dest);
 	dest = NULL;
 	if (rc != SQLITE_OK) {
@@ -620,7 +646,7 @@ out:
 	if (dest != NULL)
 		sqlite3_close(dest);
 	if (ret == -1)
-		unlink(tmp.data);
+		remove_db_files(tmp.data);
 	mb_buf_release(&tmp);
 	return ret;
 }

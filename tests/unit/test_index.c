@@ -621,6 +621,35 @@ thread_linking_message_merges(void **state)
 }
 
 static void
+thread_merges_inside_one_batch(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_msg *m[5] = {
+		msg("Re: B", "c", "c@x", "b@x", NULL),		/* waits for b */
+		msg("A", "a", "a@x", NULL, NULL),
+		msg("B", "b", "b@x", "a@x", NULL),		/* links c's thread to a's */
+		msg("no id", "x", NULL, NULL, NULL),
+		msg("no id", "y", NULL, NULL, NULL),
+	};
+	struct mb_index_row rows[5];
+
+	for (int i = 0; i < 5; i++)
+		rows[i] = (struct mb_index_row){ .folder_id = f->inbox, .uidvalidity = 7,
+		    .uid = (uint32_t)i + 1, .msg = m[i] };
+	assert_int_equal(mb_index_upsert_batch(f->idx, rows, 5, &err), 0);
+	assert_int_equal(thread_of(f, 1), thread_of(f, 2));
+	assert_int_equal(thread_of(f, 3), thread_of(f, 2));
+	/* Two id-less messages staged together still get a thread each. */
+	assert_int_not_equal(thread_of(f, 4), thread_of(f, 5));
+	assert_int_not_equal(thread_of(f, 4), thread_of(f, 1));
+	assert_int_equal(q_int(f->idx, "SELECT count(DISTINCT thread_id) FROM messages WHERE ?1 = 0",
+	    NULL, 0), 3);
+	for (int i = 0; i < 5; i++)
+		mb_msg_free(&m[i]);
+}
+
+static void
 thread_never_by_subject(void **state)
 {
 	struct fx *f = *state;
@@ -766,6 +795,9 @@ backup_is_a_readable_copy(void **state)
 	/* Writes after the backup are not in it. */
 	put(f, 3, msg("Later", "later", "b3@x", NULL, NULL), 0);
 	assert_int_equal(mb_index_open(dest, MB_INDEX_RO, &copy, &err), 0);
+	/* A rollback-journal file: no stale -wal can be replayed into it. */
+	assert_int_equal(q_int(copy, "SELECT journal_mode = 'delete' AND ?1 = 0"
+	    " FROM pragma_journal_mode", NULL, 0), 1);
 	assert_int_equal(q_int(copy, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 2);
 	assert_int_equal(hits(copy, "会議"), 1);
 	assert_int_equal(hits(copy, "zeppelin"), 1);
@@ -802,6 +834,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(thread_replies_to_missing_parent_join, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(thread_linking_message_merges, setup, teardown),
+		cmocka_unit_test_setup_teardown(thread_merges_inside_one_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(thread_never_by_subject, setup, teardown),
 		cmocka_unit_test_setup_teardown(attachments_replaced_and_cascade, setup, teardown),
 		cmocka_unit_test_setup_teardown(batch_is_all_or_none, setup, teardown),
