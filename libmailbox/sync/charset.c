@@ -120,17 +120,6 @@ struct cs_slot {
 static _Thread_local struct cs_slot cs_cache[CS_CACHE];
 static _Thread_local unsigned cs_next;
 
-void
-mb_charset_cache_clear(void)
-{
-	for (size_t i = 0; i < CS_CACHE; i++) {
-		if (cs_cache[i].used && cs_cache[i].cd != (iconv_t)-1)
-			iconv_close(cs_cache[i].cd);
-		cs_cache[i].used = false;
-	}
-	cs_next = 0;
-}
-
 /* A reset descriptor for name, or (iconv_t)-1 when iconv cannot read it. */
 static iconv_t
 cs_open(const char *name)

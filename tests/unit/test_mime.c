@@ -120,6 +120,18 @@ mime_raw_8bit_headers(void **state)
 }
 
 static void
+mime_raw_utf8_headers(void **state)
+{
+	const char raw[] = "From: J\xc3\xb6rg M\xc3\xbcller <j@example.com>\n"
+	    "Subject: Gr\xc3\xbc\xc3\x9f" "e \xe4\xbc\x9a\xe8\xad\xb0\n\nbody\n";
+	struct mb_msg *m = parse_mem(raw, sizeof(raw) - 1, NULL);
+
+	assert_string_equal(m->subject, "Gr\xc3\xbc\xc3\x9f" "e \xe4\xbc\x9a\xe8\xad\xb0");
+	assert_string_equal(m->from.name, "J\xc3\xb6rg M\xc3\xbcller");
+	mb_msg_free(&m);
+}
+
+static void
 mime_html_zero_width_and_hidden_text(void **state)
 {
 	struct mb_msg *m = parse("html-only.eml");
@@ -562,6 +574,7 @@ main(void)
 		cmocka_unit_test(mime_raw_8bit_windows_1252_body),
 		cmocka_unit_test(mime_raw_8bit_utf8_body),
 		cmocka_unit_test(mime_raw_8bit_headers),
+		cmocka_unit_test(mime_raw_utf8_headers),
 		cmocka_unit_test(mime_html_zero_width_and_hidden_text),
 		cmocka_unit_test(mime_bidi_override_stripped_from_body_and_subject),
 		cmocka_unit_test(mime_tag_characters_stripped),
