@@ -515,6 +515,7 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 	struct walk w = { .opts = opts ? opts : &defaults };
 	GMimeParserOptions *popts = mb_mime_parser_options();
 	GMimeStream *s;
+	GByteArray *ba;
 	GMimeParser *p;
 	GMimeMessage *m;
 	const char *nl;
@@ -534,7 +535,13 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 		raw = nl ? nl + 1 : raw + 5;
 	}
 
-	s = g_mime_stream_mem_new_with_buffer(raw ? raw : "", len);
+	/*
+	 * Wrap raw without copying it: the stream does not own the array, and
+	 * every GMime object that could read it is gone before we return.
+	 */
+	ba = g_byte_array_new_take((guint8 *)(uintptr_t)(raw ? raw : ""), len);
+	s = g_mime_stream_mem_new_with_byte_array(ba);
+	g_mime_stream_mem_set_owner(GMIME_STREAM_MEM(s), FALSE);
 	p = g_mime_parser_new_with_stream(s);
 	m = g_mime_parser_construct_message(p, popts);
 	w.scratch = g_mime_stream_mem_new();
@@ -561,6 +568,7 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 		g_object_unref(m);
 	g_object_unref(p);
 	g_object_unref(s);
+	(void)g_byte_array_free(ba, FALSE);	/* the wrapper only: raw is the caller's */
 	g_object_unref(w.scratch);
 	*msg_r = w.msg;
 	return 0;
