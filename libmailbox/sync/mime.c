@@ -42,6 +42,7 @@ struct walk {
 	bool		 truncated;
 	bool		 any_plain, any_html;
 	struct mb_buf	 errors;	/* "; "-joined parse errors */
+	char		 hint[40];	/* charset of the Subject's encoded words */
 	struct frame	*stack;
 	size_t		 n_stack, cap_stack;
 	size_t		 cap_att;
@@ -187,6 +188,31 @@ to_lf(char *s, size_t len)
 	return w;
 }
 
+/*
+ * Text that declares no charset (or US-ASCII) yet is not ASCII and not
+ * UTF-8: Japanese, Chinese and Korean mail of the early 2000s often did
+ * this while labelling its Subject.  Read it in the Subject's charset when
+ * every byte decodes in it; otherwise the caller's UTF-8/windows-1252 rule
+ * applies.  Returns whether u was filled.
+ */
+static bool
+undeclared_guess(struct walk *w, const char *cs, const char *data, size_t len, struct mb_buf *u)
+{
+	bool esc = memchr(data, 0x1b, len) != NULL;
+
+	if (w->hint[0] == '\0' || (cs != NULL && *cs != '\0' && strcasecmp(cs, "us-ascii") != 0))
+		return false;
+	if (!esc && mb_utf8_valid(data, len))
+		return false;
+	if (mb_charset_try_utf8(w->hint, data, len, u) == 0)
+		return true;
+	/* A 7-bit Japanese Subject often heads an 8-bit Shift_JIS or EUC-JP body. */
+	if (strncasecmp(w->hint, "iso-2022-jp", 11) == 0)
+		return mb_charset_try_utf8("CP932", data, len, u) == 0 ||
+		    mb_charset_try_utf8("EUC-JP", data, len, u) == 0;
+	return false;
+}
+
 /* A text/plain or text/html part that belongs to the body. */
 static void
 text_part(struct walk *w, GMimeObject *obj, bool html)
@@ -213,7 +239,8 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 	}
 	if (html && (cs == NULL || *cs == '\0'))
 		cs = html_sniff_charset(data, len, sniffed, sizeof(sniffed));
-	(void)mb_charset_to_utf8(cs, data, len, &u);
+	if (!undeclared_guess(w, cs, data, len, &u))
+		(void)mb_charset_to_utf8(cs, data, len, &u);
 	u.len = to_lf(u.data, u.len);
 	body_separate(w);
 	if (html) {
@@ -549,7 +576,7 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 	    g_mime_header_list_get_count(g_mime_object_get_header_list(GMIME_OBJECT(m))) == 0) {
 		plain_fallback(&w, raw ? raw : "", len);
 	} else {
-		mb_mime_envelope(m, popts, w.msg);
+		mb_mime_envelope(m, popts, w.msg, w.hint, sizeof(w.hint));
 		walk_push(&w, g_mime_message_get_mime_part(m), 0, WALK_BODY);
 		while (w.n_stack > 0) {
 			struct frame f = w.stack[--w.n_stack];

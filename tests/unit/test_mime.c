@@ -330,6 +330,28 @@ mime_shift_jis_is_read_as_cp932(void **state)
 }
 
 static void
+mime_undeclared_cjk_body_read_in_subject_charset(void **state)
+{
+	/* 会議は月曜日です。 */
+	static const char want[] = "\xe4\xbc\x9a\xe8\xad\xb0\xe3\x81\xaf\xe6\x9c\x88\xe6\x9b\x9c"
+	    "\xe6\x97\xa5\xe3\x81\xa7\xe3\x81\x99\xe3\x80\x82";
+	static const char *names[] = { "undeclared-sjis.eml", "undeclared-iso-2022-jp.eml",
+	    "undeclared-sjis-jis-subject.eml" };
+	struct mb_msg *m;
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(names); i++) {
+		m = parse(names[i]);
+		assert_string_equal(m->body, want);
+		assert_string_equal(m->subject, "\xe4\xbc\x9a\xe8\xad\xb0\xe3\x81\xae\xe4\xbb\xb6");
+		mb_msg_free(&m);
+	}
+	/* The guess is dropped when the bytes do not decode in it. */
+	m = parse("undeclared-latin1-sjis-subject.eml");
+	assert_string_equal(m->body, "caf\xc3\xa9. na\xc3\xafve.");
+	mb_msg_free(&m);
+}
+
+static void
 mime_unknown_charset_never_fails(void **state)
 {
 	struct mb_msg *m = parse("unknown-charset.eml");
@@ -590,6 +612,7 @@ main(void)
 		cmocka_unit_test(mime_date_parsed_to_utc),
 		cmocka_unit_test(mime_date_missing_or_malformed_gives_no_date),
 		cmocka_unit_test(mime_shift_jis_is_read_as_cp932),
+		cmocka_unit_test(mime_undeclared_cjk_body_read_in_subject_charset),
 		cmocka_unit_test(mime_unknown_charset_never_fails),
 		cmocka_unit_test(mime_alternative_prefers_plain),
 		cmocka_unit_test(mime_alternative_with_empty_plain_uses_html),
