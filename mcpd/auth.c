@@ -289,6 +289,14 @@ mcp_auth_prefetch(struct mcp_auth *a, struct mb_err *err)
 	return a->jwks ? mcp_jwks_refresh(a->jwks, err) : 0;
 }
 
+void
+mcp_auth_jwks_stats(struct mcp_auth *a, unsigned *fetches_r, unsigned *failures_r)
+{
+	*fetches_r = *failures_r = 0;
+	if (a->jwks != NULL)
+		mcp_jwks_stats(a->jwks, fetches_r, failures_r);
+}
+
 const char *
 mcp_auth_header_name(const struct mcp_auth *a)
 {

@@ -86,6 +86,9 @@ void	mcp_auth_free(struct mcp_auth **authp);	/* NULL-safe; sets *authp = NULL */
  * 0 or -1 with err; a failure is worth a warning, not an exit. */
 int	mcp_auth_prefetch(struct mcp_auth *auth, struct mb_err *err);
 
+/* The JWKS cache's fetch counts (mcp_jwks_stats()); zeros with none. */
+void	mcp_auth_jwks_stats(struct mcp_auth *auth, unsigned *fetches_r, unsigned *failures_r);
+
 /* The request header to read: "Authorization", or MCP_AUTH_HEADER. */
 const char	*mcp_auth_header_name(const struct mcp_auth *auth);
 const char	*mcp_auth_scope_read(const struct mcp_auth *auth);

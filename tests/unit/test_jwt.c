@@ -344,8 +344,8 @@ typ_is_checked_case_insensitively_and_plain_jwt_is_refused(void **state)
 static void
 alg_none_and_hs256_with_the_public_key_are_refused(void **state)
 {
-	char *h = json_dumps(json_pack("{s:s,s:s,s:s}", "alg", "none", "typ", "at+jwt", "kid",
-	    "rsa1"), JSON_COMPACT);
+	json_t *hj = json_pack("{s:s,s:s,s:s}", "alg", "none", "typ", "at+jwt", "kid", "rsa1");
+	char *h = json_dumps(hj, JSON_COMPACT);
 	json_t *cl = claims();
 	char *p = json_dumps(cl, JSON_COMPACT), *hb, *pb, *tok, *pem, *sb, *input, *hp;
 	unsigned char mac[32];
@@ -364,8 +364,10 @@ alg_none_and_hs256_with_the_public_key_are_refused(void **state)
 	/* The classic confusion: HS256 keyed with the RSA public key's PEM. */
 	PEM_write_bio_PUBKEY(bio, k_rsa);
 	pemlen = BIO_get_mem_data(bio, &pem);
-	h = json_dumps(json_pack("{s:s,s:s,s:s}", "alg", "HS256", "typ", "at+jwt", "kid", "rsa1"),
-	    JSON_COMPACT);
+	json_decref(hj);
+	hj = json_pack("{s:s,s:s,s:s}", "alg", "HS256", "typ", "at+jwt", "kid", "rsa1");
+	h = json_dumps(hj, JSON_COMPACT);
+	json_decref(hj);
 	hb = b64url((unsigned char *)h, strlen(h));
 	input = join(hb, ".", pb);
 	HMAC(EVP_sha256(), pem, (int)pemlen, (unsigned char *)input, strlen(input), mac, &maclen);
