@@ -386,6 +386,11 @@ mcp_jwks_acquire(struct mcp_jwks *c, const char *kid, enum mcp_jwt_alg alg,
 	while (!c->is_static) {
 		now = c->now();
 		have = c->set != NULL && mcp_keyset_has(c->set, kid, alg);
+		if (c->fetching && !have) {
+			/* The fetch under way may bring our key: wait for it. */
+			pthread_cond_wait(&c->cv, &c->mu);
+			continue;
+		}
 		if (c->set == NULL)
 			want = !c->attempted || elapsed(now, c->attempted_at, c->retry_s);
 		else if (!have)
@@ -393,14 +398,8 @@ mcp_jwks_acquire(struct mcp_jwks *c, const char *kid, enum mcp_jwt_alg alg,
 		else
 			want = elapsed(now, c->fetched_at, c->refresh_s) &&
 			    elapsed(now, c->attempted_at, c->min_refetch_s);
-		if (!want)
-			break;
-		if (c->fetching) {
-			if (have)
-				break;	/* a refresh is under way; this set serves */
-			pthread_cond_wait(&c->cv, &c->mu);
-			continue;	/* that fetch counts as ours: the rules now say no */
-		}
+		if (!want || c->fetching)
+			break;	/* nothing to fetch, or a refresh under way: this set serves */
 		fetch_locked(c, now);
 		break;
 	}

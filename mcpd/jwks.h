@@ -10,7 +10,8 @@
  * for tests.
  *
  * Fetching happens in the request path, by one thread at a time, never under
- * the cache lock:
+ * the cache lock; while it runs, threads whose key is in the current set go
+ * on with it and the others wait for the fetch to end:
  *   - a key set older than refresh_s (600) is refetched; meanwhile and if
  *     that fails, the old set keeps serving;
  *   - an unknown kid triggers a refetch at most once per min_refetch_s (60),

@@ -12,12 +12,15 @@
  *				and the token checks' clock)
  *	@stats			"fetches=N failures=M" of the JWKS cache
  *	@metadata		the RFC 9728 document and its URL
+ *	@parallel <n> <token>	n threads check the token at once, as
+ *				libmicrohttpd's pool would: "parallel allow=A deny=D"
  *
  *	allow status=200 sub=<sub> client_id=<id|-> scope=<s> write=<0|1>
  *	deny status=<401|403|503> www-authenticate=<value|-> reason=<why>
  *
  * The key set is fetched over HTTP by the real jwks.c, on first use.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +57,54 @@ answer(struct mcp_auth *auth, const char *value, const char *scope)
 		printf("deny status=%u www-authenticate=%s reason=%s\n", r.status,
 		    r.www_authenticate ? r.www_authenticate : "-", r.reason);
 	mcp_auth_result_release(&r);
+}
+
+struct par {
+	struct mcp_auth	*auth;
+	const char	*value;
+	unsigned	 status;
+};
+
+static void *
+par_run(void *arg)
+{
+	struct par *p = arg;
+	struct mcp_auth_result r;
+
+	mcp_auth_check(p->auth, p->value, NULL, &r);
+	p->status = r.status;
+	mcp_auth_result_release(&r);
+	return NULL;
+}
+
+/* n threads released together on one token. */
+static void
+parallel(struct mcp_auth *auth, const char *arg)
+{
+	struct par p[32];
+	pthread_t t[32];
+	char *end, *value;
+	long n = strtol(arg, &end, 10);
+	size_t len;
+	int i, allow = 0;
+
+	if (n < 1 || n > 32 || *end != ' ') {
+		printf("parallel: bad count\n");
+		return;
+	}
+	len = strlen(end + 1) + 8;
+	value = malloc(len);
+	snprintf(value, len, "Bearer %s", end + 1);
+	for (i = 0; i < n; i++) {
+		p[i] = (struct par){ .auth = auth, .value = value };
+		pthread_create(&t[i], NULL, par_run, &p[i]);
+	}
+	for (i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		allow += p[i].status == 200;
+	}
+	printf("parallel allow=%d deny=%d\n", allow, (int)n - allow);
+	free(value);
 }
 
 int
@@ -97,6 +148,8 @@ main(void)
 		} else if (strcmp(line, "@stats") == 0) {
 			mcp_auth_jwks_stats(auth, &fetches, &failures);
 			printf("fetches=%u failures=%u\n", fetches, failures);
+		} else if (strncmp(line, "@parallel ", 10) == 0) {
+			parallel(auth, line + 10);
 		} else if (strcmp(line, "@metadata") == 0) {
 			doc = mcp_auth_metadata_json(auth);
 			printf("%s %s\n", mcp_auth_metadata_url(auth), doc);

@@ -151,7 +151,9 @@ expect_deny "new key within a minute of the last fetch: not refetched yet" "$t_n
 	"unknown signing key"
 expect "still one fetch" "@stats" "fetches=1 failures=0"
 expect "a minute later" "@advance 61" "clock +61"
-expect "the new key is fetched on its unknown kid and accepted" "$t_new" \
+expect "16 threads at once on the new key: one fetches, the others wait for it" \
+	"@parallel 16 $t_new" "parallel allow=16 deny=0"
+expect "the new key is cached" "$t_new" \
 	"allow status=200 sub=es256 client_id=es256 scope=mail.read write=0"
 expect "the rotation cost one more fetch" "@stats" "fetches=2 failures=0"
 [ "$(hits)" = 2 ] && ok "the AS saw two JWKS requests" || { reply=$(hits); bad "AS JWKS hits" 2; }
