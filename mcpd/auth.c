@@ -216,6 +216,9 @@ auth_init(const struct mcp_auth_conf *conf, struct mcp_auth **auth_r, struct mb_
 	if (conf->mode == MCP_AUTH_MODE_JWT && (conf->resource_url == NULL ||
 	    conf->issuer == NULL || strstr(conf->resource_url, "://") == NULL))
 		return mb_err_set(err, MB_E_CONFIG, "MCP_RESOURCE_URL and MCP_OAUTH_ISSUER are needed");
+	/* jansson seeds its hash function on first use; do it here, before the
+	 * request threads, rather than racing for it. */
+	json_object_seed(0);
 	a = mb_xcalloc(1, sizeof(*a));
 	conf_copy(&a->conf, conf);
 	if (a->conf.now == NULL)

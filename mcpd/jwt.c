@@ -443,8 +443,8 @@ keyset_find(const struct mcp_keyset *set, const char *kid, enum mcp_jwt_alg alg)
 		const struct mcp_jwk *k = &set->keys[i];
 
 		if (kid != NULL) {
-			if (k->kid != NULL && strcmp(k->kid, kid) == 0)
-				return key_fits(k, alg) ? k : NULL;
+			if (k->kid != NULL && strcmp(k->kid, kid) == 0 && key_fits(k, alg))
+				return k;
 			continue;
 		}
 		if (key_fits(k, alg)) {
@@ -724,7 +724,11 @@ aud_matches(const json_t *v, const char *want_canon)
 	return ok;
 }
 
-/* A NumericDate claim: absent (0), a number (1, *v_r set) or not a number (-1). */
+/*
+ * A NumericDate claim: absent (0), a number (1, *v_r set) or not a number
+ * (-1).  Dates before 1970 or after year 30000 count as not a number, so the
+ * arithmetic on them cannot overflow.
+ */
 static int
 numeric_date(const json_t *payload, const char *name, long long *v_r)
 {
@@ -734,14 +738,13 @@ numeric_date(const json_t *payload, const char *name, long long *v_r)
 	*v_r = 0;
 	if (v == NULL)
 		return 0;
-	if (json_is_integer(v)) {
-		*v_r = json_integer_value(v);
-		return 1;
-	}
-	if (!json_is_real(v))
+	if (json_is_integer(v))
+		d = (double)json_integer_value(v);
+	else if (json_is_real(v))
+		d = json_real_value(v);
+	else
 		return -1;
-	d = json_real_value(v);
-	if (!(d > -1e15 && d < 1e15))	/* also refuses NaN */
+	if (!(d >= 0 && d < 9e11))	/* also refuses NaN */
 		return -1;
 	*v_r = (long long)d;
 	return 1;

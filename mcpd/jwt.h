@@ -84,8 +84,9 @@ struct mcp_jwt;
 /*
  * Split and decode a compact JWS, check its header: typ at+jwt or
  * application/at+jwt (case-insensitive), alg in the allow-list, no crit.
- * token is borrowed (len bytes).  On MCP_JWT_OK *jwt_r is the caller's: free
- * it with mcp_jwt_free().  Otherwise *jwt_r is NULL and err is set.
+ * token is borrowed (len bytes) and must outlive *jwt_r, which points into it
+ * for the signed bytes.  On MCP_JWT_OK *jwt_r is the caller's: free it with
+ * mcp_jwt_free().  Otherwise *jwt_r is NULL and err is set.
  */
 enum mcp_jwt_fail	mcp_jwt_parse(const char *token, size_t len, struct mcp_jwt **jwt_r,
 			    struct mb_err *err);

@@ -405,7 +405,10 @@ unknown_kid_and_kid_of_another_key_type_are_refused(void **state)
 	/* The encryption key is not in the set at all. */
 	assert_int_equal(check(mint_raw(k_other_rsa, "RS256", header("RS256", "enc1", "at+jwt"),
 	    claims())), MCP_JWT_UNKNOWN_KEY);
-	/* No kid: the only Ed25519 key in the set is used. */
+	/* No kid: the one key published for the alg is used (rsa1 for RS256:
+	 * ps1 is the same RSA key published for PS256 only). */
+	assert_int_equal(check(mint_raw(k_rsa, "RS256", header("RS256", NULL, "at+jwt"),
+	    claims())), MCP_JWT_OK);
 	assert_int_equal(check(mint_raw(k_ed, "EdDSA", header("EdDSA", NULL, "at+jwt"),
 	    claims())), MCP_JWT_OK);
 }
@@ -446,6 +449,13 @@ expiry_and_not_before_respect_the_leeway(void **state)
 	    MCP_JWT_OK);
 	assert_int_equal(check(mint("RS256", with(claims(), "iat", json_integer(now + 3600)))),
 	    MCP_JWT_NOT_YET_VALID);
+	/* Absurd dates are not dates (and cannot overflow the arithmetic). */
+	assert_int_equal(check(mint("RS256", with(claims(), "exp", json_integer(INT64_MAX)))),
+	    MCP_JWT_BAD_CLAIMS);
+	assert_int_equal(check(mint("RS256", with(claims(), "exp", json_integer(INT64_MIN)))),
+	    MCP_JWT_BAD_CLAIMS);
+	assert_int_equal(check(mint("RS256", with(claims(), "nbf", json_real(-1.0)))),
+	    MCP_JWT_BAD_CLAIMS);
 	/* A real-valued exp (RFC 7519 NumericDate) counts too. */
 	assert_int_equal(check(mint("RS256", with(claims(), "exp", json_real((double)now + 5.5)))),
 	    MCP_JWT_OK);
