@@ -7,7 +7,8 @@
 // signed with that algorithm; requests without a resource get opaque tokens.
 // POST /__test/rotate on the first provider swaps in a provider with the
 // same issuer and new keys (a key rotation); GET /__test/jwks-hits says how
-// often its JWKS was fetched.  Tokens no real AS would issue (expired, typ
+// often its JWKS was fetched; /__test/big-jwks and /__test/redirect-jwks
+// serve what a JWKS fetch must refuse.  Tokens no real AS would issue (expired, typ
 // JWT, alg none, wrong key, ...) are minted with jose from the provider's own
 // key material or a foreign key.
 //
@@ -111,6 +112,16 @@ handlerA.fn = (req, res) => {
 	}
 	if (req.url === '/__test/jwks-hits') {
 		res.end(`${jwksHits}\n`);
+		return;
+	}
+	if (req.url === '/__test/big-jwks') {	// over mcpd's 256 KiB cap
+		res.setHeader('Content-Type', 'application/json');
+		res.end(JSON.stringify({ keys: [], pad: 'x'.repeat(300 * 1024) }));
+		return;
+	}
+	if (req.url === '/__test/redirect-jwks') {	// redirects are not followed
+		res.writeHead(302, { Location: '/jwks' });
+		res.end();
 		return;
 	}
 	if (req.url.startsWith('/jwks')) {

@@ -246,6 +246,26 @@ expect "one failed attempt, not retried at once" "$(fact forged.good)" "$reply"
 expect "failures are counted" "@stats" "fetches=1 failures=1"
 stop_driver
 
+# --- key sets that must not be taken ---------------------------------------------------
+refused_fetch() {	# what, reason pattern, env assignments...
+	local what=$1 pat=$2
+	shift 2
+	start_driver MCP_AUTH=jwt MCP_RESOURCE_URL="$resource" "$@"
+	ask "$(fact forged.good)"
+	case $reply in
+	"deny status=503 www-authenticate=- reason=cannot check tokens: no key set from the issuer yet: "*$pat*)
+		ok "$what" ;;
+	*) bad "$what" "deny status=503 ... $pat" ;;
+	esac
+	stop_driver
+}
+refused_fetch "a JWKS over the size cap" "more than 262144 bytes" \
+	MCP_OAUTH_ISSUER="$issuer" MCP_JWKS_URL="$issuer/__test/big-jwks"
+refused_fetch "a redirect is not followed" "HTTP status 302" \
+	MCP_OAUTH_ISSUER="$issuer" MCP_JWKS_URL="$issuer/__test/redirect-jwks"
+refused_fetch "discovery refuses metadata naming another issuer" "issuer is not '$issuer/'" \
+	MCP_OAUTH_ISSUER="$issuer/"
+
 # --- the log: refusals with reasons and sub, never a token ---------------------------
 leaked=0
 for t in "$t_es" "$t_new" "$t_w" "$t_opaque" "$(fact forged.expired)" "$(fact forged.good)"; do
