@@ -20,6 +20,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
@@ -214,8 +215,13 @@ jwk_rsa(const json_t *jwk, struct mb_err *err)
 	}
 	bn = BN_bin2bn(n, (int)nlen, NULL);
 	be = BN_bin2bn(e, (int)elen, NULL);
+	if (bn == NULL || be == NULL || !BN_is_odd(be) || BN_is_one(be)) {
+		/* e = 1 would make every message its own signature. */
+		mb_err_set(err, MB_E_PROTO, "jwks: RSA key with an unusable exponent");
+		goto out;
+	}
 	bld = OSSL_PARAM_BLD_new();
-	if (bn == NULL || be == NULL || bld == NULL ||
+	if (bld == NULL ||
 	    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) ||
 	    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) ||
 	    (pkey = pkey_fromdata("RSA", bld)) == NULL) {
@@ -386,6 +392,7 @@ mcp_keyset_parse(const char *json, size_t len, struct mcp_keyset **set_r, struct
 			break;
 		r = jwk_load(jwk, &set->keys[set->n], err);
 		if (r < 0) {
+			ERR_clear_error();
 			json_decref(doc);
 			mcp_keyset_unref(&set);
 			return -1;
@@ -393,6 +400,7 @@ mcp_keyset_parse(const char *json, size_t len, struct mcp_keyset **set_r, struct
 		set->n += (size_t)r;
 	}
 	json_decref(doc);
+	ERR_clear_error();	/* from keys skipped or refused above */
 	*set_r = set;
 	return 0;
 }
@@ -656,6 +664,8 @@ sig_ok(enum mcp_jwt_alg alg, EVP_PKEY *pkey, const char *input, size_t input_len
 	}
 	ok = EVP_DigestVerify(md, sig, sig_len, (const unsigned char *)input, input_len) == 1;
 out:
+	if (!ok)
+		ERR_clear_error();	/* a refused token is not an error for this thread */
 	OPENSSL_free(der);
 	EVP_MD_CTX_free(md);
 	return ok;

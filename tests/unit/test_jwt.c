@@ -656,6 +656,17 @@ keyset_refuses_broken_keys_and_skips_foreign_ones(void **state)
 	mcp_keyset_unref(&set);
 	assert_null(set);
 
+	/* An RSA key with e = 1 (every message its own signature). */
+	j = jwk_of(k_rsa, "e1", "RS256");
+	json_object_set_new(j, "e", json_string("AQ"));
+	j = json_pack("{s:[o]}", "keys", j);
+	doc = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	assert_int_equal(mcp_keyset_parse(doc, strlen(doc), &set, &err), -1);
+	assert_null(set);
+	free(doc);
+	mb_err_clear(&err);
+
 	assert_int_equal(mcp_keyset_parse(off_curve, strlen(off_curve), &set, &err), -1);
 	assert_null(set);
 	assert_int_equal(err.code, MB_E_PROTO);
