@@ -301,5 +301,17 @@ peer_run peer_stall 5 --timeout 30 --deadline-ms 2000 fetch INBOX 1 3
 grep -q '^error temporary: .*deadline passed' "$log/peer_stall" || fail "stall: $(cat "$log/peer_stall")"
 pass "peer: a server stalling mid-literal is cut off at the deadline (2 s, read timeout 30 s)"
 
+# Every probe run ended as designed: 0, or 2 with an "error" line; none was
+# killed, timed out or flagged by a sanitizer (a leak changes the status).
+for f in "$log"/*.rc; do
+	case $(cat "$f") in
+	0) ;;
+	2) grep -q '^error ' "${f%.rc}" || fail "$(basename "${f%.rc}"): status 2 without an error line" ;;
+	*) cat "${f%.rc}" >&2; fail "$(basename "${f%.rc}"): exit status $(cat "$f")" ;;
+	esac
+done
+! grep -l 'Sanitizer\|runtime error' "$log"/* || fail "sanitizer reports (files above)"
+pass "every probe run exited 0 or 2, no sanitizer report"
+
 ok=1
 echo "PASS"
