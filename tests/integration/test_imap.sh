@@ -20,7 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok - $*"; }
+pass() { echo "ok - $* [${SECONDS}s]"; }
 expect_line() {	# file, fixed line
 	grep -qxF -- "$2" "$1" || { cat "$1" >&2; fail "expected line '$2' in $1"; }
 }
@@ -276,6 +276,13 @@ peer_run peer_uids 10 uids INBOX 7
 expect_line "$log/peer_uids" "uids 0:"
 pass "peer: \\Noselect/\\NonExistent unselectable, lower-case role, STATUS when EXAMINE lacks UIDNEXT, n:* filtered"
 
+peer_run peer_fetch 10 fetch INBOX 1 3
+expect_line "$log/peer_fetch" 'msg uid=1 size=100 raw_len=100 headers_only=0 flags=\Seen keywords=- modseq=0 internaldate=1704099600'
+expect_line "$log/peer_fetch" 'msg uid=2 size=100 raw_len=100 headers_only=0 flags=\Answered keywords=$Forwarded Junk modseq=0 internaldate=1704123000'
+expect_line "$log/peer_fetch" 'msg uid=3 size=100 raw_len=100 headers_only=0 flags=- keywords=- modseq=0 internaldate=1704103200'
+! grep -q 'MODSEQ' "$peer_file.log" || fail "MODSEQ asked of a server without CONDSTORE"
+pass "peer: flags, keywords (\\Recent dropped), INTERNALDATE zones +0100/-0530/+0000; no MODSEQ without CONDSTORE"
+
 peer auth_fail
 peer_run peer_auth 10 login
 grep -q '^error authentication: .*\[AUTHENTICATIONFAILED\]: Invalid credentials (peer)$' "$log/peer_auth" ||
@@ -304,6 +311,12 @@ peer stall_mid_literal
 peer_run peer_stall 5 --timeout 30 --deadline-ms 2000 fetch INBOX 1 3
 grep -q '^error temporary: .*deadline passed' "$log/peer_stall" || fail "stall: $(cat "$log/peer_stall")"
 pass "peer: a server stalling mid-literal is cut off at the deadline (2 s, read timeout 30 s)"
+
+# No greeting at all: the read timeout (2 s, up to two polls) ends it.
+peer silent
+peer_run peer_silent 10 --timeout 2 login
+grep -q '^error temporary: ' "$log/peer_silent" || fail "silent server: $(cat "$log/peer_silent")"
+pass "peer: a server that never greets is a temporary error within the read timeout"
 
 # Every probe run ended as designed: 0, or 2 with an "error" line; none was
 # killed, timed out or flagged by a sanitizer (a leak changes the status).

@@ -19,6 +19,7 @@ Modes (what goes wrong):
   close_mid_literal  half of the first body literal, then close
   stall_mid_literal  half of the first body literal, then silence forever
   garbage            an unparsable FETCH response
+  silent             accepts the connection, never sends a greeting
 Every line the client sends is appended to FILE.log next to --port-file
 (the transcript), so a test can check what was sent.
 
@@ -37,6 +38,12 @@ MESSAGES = {
     for uid in (1, 2, 3)
 }
 UIDVALIDITY = 42
+# Per UID: FLAGS and the INTERNALDATE zone (the date is always 01-Jan-2024 10:00:00).
+FLAGS = {
+    1: (b"\\Seen", b"+0100"),
+    2: (b"\\Answered $Forwarded \\Recent Junk", b"-0530"),
+    3: (b"", b"+0000"),
+}
 
 
 class Conn:
@@ -124,9 +131,10 @@ def fetch(conn, tag, args, mode):
         if not body:
             conn.send(b"* %d FETCH (UID %d RFC822.SIZE %d)\r\n" % (seq, uid, len(raw)))
             continue
-        head = (b"* %d FETCH (UID %d FLAGS (\\Seen) INTERNALDATE \"01-Jan-2024 10:00:00 +0100\" "
+        flags, zone = FLAGS[uid]
+        head = (b"* %d FETCH (UID %d FLAGS (%s) INTERNALDATE \"01-Jan-2024 10:00:00 %s\" "
                 b"RFC822.SIZE %d BODY[%s] {%d}\r\n"
-                % (seq, uid, len(raw), b"HEADER" if header_only else b"", len(part)))
+                % (seq, uid, flags, zone, len(raw), b"HEADER" if header_only else b"", len(part)))
         if mode in ("close_mid_literal", "stall_mid_literal"):
             conn.send(head + part[: len(part) // 2])
             if mode == "stall_mid_literal":
@@ -142,6 +150,9 @@ def fetch(conn, tag, args, mode):
 
 
 def serve(conn, mode):
+    if mode == "silent":
+        while True:
+            time.sleep(3600)
     conn.send(b"* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] imap_peer ready\r\n")
     while True:
         line = conn.command()
@@ -195,7 +206,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="ok", choices=[
         "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
-        "garbage"])
+        "garbage", "silent"])
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
