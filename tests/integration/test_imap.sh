@@ -130,7 +130,8 @@ expect_line "$log/examine_jp" "exists 1"
 run examine_missing "${auth[@]}" "${tls[@]}" examine 'No such folder'
 grep -q "^error not found: .*'No such folder'" "$log/examine_missing" ||
     fail "missing folder: $(cat "$log/examine_missing")"
-pass "EXAMINE: uidvalidity, uidnext, exists, highestmodseq as Dovecot has them; NO is 'not found'"
+expect_line "$log/examine_missing" "after error: list ok"
+pass "EXAMINE: uidvalidity, uidnext, exists, highestmodseq as Dovecot has them; NO is 'not found', session still usable"
 
 run uids0 "${auth[@]}" "${tls[@]}" uids INBOX 0
 expect_line "$log/uids0" "uids 11: 1 2 3 4 5 6 7 8 9 10 11"
@@ -298,7 +299,9 @@ pass "peer: BYE in the middle of a FETCH is a temporary error"
 peer garbage
 peer_run peer_garbage 10 fetch INBOX 1 3
 grep -q '^error protocol: .*unparsable' "$log/peer_garbage" || fail "garbage: $(cat "$log/peer_garbage")"
-pass "peer: garbage response is a protocol error"
+grep -q '^after error: error protocol: .*session unusable' "$log/peer_garbage" ||
+    fail "session still used after a parse error: $(cat "$log/peer_garbage")"
+pass "peer: garbage response is a protocol error, and the session refuses further commands"
 
 # libetpan 1.9.4 spins forever when the peer closes mid-literal; the watchdog
 # cancels at the deadline.  The read timeout (30 s) is far longer on purpose.
@@ -310,6 +313,7 @@ pass "peer: connection closed mid-literal ends at the deadline, no hang"
 peer stall_mid_literal
 peer_run peer_stall 5 --timeout 30 --deadline-ms 2000 fetch INBOX 1 3
 grep -q '^error temporary: .*deadline passed' "$log/peer_stall" || fail "stall: $(cat "$log/peer_stall")"
+grep -q '^after error: error ' "$log/peer_stall" || fail "session used after cancel: $(cat "$log/peer_stall")"
 pass "peer: a server stalling mid-literal is cut off at the deadline (2 s, read timeout 30 s)"
 
 # No greeting at all: the read timeout (2 s, up to two polls) ends it.
