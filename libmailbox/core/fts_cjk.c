@@ -1,0 +1,267 @@
+/*
+ * mb_cjk: an FTS5 tokenizer that makes Chinese, Japanese and Korean text
+ * searchable without a second index.
+ *
+ * unicode61 treats a run of CJK characters as one token ("会議は月曜日です" is
+ * one word), so no query short of the whole run finds it.  mb_cjk wraps a
+ * parent tokenizer chain the way porter wraps unicode61:
+ *
+ *	tokenize='mb_cjk porter unicode61 remove_diacritics 2'
+ *
+ * It splits the text into CJK runs and the rest.  The rest goes to the parent
+ * (offsets shifted back into the whole text); each CJK run becomes overlapping
+ * bigrams, 会議 議は は月 ..., or the single character when the run is one
+ * character long.  Every token carries the byte offsets of its characters in
+ * the original text, so snippet() and highlight() mark the right bytes.
+ * Queries go through the same code: the bareword 会議 is the bigram 会議, and
+ * 会議は is the phrase "会議 議は".  docs/index.md has the costs and limits.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/err.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+struct cjk_tok {
+	fts5_tokenizer	 parent;	/* the parent's methods */
+	Fts5Tokenizer	*parent_tok;	/* the parent instance */
+};
+
+/*
+ * Decode one UTF-8 character at p (n bytes available).  Returns its length
+ * (1 for an invalid byte, which then counts as not CJK) and sets *cp_r.
+ */
+static int
+utf8_next(const unsigned char *p, int n, uint32_t *cp_r)
+{
+	uint32_t cp;
+	int len;
+
+	if (p[0] < 0x80) {
+		*cp_r = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		cp = p[0] & 0x1f;
+		len = 2;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		cp = p[0] & 0x0f;
+		len = 3;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		cp = p[0] & 0x07;
+		len = 4;
+	} else {
+		*cp_r = 0xfffd;
+		return 1;
+	}
+	if (len > n) {
+		*cp_r = 0xfffd;
+		return 1;
+	}
+	for (int i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80) {
+			*cp_r = 0xfffd;
+			return 1;
+		}
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	*cp_r = cp;
+	return len;
+}
+
+/*
+ * Characters written without spaces between words: Han (with 々 and 〇),
+ * Hiragana, Katakana (with the halfwidth forms), Bopomofo and Hangul.
+ * Punctuation (、。「」・) is not: the parent drops it as a separator.
+ */
+static bool
+is_cjk(uint32_t c)
+{
+	if (c < 0x1100)
+		return false;
+	return (c >= 0x1100 && c <= 0x11ff) ||		/* Hangul Jamo */
+	    (c >= 0x2e80 && c <= 0x2fdf) ||		/* CJK and Kangxi radicals */
+	    c == 0x3005 || c == 0x3006 || c == 0x3007 ||	/* 々 〆 〇 */
+	    (c >= 0x3021 && c <= 0x3029) ||		/* Hangzhou numerals */
+	    (c >= 0x3038 && c <= 0x303b) ||
+	    (c >= 0x3041 && c <= 0x309f) ||		/* Hiragana */
+	    (c >= 0x30a0 && c <= 0x30fa) ||		/* Katakana (not ・) */
+	    (c >= 0x30fc && c <= 0x30ff) ||		/* ー ヽ ヾ ヿ */
+	    (c >= 0x3105 && c <= 0x312f) ||		/* Bopomofo */
+	    (c >= 0x3131 && c <= 0x318e) ||		/* Hangul compatibility Jamo */
+	    (c >= 0x31a0 && c <= 0x31bf) ||		/* Bopomofo extended */
+	    (c >= 0x31f0 && c <= 0x31ff) ||		/* Katakana phonetic extensions */
+	    (c >= 0x3400 && c <= 0x4dbf) ||		/* Han extension A */
+	    (c >= 0x4e00 && c <= 0x9fff) ||		/* Han */
+	    (c >= 0xa960 && c <= 0xa97f) ||		/* Hangul Jamo extended A */
+	    (c >= 0xac00 && c <= 0xd7af) ||		/* Hangul syllables */
+	    (c >= 0xd7b0 && c <= 0xd7ff) ||		/* Hangul Jamo extended B */
+	    (c >= 0xf900 && c <= 0xfaff) ||		/* Han compatibility */
+	    (c >= 0xff66 && c <= 0xff9f) ||		/* halfwidth Katakana */
+	    (c >= 0xffa0 && c <= 0xffdc) ||		/* halfwidth Hangul */
+	    (c >= 0x1b000 && c <= 0x1b16f) ||		/* Kana supplement, extended A */
+	    (c >= 0x20000 && c <= 0x3134f);		/* Han extensions B..G */
+}
+
+/* Passes the parent's tokens on, with offsets moved from the piece to the text. */
+struct shift_ctx {
+	void	*ctx;
+	int	 (*token)(void *, int, const char *, int, int, int);
+	int	 base;
+};
+
+static int
+shift_token(void *p, int tflags, const char *tok, int ntok, int start, int end)
+{
+	struct shift_ctx *s = p;
+
+	return s->token(s->ctx, tflags, tok, ntok, start + s->base, end + s->base);
+}
+
+static int
+cjk_create(void *api_p, const char **argv, int argc, Fts5Tokenizer **out)
+{
+	fts5_api *api = api_p;
+	struct cjk_tok *t;
+	void *parent_data = NULL;
+	const char *parent = argc > 0 ? argv[0] : "unicode61";
+	int rc;
+
+	t = sqlite3_malloc(sizeof(*t));
+	if (t == NULL)
+		return SQLITE_NOMEM;
+	memset(t, 0, sizeof(*t));
+	rc = api->xFindTokenizer(api, parent, &parent_data, &t->parent);
+	if (rc == SQLITE_OK)
+		rc = t->parent.xCreate(parent_data, argc > 0 ? argv + 1 : NULL,
+		    argc > 0 ? argc - 1 : 0, &t->parent_tok);
+	if (rc != SQLITE_OK) {
+		sqlite3_free(t);
+		return rc;
+	}
+	*out = (Fts5Tokenizer *)t;
+	return SQLITE_OK;
+}
+
+static void
+cjk_delete(Fts5Tokenizer *p)
+{
+	struct cjk_tok *t = (struct cjk_tok *)p;
+
+	if (t == NULL)
+		return;
+	if (t->parent_tok != NULL)
+		t->parent.xDelete(t->parent_tok);
+	sqlite3_free(t);
+}
+
+/* Bigrams of the CJK run [start, end) of text (at least one character). */
+static int
+emit_run(const char *text, int start, int end, void *ctx,
+    int (*token)(void *, int, const char *, int, int, int))
+{
+	const unsigned char *u = (const unsigned char *)text;
+	uint32_t cp;
+	int a = start, b, c, rc;
+
+	b = a + utf8_next(u + a, end - a, &cp);
+	if (b >= end)	/* a run of one character: the unigram */
+		return token(ctx, 0, text + a, b - a, a, b);
+	while (b < end) {
+		c = b + utf8_next(u + b, end - b, &cp);
+		rc = token(ctx, 0, text + a, c - a, a, c);
+		if (rc != SQLITE_OK)
+			return rc;
+		a = b;
+		b = c;
+	}
+	return SQLITE_OK;
+}
+
+static int
+cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext,
+    int (*token)(void *, int, const char *, int, int, int))
+{
+	struct cjk_tok *t = (struct cjk_tok *)p;
+	const unsigned char *u = (const unsigned char *)text;
+	struct shift_ctx shift = { .ctx = ctx, .token = token };
+	int i = 0, seg = 0, rc = SQLITE_OK;
+
+	/*
+	 * seg is where the current segment began; a segment ends where CJK-ness
+	 * changes.  The non-CJK segments go to the parent whole, so its word
+	 * boundaries (and porter's stemming) are exactly what they would be
+	 * without us.
+	 */
+	while (i < ntext && rc == SQLITE_OK) {
+		uint32_t cp;
+		int len = utf8_next(u + i, ntext - i, &cp);
+		bool cjk = is_cjk(cp);
+
+		if (!cjk) {
+			i += len;
+			continue;
+		}
+		if (i > seg) {
+			shift.base = seg;
+			rc = t->parent.xTokenize(t->parent_tok, &shift, flags, text + seg,
+			    i - seg, shift_token);
+			if (rc != SQLITE_OK)
+				break;
+		}
+		seg = i;
+		while (i < ntext && is_cjk(cp)) {
+			i += len;
+			if (i < ntext)
+				len = utf8_next(u + i, ntext - i, &cp);
+		}
+		rc = emit_run(text, seg, i, ctx, token);
+		seg = i;
+	}
+	if (rc == SQLITE_OK && ntext > seg) {
+		shift.base = seg;
+		rc = t->parent.xTokenize(t->parent_tok, &shift, flags, text + seg, ntext - seg,
+		    shift_token);
+	}
+	return rc;
+}
+
+/* The fts5_api of db, through the documented pointer-passing interface. */
+static fts5_api *
+fts5_api_of(sqlite3 *db)
+{
+	fts5_api *api = NULL;
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_pointer(st, 1, &api, "fts5_api_ptr", NULL);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+	return api;
+}
+
+int
+mb_fts_cjk_register(sqlite3 *db, struct mb_err *err)
+{
+	static fts5_tokenizer methods = {
+		.xCreate = cjk_create,
+		.xDelete = cjk_delete,
+		.xTokenize = cjk_tokenize,
+	};
+	fts5_api *api = fts5_api_of(db);
+	int rc;
+
+	if (api == NULL || api->iVersion < 2)
+		return mb_err_set(err, MB_E_INTERNAL, "index: this SQLite has no FTS5");
+	rc = api->xCreateTokenizer(api, "mb_cjk", api, &methods, NULL);
+	if (rc != SQLITE_OK)
+		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_cjk: %s",
+		    sqlite3_errstr(rc));
+	return 0;
+}

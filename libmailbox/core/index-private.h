@@ -1,0 +1,92 @@
+/*
+ * Inside the index: the handle, its cache of prepared statements, and the
+ * helpers the index*.c files share.  Not a public header.
+ */
+#ifndef MAILBOX_INDEX_PRIVATE_H
+#define MAILBOX_INDEX_PRIVATE_H
+
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+
+/*
+ * Every statement the index runs, prepared once on first use (so a read-only
+ * handle never prepares a write) and kept until mb_index_close().
+ */
+enum idx_stmt {
+	IDX_BEGIN,
+	IDX_COMMIT,
+	IDX_ROLLBACK,
+	IDX_SAVEPOINT,
+	IDX_RELEASE,
+	IDX_ROLLBACK_TO,
+	IDX_SCHEMA_VERSION,
+	IDX_MIGRATION_APPLIED,
+	IDX_MIGRATION_RECORD,
+	IDX_FOLDER_ENSURE,
+	IDX_FOLDER_GET,
+	IDX_FOLDER_UPDATE,
+	IDX_FOLDER_LIST,
+	IDX_MSG_FIND,
+	IDX_MSG_UPSERT,
+	IDX_MSG_DELETE,
+	IDX_ATT_DELETE,
+	IDX_ATT_INSERT,
+	IDX_BUCKETS,
+	IDX_WM_UIDS,
+	IDX_THREAD_REF_GET,
+	IDX_THREAD_REF_PUT,
+	IDX_THREAD_NEXT,
+	IDX_THREAD_MOVE_MSGS,
+	IDX_THREAD_MOVE_REFS,
+	IDX_STMT_COUNT
+};
+
+struct mb_index {
+	sqlite3			*db;
+	enum mb_index_mode	 mode;
+	char			*path;	/* owned */
+	sqlite3_stmt		*stmts[IDX_STMT_COUNT];
+};
+
+/*
+ * The cached statement id, ready for binding (reset, bindings cleared), or
+ * NULL with err set.  Borrowed: call idx_stmt_done() after the last step so
+ * the statement releases its read lock.
+ */
+sqlite3_stmt	*idx_stmt(struct mb_index *idx, enum idx_stmt id, struct mb_err *err);
+void		 idx_stmt_done(sqlite3_stmt *st);
+
+/* Sets err from the connection's last error ("index: <what>: <sqlite msg>"), returns -1. */
+int	idx_sqlerr(struct mb_index *idx, int rc, const char *what, struct mb_err *err);
+
+/* Step a statement that returns no rows (or whose rows are ignored), then reset it. */
+int	idx_step_done(struct mb_index *idx, sqlite3_stmt *st, const char *what,
+	    struct mb_err *err);
+
+/*
+ * A unit of work that is atomic whether or not the caller has a transaction
+ * open: BEGIN IMMEDIATE ... COMMIT outside one, a savepoint inside one.
+ * idx_unit_end(ok = false) undoes exactly this unit's changes.
+ */
+struct idx_unit {
+	bool	own_txn;	/* true: we began the transaction */
+};
+int	idx_unit_begin(struct mb_index *idx, struct idx_unit *u, struct mb_err *err);
+int	idx_unit_end(struct mb_index *idx, struct idx_unit *u, bool ok, struct mb_err *err);
+
+/* Bind a C string or NULL (SQLITE_STATIC: it must outlive the step). */
+int	idx_bind_text(sqlite3_stmt *st, int col, const char *s);
+
+/*
+ * Thread id of message m (index_threads.c): joins the thread of every id it
+ * names, merging threads it links, and records its ids.  keep_tid (0: none)
+ * is the thread of the row being replaced.  Must run inside a unit.
+ */
+int	idx_thread_assign(struct mb_index *idx, const struct mb_msg *m, int64_t keep_tid,
+	    int64_t *tid_r, struct mb_err *err);
+
+/* Register the mb_cjk FTS5 tokenizer on db (fts_cjk.c). */
+int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
+
+#endif

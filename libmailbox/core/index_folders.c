@@ -1,0 +1,145 @@
+/* Per-folder sync state in the folders table: see include/mailbox/index.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+void
+mb_folder_state_release(struct mb_folder_state *st)
+{
+	if (st == NULL)
+		return;
+	free(st->name);
+	free(st->role);
+	st->name = NULL;
+	st->role = NULL;
+}
+
+void
+mb_folder_list_free(struct mb_folder_state **listp, size_t n)
+{
+	if (*listp == NULL)
+		return;
+	for (size_t i = 0; i < n; i++)
+		mb_folder_state_release(&(*listp)[i]);
+	free(*listp);
+	*listp = NULL;
+}
+
+/* Columns id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync. */
+static void
+folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
+{
+	f->id = sqlite3_column_int64(st, 0);
+	f->name = mb_xstrdup((const char *)sqlite3_column_text(st, 1));
+	f->role = mb_xstrdup((const char *)sqlite3_column_text(st, 2));
+	f->uidvalidity = (uint32_t)sqlite3_column_int64(st, 3);
+	f->uidnext = (uint32_t)sqlite3_column_int64(st, 4);
+	f->highestmodseq = (uint64_t)sqlite3_column_int64(st, 5);
+	f->watermark = (uint32_t)sqlite3_column_int64(st, 6);
+	f->last_sync = sqlite3_column_int64(st, 7);
+}
+
+int
+mb_index_folder_ensure(struct mb_index *idx, const char *name, const char *role,
+    int64_t *id_r, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (name == NULL || *name == '\0')
+		return mb_err_set(err, MB_E_INVALID, "index: empty folder name");
+	if ((st = idx_stmt(idx, IDX_FOLDER_ENSURE, err)) == NULL)
+		return -1;
+	idx_bind_text(st, 1, name);
+	idx_bind_text(st, 2, role);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		idx_sqlerr(idx, rc, "folder ensure", err);
+		idx_stmt_done(st);
+		return -1;
+	}
+	*id_r = sqlite3_column_int64(st, 0);
+	/* Step to the end: RETURNING completes its write only then. */
+	return idx_step_done(idx, st, "folder ensure", err);
+}
+
+int
+mb_index_folder_get(struct mb_index *idx, const char *name, struct mb_folder_state *st_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(st_r, 0, sizeof(*st_r));
+	if ((st = idx_stmt(idx, IDX_FOLDER_GET, err)) == NULL)
+		return -1;
+	idx_bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		folder_from_row(st, st_r);
+	else if (rc == SQLITE_DONE)
+		mb_err_set(err, MB_E_NOTFOUND, "index: no folder '%s'", name);
+	else
+		idx_sqlerr(idx, rc, "folder get", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+int
+mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *f,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+
+	if ((st = idx_stmt(idx, IDX_FOLDER_UPDATE, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, f->id);
+	idx_bind_text(st, 2, f->role);
+	sqlite3_bind_int64(st, 3, f->uidvalidity);
+	sqlite3_bind_int64(st, 4, f->uidnext);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)f->highestmodseq);
+	sqlite3_bind_int64(st, 6, f->watermark);
+	sqlite3_bind_int64(st, 7, f->last_sync);
+	if (idx_step_done(idx, st, "folder update", err) == -1)
+		return -1;
+	if (sqlite3_changes(idx->db) == 0)
+		return mb_err_set(err, MB_E_NOTFOUND, "index: no folder with id %lld",
+		    (long long)f->id);
+	return 0;
+}
+
+int
+mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size_t *n_r,
+    struct mb_err *err)
+{
+	struct mb_folder_state *list = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	*list_r = NULL;
+	*n_r = 0;
+	if ((st = idx_stmt(idx, IDX_FOLDER_LIST, err)) == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			list = mb_xrealloc(list, cap * sizeof(*list));
+		}
+		folder_from_row(st, &list[n++]);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		mb_folder_list_free(&list, n);
+		return idx_sqlerr(idx, rc, "folder list", err);
+	}
+	*list_r = list;
+	*n_r = n;
+	return 0;
+}

@@ -1,0 +1,394 @@
+/*
+ * Messages in the index: upsert (one and batched), delete, the bucket counts
+ * syncd's gap detection asks for, and the watermark.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/index.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+#define IDX_FIELD_MAX	(64u << 20)	/* one rendered header field; far above any real one */
+
+/* "Name <addr>", "addr" or "Name"; nothing when both are missing. */
+static int
+render_addr(struct mb_buf *b, const struct mb_addr *a)
+{
+	bool name = a->name != NULL && *a->name != '\0';
+	bool addr = a->addr != NULL && *a->addr != '\0';
+
+	if (name && addr)
+		return mb_buf_addf(b, "%s <%s>", a->name, a->addr);
+	if (name)
+		return mb_buf_adds(b, a->name);
+	if (addr)
+		return mb_buf_adds(b, a->addr);
+	return 0;
+}
+
+static int
+render_addr_list(struct mb_buf *b, const struct mb_addr *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t before = b->len;
+
+		if (before > 0 && mb_buf_adds(b, ", ") == -1)
+			return -1;
+		if (render_addr(b, &v[i]) == -1)
+			return -1;
+		if (b->len == before + (before > 0 ? 2 : 0))
+			mb_buf_truncate(b, before);	/* an empty address adds nothing */
+	}
+	return 0;
+}
+
+/* s as a JSON string (RFC 8259), or null. */
+static int
+json_string(struct mb_buf *b, const char *s)
+{
+	if (s == NULL)
+		return mb_buf_adds(b, "null");
+	if (mb_buf_addc(b, '"') == -1)
+		return -1;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		int rc;
+
+		if (*p == '"' || *p == '\\')
+			rc = mb_buf_addf(b, "\\%c", *p);
+		else if (*p < 0x20)
+			rc = mb_buf_addf(b, "\\u%04x", *p);
+		else
+			rc = mb_buf_addc(b, (char)*p);
+		if (rc == -1)
+			return -1;
+	}
+	return mb_buf_addc(b, '"');
+}
+
+/* [{"name":...,"addr":...},...] */
+static int
+render_addr_json(struct mb_buf *b, const struct mb_addr *v, size_t n)
+{
+	if (mb_buf_addc(b, '[') == -1)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if ((i > 0 && mb_buf_addc(b, ',') == -1) ||
+		    mb_buf_adds(b, "{\"name\":") == -1 || json_string(b, v[i].name) == -1 ||
+		    mb_buf_adds(b, ",\"addr\":") == -1 || json_string(b, v[i].addr) == -1 ||
+		    mb_buf_addc(b, '}') == -1)
+			return -1;
+	}
+	return mb_buf_addc(b, ']');
+}
+
+static int
+render_refs(struct mb_buf *b, char *const *refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (refs[i] == NULL || *refs[i] == '\0')
+			continue;
+		if ((b->len > 0 && mb_buf_addc(b, ' ') == -1) || mb_buf_adds(b, refs[i]) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* The rendered forms of one message's header fields (owned by the struct). */
+struct rendered {
+	struct mb_buf	from, recipients, to_json, cc_json, refs;
+};
+
+static int
+render(struct rendered *r, const struct mb_msg *m)
+{
+	mb_buf_init(&r->from, IDX_FIELD_MAX);
+	mb_buf_init(&r->recipients, IDX_FIELD_MAX);
+	mb_buf_init(&r->to_json, IDX_FIELD_MAX);
+	mb_buf_init(&r->cc_json, IDX_FIELD_MAX);
+	mb_buf_init(&r->refs, IDX_FIELD_MAX);
+	if (render_addr(&r->from, &m->from) == -1 ||
+	    render_addr_list(&r->recipients, m->to, m->n_to) == -1 ||
+	    render_addr_list(&r->recipients, m->cc, m->n_cc) == -1 ||
+	    (m->n_to > 0 && render_addr_json(&r->to_json, m->to, m->n_to) == -1) ||
+	    (m->n_cc > 0 && render_addr_json(&r->cc_json, m->cc, m->n_cc) == -1) ||
+	    render_refs(&r->refs, m->references, m->n_references) == -1)
+		return -1;
+	return 0;
+}
+
+static void
+rendered_release(struct rendered *r)
+{
+	mb_buf_release(&r->from);
+	mb_buf_release(&r->recipients);
+	mb_buf_release(&r->to_json);
+	mb_buf_release(&r->cc_json);
+	mb_buf_release(&r->refs);
+}
+
+/* A rendered field, or NULL when it came out empty. */
+static const char *
+nonempty(const struct mb_buf *b)
+{
+	return b->len > 0 ? b->data : NULL;
+}
+
+static const char *
+nonempty_str(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : NULL;
+}
+
+static int
+put_attachments(struct mb_index *idx, int64_t msg_id, bool replace, const struct mb_msg *m,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+
+	if (replace) {
+		if ((st = idx_stmt(idx, IDX_ATT_DELETE, err)) == NULL)
+			return -1;
+		sqlite3_bind_int64(st, 1, msg_id);
+		if (idx_step_done(idx, st, "delete attachments", err) == -1)
+			return -1;
+	}
+	for (size_t i = 0; i < m->n_attachments; i++) {
+		const struct mb_attachment *a = &m->attachments[i];
+
+		if ((st = idx_stmt(idx, IDX_ATT_INSERT, err)) == NULL)
+			return -1;
+		sqlite3_bind_int64(st, 1, msg_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		idx_bind_text(st, 3, a->filename);
+		idx_bind_text(st, 4, a->mime_type ? a->mime_type : "application/octet-stream");
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)a->size);
+		idx_bind_text(st, 6, a->content_id);
+		sqlite3_bind_int(st, 7, a->is_inline);
+		idx_bind_text(st, 8, nonempty_str(a->sha256));
+		if (idx_step_done(idx, st, "insert attachment", err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* The upsert proper; the caller provides the unit of work. */
+static int
+upsert_one(struct mb_index *idx, const struct mb_index_row *row, int64_t *msg_id_r,
+    struct mb_err *err)
+{
+	const struct mb_msg *m = row->msg;
+	struct rendered r;
+	sqlite3_stmt *st;
+	int64_t old_id = 0, old_tid = 0, tid, id;
+	int rc, ret = -1;
+
+	if (m == NULL || row->folder_id <= 0 || row->uid == 0)
+		return mb_err_set(err, MB_E_INVALID, "index: upsert: no message, folder or uid");
+
+	/* Is this key already indexed?  Its thread and attachments are replaced. */
+	if ((st = idx_stmt(idx, IDX_MSG_FIND, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, row->folder_id);
+	sqlite3_bind_int64(st, 2, row->uidvalidity);
+	sqlite3_bind_int64(st, 3, row->uid);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		old_id = sqlite3_column_int64(st, 0);
+		old_tid = sqlite3_column_int64(st, 1);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return idx_sqlerr(idx, rc, "upsert lookup", err);
+
+	if (idx_thread_assign(idx, m, old_tid, &tid, err) == -1)
+		return -1;
+
+	if (render(&r, m) == -1) {
+		mb_err_set(err, MB_E_INVALID, "index: upsert uid %u: a header field is too long",
+		    row->uid);
+		goto out;
+	}
+	if ((st = idx_stmt(idx, IDX_MSG_UPSERT, err)) == NULL)
+		goto out;
+	sqlite3_bind_int64(st, 1, row->folder_id);
+	sqlite3_bind_int64(st, 2, row->uidvalidity);
+	sqlite3_bind_int64(st, 3, row->uid);
+	idx_bind_text(st, 4, nonempty_str(m->message_id));
+	idx_bind_text(st, 5, nonempty_str(m->in_reply_to));
+	idx_bind_text(st, 6, nonempty(&r.refs));
+	sqlite3_bind_int64(st, 7, tid);
+	idx_bind_text(st, 8, m->subject);
+	idx_bind_text(st, 9, nonempty_str(m->from.name));
+	idx_bind_text(st, 10, nonempty_str(m->from.addr));
+	idx_bind_text(st, 11, nonempty(&r.from));
+	idx_bind_text(st, 12, nonempty(&r.recipients));
+	idx_bind_text(st, 13, nonempty(&r.to_json));
+	idx_bind_text(st, 14, nonempty(&r.cc_json));
+	if (m->has_date)
+		sqlite3_bind_int64(st, 15, m->date);
+	if (row->internaldate != 0)
+		sqlite3_bind_int64(st, 16, row->internaldate);
+	sqlite3_bind_int64(st, 17, (sqlite3_int64)row->size);
+	sqlite3_bind_int64(st, 18, row->flags);
+	idx_bind_text(st, 19, nonempty_str(row->keywords));
+	sqlite3_bind_int64(st, 20, (sqlite3_int64)row->modseq);
+	idx_bind_text(st, 21, nonempty_str(m->list_id));
+	sqlite3_bind_text64(st, 22, m->body ? m->body : "", m->body ? m->body_len : 0,
+	    SQLITE_STATIC, SQLITE_UTF8);
+	sqlite3_bind_int(st, 23, m->body_truncated);
+	sqlite3_bind_int(st, 24, m->body_from_html);
+	sqlite3_bind_int(st, 25, row->headers_only);
+	sqlite3_bind_int64(st, 26, (sqlite3_int64)m->n_attachments);
+	idx_bind_text(st, 27, m->parse_error);
+	sqlite3_bind_int64(st, 28, (sqlite3_int64)time(NULL));
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		idx_sqlerr(idx, rc, "upsert", err);
+		idx_stmt_done(st);
+		goto out;
+	}
+	id = sqlite3_column_int64(st, 0);
+	if (idx_step_done(idx, st, "upsert", err) == -1)
+		goto out;
+
+	if (put_attachments(idx, id, old_id != 0, m, err) == -1)
+		goto out;
+	if (msg_id_r != NULL)
+		*msg_id_r = id;
+	ret = 0;
+out:
+	rendered_release(&r);
+	return ret;
+}
+
+int
+mb_index_upsert(struct mb_index *idx, const struct mb_index_row *row, int64_t *msg_id_r,
+    struct mb_err *err)
+{
+	struct idx_unit u;
+	int rc;
+
+	if (idx_unit_begin(idx, &u, err) == -1)
+		return -1;
+	rc = upsert_one(idx, row, msg_id_r, err);
+	return idx_unit_end(idx, &u, rc == 0, err) == 0 ? rc : -1;
+}
+
+int
+mb_index_upsert_batch(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
+    struct mb_err *err)
+{
+	struct idx_unit u;
+	int rc = 0;
+
+	if (idx_unit_begin(idx, &u, err) == -1)
+		return -1;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = upsert_one(idx, &rows[i], NULL, err);
+	return idx_unit_end(idx, &u, rc == 0, err);
+}
+
+int
+mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, uint32_t uid,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+
+	/* Attachments go by ON DELETE CASCADE, the FTS entry by trigger. */
+	if ((st = idx_stmt(idx, IDX_MSG_DELETE, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, folder_id);
+	sqlite3_bind_int64(st, 2, uidvalidity);
+	sqlite3_bind_int64(st, 3, uid);
+	return idx_step_done(idx, st, "delete", err);
+}
+
+int
+mb_index_bucket_counts(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+    uint32_t first_uid, uint32_t bucket, size_t n_buckets, uint32_t *counts_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (bucket == 0)
+		return mb_err_set(err, MB_E_INVALID, "index: bucket size 0");
+	memset(counts_r, 0, n_buckets * sizeof(*counts_r));
+	if (n_buckets == 0)
+		return 0;
+	if ((st = idx_stmt(idx, IDX_BUCKETS, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, folder_id);
+	sqlite3_bind_int64(st, 2, uidvalidity);
+	sqlite3_bind_int64(st, 3, first_uid);
+	sqlite3_bind_int64(st, 4, bucket);
+	/* 64-bit: first_uid + bucket * n_buckets may pass 2^32. */
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)first_uid +
+	    (sqlite3_int64)bucket * (sqlite3_int64)(n_buckets > UINT32_MAX ? UINT32_MAX : n_buckets));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sqlite3_int64 b = sqlite3_column_int64(st, 0);
+
+		if (MB_ALWAYS(b >= 0 && (uint64_t)b < n_buckets))
+			counts_r[b] = (uint32_t)sqlite3_column_int64(st, 1);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE)
+		return idx_sqlerr(idx, rc, "bucket counts", err);
+	return 0;
+}
+
+/*
+ * Walk the indexed UIDs above old_watermark (ascending) beside the mailbox's:
+ * the first mailbox UID with no row is the first gap.  Indexed UIDs the
+ * mailbox no longer lists (expunged, not yet deleted) are stepped over.  The
+ * walk stops at the gap, so its cost is the length of the complete prefix.
+ */
+int
+mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+    uint32_t old_watermark, const uint32_t *mailbox_uids, size_t n, uint32_t *wm_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	uint32_t wm = old_watermark;
+	int64_t cur = -1;	/* current indexed uid; -1: before the first */
+	bool more = true;
+	int rc = SQLITE_DONE;
+
+	if ((st = idx_stmt(idx, IDX_WM_UIDS, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, folder_id);
+	sqlite3_bind_int64(st, 2, uidvalidity);
+	sqlite3_bind_int64(st, 3, old_watermark);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t want = mailbox_uids[i];
+
+		if (want <= old_watermark)
+			continue;	/* counts as indexed */
+		while (more && cur < want) {
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW)
+				cur = sqlite3_column_int64(st, 0);
+			else
+				more = false;
+		}
+		if (!more && rc != SQLITE_DONE)
+			break;
+		if (cur != want) {
+			wm = want - 1;	/* want > old_watermark >= 0: no underflow */
+			goto done;
+		}
+		wm = want;
+	}
+done:
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return idx_sqlerr(idx, rc, "watermark", err);
+	*wm_r = wm;
+	return 0;
+}

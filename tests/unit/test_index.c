@@ -1,0 +1,733 @@
+/*
+ * The index on a real SQLite file under mkdtemp(): migrations, upserts,
+ * full-text search (diacritics, stemming, CJK), buckets, the watermark,
+ * read-only handles, threads, backup.
+ */
+#include <ftw.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+#include "mailbox/migrations.h"
+#include "mailbox/msg.h"
+#include "mailbox/util.h"
+
+struct fx {
+	char		 dir[64];
+	char		 path[128];
+	struct mb_index	*idx;
+	int64_t		 inbox;
+};
+
+static int
+rm_one(const char *p, const struct stat *sb, int type, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct mb_err err = { 0 };
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_index.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/data/index.db", f->dir);
+	if (mb_index_open(f->path, MB_INDEX_RW, &f->idx, &err) == -1)
+		fail_msg("open: %s", err.msg);
+	assert_int_equal(mb_index_folder_ensure(f->idx, "INBOX", NULL, &f->inbox, &err), 0);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	mb_index_close(&f->idx);
+	nftw(f->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* A message with the given fields; refs is NULL-terminated (may be NULL). */
+static struct mb_msg *
+msg(const char *subject, const char *body, const char *mid, const char *irt,
+    const char *const *refs)
+{
+	struct mb_msg *m = mb_msg_new();
+
+	m->subject = mb_xstrdup(subject);
+	free(m->body);
+	m->body = mb_xstrdup(body ? body : "");
+	m->body_len = strlen(m->body);
+	m->message_id = mb_xstrdup(mid);
+	m->in_reply_to = mb_xstrdup(irt);
+	for (size_t i = 0; refs && refs[i]; i++) {
+		m->references = mb_xrealloc(m->references, (i + 1) * sizeof(char *));
+		m->references[i] = mb_xstrdup(refs[i]);
+		m->n_references = i + 1;
+	}
+	m->from.name = mb_xstrdup("Alice Example");
+	m->from.addr = mb_xstrdup("alice@example.org");
+	m->has_date = true;
+	m->date = 1700000000;
+	return m;
+}
+
+static int64_t
+put(struct fx *f, uint32_t uid, struct mb_msg *m, unsigned flags)
+{
+	struct mb_index_row row = {
+		.folder_id = f->inbox, .uidvalidity = 7, .uid = uid, .flags = flags,
+		.size = 1234, .internaldate = 1700000100, .msg = m,
+	};
+	struct mb_err err = { 0 };
+	int64_t id = 0;
+
+	if (mb_index_upsert(f->idx, &row, &id, &err) == -1)
+		fail_msg("upsert uid %u: %s", uid, err.msg);
+	mb_msg_free(&m);
+	return id;
+}
+
+/* One integer from a query with up to one text and one integer parameter. */
+static int64_t
+q_int(struct mb_index *idx, const char *sql, const char *text, int64_t num)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(mb_index_db(idx), sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("prepare %s: %s", sql, sqlite3_errmsg(mb_index_db(idx)));
+	if (text != NULL)
+		sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_int64(st, 1, num);
+	if (sqlite3_bind_parameter_count(st) > 1)
+		sqlite3_bind_int64(st, 2, num);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	else
+		fail_msg("%s: %s", sql, sqlite3_errmsg(mb_index_db(idx)));
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* How many messages an FTS query matches. */
+static int64_t
+hits(struct mb_index *idx, const char *query)
+{
+	return q_int(idx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1",
+	    query, 0);
+}
+
+static int64_t
+thread_of(struct fx *f, uint32_t uid)
+{
+	return q_int(f->idx, "SELECT thread_id FROM messages WHERE uid = ?1", NULL, uid);
+}
+
+static void
+fts_consistent(struct mb_index *idx)
+{
+	char *errmsg = NULL;
+
+	if (sqlite3_exec(mb_index_db(idx),
+	    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)",
+	    NULL, NULL, &errmsg) != SQLITE_OK)
+		fail_msg("fts integrity-check: %s", errmsg);
+}
+
+static void
+migrations_apply_once(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	int v = 0;
+
+	mb_index_close(&f->idx);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RW, &f->idx, &err), 0);
+	mb_index_close(&f->idx);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RW, &f->idx, &err), 0);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM schema_migrations WHERE ?1 = 0",
+	    NULL, 0), (int64_t)mb_migrations_count);
+	assert_true(mb_migrations_count >= 1);
+	assert_int_equal(q_int(f->idx,
+	    "SELECT count(DISTINCT version) FROM schema_migrations WHERE ?1 = 0", NULL, 0),
+	    (int64_t)mb_migrations_count);
+	assert_int_equal(mb_index_schema_version(f->idx, &v, &err), 0);
+	assert_int_equal(v, mb_index_code_schema_version());
+	/* The folder made in setup survived the reopenings. */
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM folders WHERE name = ?1", "INBOX", 0),
+	    1);
+	/* WAL, foreign keys, no secure_delete. */
+	assert_int_equal(q_int(f->idx, "SELECT foreign_keys + ?1 FROM pragma_foreign_keys", NULL,
+	    0), 1);
+	assert_int_equal(q_int(f->idx, "SELECT secure_delete + ?1 FROM pragma_secure_delete", NULL,
+	    0), 0);
+	assert_int_equal(q_int(f->idx, "SELECT journal_mode = 'wal' AND ?1 = 0"
+	    " FROM pragma_journal_mode", NULL, 0), 1);
+}
+
+static void
+newer_schema_is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	int code = mb_index_code_schema_version();
+	char want[160];
+
+	assert_int_equal(q_int(f->idx, "INSERT INTO schema_migrations VALUES (?2, 'future', 0)"
+	    " RETURNING version + length(?1)", "x", code + 2), code + 3);
+	mb_index_close(&f->idx);
+	snprintf(want, sizeof(want),
+	    "index schema version %d is newer than this build (%d): upgrade imap-mcp",
+	    code + 2, code);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RW, &f->idx, &err), -1);
+	assert_null(f->idx);
+	assert_string_equal(err.msg, want);
+	mb_err_clear(&err);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RO, &f->idx, &err), -1);
+	assert_string_equal(err.msg, want);
+}
+
+static void
+ro_refuses_missing_or_uninitialised(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *ro = NULL;
+	struct mb_err err = { 0 };
+	char p[160];
+	sqlite3 *db;
+
+	snprintf(p, sizeof(p), "%s/missing.db", f->dir);
+	assert_int_equal(mb_index_open(p, MB_INDEX_RO, &ro, &err), -1);
+	assert_non_null(strstr(err.msg, "does not exist"));
+	assert_int_equal(access(p, F_OK), -1);	/* and it was not created */
+
+	snprintf(p, sizeof(p), "%s/empty.db", f->dir);
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	mb_err_clear(&err);
+	assert_int_equal(mb_index_open(p, MB_INDEX_RO, &ro, &err), -1);
+	assert_non_null(strstr(err.msg, "not initialised"));
+}
+
+static void
+ro_handle_cannot_write_but_can_search(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *ro = NULL;
+	struct mb_err err = { 0 };
+	struct mb_folder_state st;
+	int64_t id;
+
+	put(f, 1, msg("Budget", "会議は月曜日です", "a@x", NULL, NULL), 0);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RO, &ro, &err), 0);
+	assert_int_not_equal(sqlite3_exec(mb_index_db(ro),
+	    "INSERT INTO folders (name) VALUES ('Evil')", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_not_equal(sqlite3_exec(mb_index_db(ro),
+	    "DELETE FROM messages", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(mb_index_folder_ensure(ro, "Evil", NULL, &id, &err), -1);
+	/* Reads work, including the CJK tokenizer at query time. */
+	assert_int_equal(hits(ro, "会議"), 1);
+	assert_int_equal(mb_index_folder_get(ro, "INBOX", &st, &err), 0);
+	mb_folder_state_release(&st);
+	mb_index_close(&ro);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 1);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM folders WHERE name = ?1", "Evil", 0),
+	    0);
+}
+
+static void
+second_upsert_updates_in_place(void **state)
+{
+	struct fx *f = *state;
+	int64_t a, b;
+
+	a = put(f, 5, msg("First subject", "first body", "m5@x", NULL, NULL), 0);
+	b = put(f, 5, msg("Second subject", "second body", "m5@x", NULL, NULL),
+	    MB_FLAG_SEEN | MB_FLAG_FLAGGED);
+	assert_int_equal(a, b);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE uid = ?1", NULL, 5), 1);
+	assert_int_equal(q_int(f->idx, "SELECT flags FROM messages WHERE id = ?1", NULL, a),
+	    MB_FLAG_SEEN | MB_FLAG_FLAGGED);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages"
+	    " WHERE subject = ?1 AND body = 'second body'", "Second subject", 0), 1);
+	/* The same uid under another uidvalidity is another message. */
+	struct mb_index_row row = { .folder_id = f->inbox, .uidvalidity = 8, .uid = 5,
+	    .msg = msg("Other", "x", NULL, NULL, NULL) };
+	struct mb_err err = { 0 };
+	assert_int_equal(mb_index_upsert(f->idx, &row, NULL, &err), 0);
+	mb_msg_free((struct mb_msg **)&row.msg);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE uid = ?1", NULL, 5), 2);
+}
+
+static void
+stored_fields(void **state)
+{
+	struct fx *f = *state;
+	struct mb_msg *m = msg("Hi", "body", "id1@x", "p@x", (const char *const[]){ "r@x", "p@x",
+	    NULL });
+	sqlite3_stmt *st;
+
+	m->to = mb_xcalloc(2, sizeof(*m->to));
+	m->to[0].name = mb_xstrdup("Bob \"B\"");
+	m->to[0].addr = mb_xstrdup("bob@example.org");
+	m->to[1].addr = mb_xstrdup("carol@example.org");
+	m->n_to = 2;
+	m->cc = mb_xcalloc(1, sizeof(*m->cc));
+	m->cc[0].name = mb_xstrdup("Dave");
+	m->cc[0].addr = mb_xstrdup("dave@example.org");
+	m->n_cc = 1;
+	m->has_date = false;
+	put(f, 9, m, MB_FLAG_ANSWERED);
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
+	    "SELECT from_text, recipients, to_json, cc_json, refs, date IS NULL, internaldate,"
+	    " size FROM messages WHERE uid = 9", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "Alice Example <alice@example.org>");
+	assert_string_equal(sqlite3_column_text(st, 1),
+	    "Bob \"B\" <bob@example.org>, carol@example.org, Dave <dave@example.org>");
+	assert_string_equal(sqlite3_column_text(st, 2),
+	    "[{\"name\":\"Bob \\\"B\\\"\",\"addr\":\"bob@example.org\"},"
+	    "{\"name\":null,\"addr\":\"carol@example.org\"}]");
+	assert_string_equal(sqlite3_column_text(st, 3),
+	    "[{\"name\":\"Dave\",\"addr\":\"dave@example.org\"}]");
+	assert_string_equal(sqlite3_column_text(st, 4), "r@x p@x");
+	assert_int_equal(sqlite3_column_int(st, 5), 1);
+	assert_int_equal(sqlite3_column_int64(st, 6), 1700000100);
+	assert_int_equal(sqlite3_column_int64(st, 7), 1234);
+	sqlite3_finalize(st);
+	/* The JSON is JSON: SQLite's parser takes it. */
+	assert_int_equal(q_int(f->idx, "SELECT json_array_length(to_json) FROM messages"
+	    " WHERE uid = ?1", NULL, 9), 2);
+	assert_int_equal(hits(f->idx, "recipients:carol"), 1);
+	assert_int_equal(hits(f->idx, "from_text:alice"), 1);
+}
+
+static void
+fts_follows_updates_and_deletes(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+
+	put(f, 1, msg("Quarterly report", "the zeppelin lands at noon", "q@x", NULL, NULL), 0);
+	assert_int_equal(hits(f->idx, "zeppelin"), 1);
+	put(f, 1, msg("Quarterly report", "the submarine surfaces at dawn", "q@x", NULL, NULL), 0);
+	assert_int_equal(hits(f->idx, "zeppelin"), 0);
+	assert_int_equal(hits(f->idx, "submarine"), 1);
+	assert_int_equal(hits(f->idx, "quarterly"), 1);
+	fts_consistent(f->idx);
+	assert_int_equal(mb_index_delete(f->idx, f->inbox, 7, 1, &err), 0);
+	assert_int_equal(hits(f->idx, "submarine"), 0);
+	assert_int_equal(hits(f->idx, "quarterly"), 0);
+	fts_consistent(f->idx);
+}
+
+static void
+flag_updates_do_not_reindex(void **state)
+{
+	struct fx *f = *state;
+	int64_t segs;
+
+	put(f, 1, msg("Stable", "words that do not change", "s@x", NULL, NULL), 0);
+	segs = q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0);
+	/* A re-upsert with new flags only, and a bare flag UPDATE. */
+	put(f, 1, msg("Stable", "words that do not change", "s@x", NULL, NULL), MB_FLAG_SEEN);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx),
+	    "UPDATE messages SET flags = 3 WHERE uid = 1", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0),
+	    segs);
+	/* A text change does write to the index: the check above can fail. */
+	put(f, 1, msg("Stable", "words that did change", "s@x", NULL, NULL), MB_FLAG_SEEN);
+	assert_true(q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0) > segs);
+	fts_consistent(f->idx);
+}
+
+static void
+fts_folds_diacritics_and_stems(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("Lunch", "See you at the café on Friday", "c@x", NULL, NULL), 0);
+	put(f, 2, msg("Planning", "Too many meetings this week", "d@x", NULL, NULL), 0);
+	assert_int_equal(hits(f->idx, "cafe"), 1);
+	assert_int_equal(hits(f->idx, "café"), 1);
+	assert_int_equal(hits(f->idx, "meeting"), 1);
+	assert_int_equal(hits(f->idx, "meetings"), 1);
+	assert_int_equal(hits(f->idx, "lunch AND cafe"), 1);
+	assert_int_equal(hits(f->idx, "submarine"), 0);
+}
+
+static void
+fts_segments_cjk(void **state)
+{
+	struct fx *f = *state;
+	sqlite3_stmt *st;
+
+	put(f, 1, msg("予定", "会議は月曜日です", "j1@x", NULL, NULL), 0);
+	put(f, 2, msg("天気", "今日は晴れです", "j2@x", NULL, NULL), 0);
+	put(f, 3, msg("회의", "내일 회의가 있습니다", "k1@x", NULL, NULL), 0);
+	put(f, 4, msg("mixed", "Agenda: 会議 at 10, then lunch", "m1@x", NULL, NULL), 0);
+	put(f, 5, msg("kana", "ｶｲｷﾞ and カタカナ", "h1@x", NULL, NULL), 0);
+	put(f, 6, msg("one", "猫 sleeps", "o1@x", NULL, NULL), 0);
+
+	assert_int_equal(hits(f->idx, "会議"), 2);		/* uid 1 and 4 */
+	assert_int_equal(hits(f->idx, "月曜日"), 1);		/* a phrase of bigrams */
+	assert_int_equal(hits(f->idx, "会議は"), 1);
+	assert_int_equal(hits(f->idx, "晴れ"), 1);
+	assert_int_equal(hits(f->idx, "会議 AND 晴れ"), 0);	/* the unrelated body is not found */
+	assert_int_equal(hits(f->idx, "火曜日"), 0);
+	assert_int_equal(hits(f->idx, "회의"), 1);
+	assert_int_equal(hits(f->idx, "カタカナ"), 1);
+	assert_int_equal(hits(f->idx, "ｶｲｷﾞ"), 1);
+	assert_int_equal(hits(f->idx, "猫"), 1);		/* a one-character run */
+	assert_int_equal(hits(f->idx, "会*"), 2);		/* prefix: bigrams starting 会 */
+	assert_int_equal(hits(f->idx, "agenda AND lunch"), 1);	/* Latin around CJK intact */
+	assert_int_equal(hits(f->idx, "subject:予定"), 1);
+
+	/* Offsets are right: highlight() marks exactly the matched characters. */
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
+	    "SELECT highlight(messages_fts, 3, '[', ']') FROM messages_fts"
+	    " WHERE messages_fts MATCH ?1 ORDER BY rowid", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, "会議", -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "[会議]は月曜日です");
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "Agenda: [会議] at 10, then lunch");
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, "月曜日", -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "会議は[月曜日]です");
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, "lunch", -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "Agenda: 会議 at 10, then [lunch]");
+	sqlite3_finalize(st);
+}
+
+static void
+bucket_counts(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	uint32_t c[4];
+	static const uint32_t uids[] = { 1, 2, 3, 10, 11, 25, 39, 40 };
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(uids); i++)
+		put(f, uids[i], msg("b", "b", NULL, NULL, NULL), 0);
+	/* [1,11) [11,21) [21,31) [31,41) */
+	assert_int_equal(mb_index_bucket_counts(f->idx, f->inbox, 7, 1, 10, 4, c, &err), 0);
+	assert_int_equal(c[0], 4);
+	assert_int_equal(c[1], 1);
+	assert_int_equal(c[2], 1);
+	assert_int_equal(c[3], 2);
+	/* Another uidvalidity sees none of them. */
+	assert_int_equal(mb_index_bucket_counts(f->idx, f->inbox, 6, 1, 10, 4, c, &err), 0);
+	assert_int_equal(c[0] + c[1] + c[2] + c[3], 0);
+	/* Buckets straddling the end of the UID space do not overflow. */
+	assert_int_equal(mb_index_bucket_counts(f->idx, f->inbox, 7, UINT32_MAX - 5, 100, 4, c,
+	    &err), 0);
+	assert_int_equal(c[0], 0);
+	assert_int_equal(mb_index_bucket_counts(f->idx, f->inbox, 7, 1, 0, 4, c, &err), -1);
+}
+
+static void
+watermark_with_out_of_order_ranges(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	uint32_t box[30], wm;
+	size_t n = 0;
+
+	/* The mailbox holds 1..30 except 15 (expunged). */
+	for (uint32_t u = 1; u <= 30; u++)
+		if (u != 15)
+			box[n++] = u;
+	/* Range 21..30 completes first, then 1..10; 11..20 is still out. */
+	for (uint32_t u = 21; u <= 30; u++)
+		put(f, u, msg("w", "w", NULL, NULL, NULL), 0);
+	assert_int_equal(mb_index_watermark(f->idx, f->inbox, 7, 0, box, n, &wm, &err), 0);
+	assert_int_equal(wm, 0);
+	for (uint32_t u = 1; u <= 10; u++)
+		put(f, u, msg("w", "w", NULL, NULL, NULL), 0);
+	assert_int_equal(mb_index_watermark(f->idx, f->inbox, 7, 0, box, n, &wm, &err), 0);
+	assert_int_equal(wm, 10);
+	/* 11..20 arrives (15 does not exist upstream): everything is in. */
+	for (uint32_t u = 11; u <= 20; u++)
+		if (u != 15)
+			put(f, u, msg("w", "w", NULL, NULL, NULL), 0);
+	assert_int_equal(mb_index_watermark(f->idx, f->inbox, 7, 10, box + 9, n - 9, &wm, &err),
+	    0);
+	assert_int_equal(wm, 30);
+	/* A row the server no longer lists does not hide a gap after it. */
+	static const uint32_t later[] = { 31, 33 };
+	put(f, 32, msg("w", "w", NULL, NULL, NULL), 0);
+	put(f, 31, msg("w", "w", NULL, NULL, NULL), 0);
+	assert_int_equal(mb_index_watermark(f->idx, f->inbox, 7, 30, later, 2, &wm, &err), 0);
+	assert_int_equal(wm, 32);
+	/* Nothing listed above the old watermark: it stays. */
+	assert_int_equal(mb_index_watermark(f->idx, f->inbox, 7, 30, NULL, 0, &wm, &err), 0);
+	assert_int_equal(wm, 30);
+}
+
+static void
+thread_reply_chain_joins(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("Plan", "a", "root@x", NULL, NULL), 0);
+	put(f, 2, msg("Re: Plan", "b", "r1@x", "root@x", (const char *const[]){ "root@x", NULL }),
+	    0);
+	put(f, 3, msg("Re: Re: Plan", "c", "r2@x", "r1@x",
+	    (const char *const[]){ "root@x", "r1@x", NULL }), 0);
+	/* References only (no In-Reply-To) also joins. */
+	put(f, 4, msg("Re: Plan", "d", "r3@x", NULL, (const char *const[]){ "root@x", NULL }), 0);
+	assert_int_equal(thread_of(f, 2), thread_of(f, 1));
+	assert_int_equal(thread_of(f, 3), thread_of(f, 1));
+	assert_int_equal(thread_of(f, 4), thread_of(f, 1));
+	/* A re-upsert keeps the thread. */
+	int64_t t = thread_of(f, 1);
+	put(f, 1, msg("Plan", "a2", "root@x", NULL, NULL), MB_FLAG_SEEN);
+	assert_int_equal(thread_of(f, 1), t);
+}
+
+static void
+thread_replies_to_missing_parent_join(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("Re: lost", "a", "c1@x", "gone@x", (const char *const[]){ "gone@x", NULL }),
+	    0);
+	put(f, 2, msg("Re: lost", "b", "c2@x", "gone@x", NULL), 0);
+	put(f, 3, msg("unrelated", "c", "u@x", NULL, NULL), 0);
+	assert_int_equal(thread_of(f, 1), thread_of(f, 2));
+	assert_int_not_equal(thread_of(f, 3), thread_of(f, 1));
+	/* The parent arrives later and lands in their thread. */
+	put(f, 4, msg("lost", "d", "gone@x", NULL, NULL), 0);
+	assert_int_equal(thread_of(f, 4), thread_of(f, 1));
+}
+
+static void
+thread_linking_message_merges(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("A", "a", "a@x", NULL, NULL), 0);
+	put(f, 2, msg("Re: A", "a", "a2@x", "a@x", NULL), 0);
+	/* c names b, which is not indexed: a thread of its own, apart from a's. */
+	put(f, 3, msg("Re: B", "c", "c@x", "b@x", NULL), 0);
+	assert_int_not_equal(thread_of(f, 1), thread_of(f, 3));
+	/* b replies to a: it links the two threads, which become one. */
+	put(f, 4, msg("B", "b", "b@x", "a@x", NULL), 0);
+	assert_int_equal(thread_of(f, 3), thread_of(f, 1));
+	assert_int_equal(thread_of(f, 4), thread_of(f, 1));
+	assert_int_equal(thread_of(f, 2), thread_of(f, 1));
+	assert_int_equal(q_int(f->idx, "SELECT count(DISTINCT thread_id) FROM messages WHERE ?1 = 0",
+	    NULL, 0), 1);
+	/* A later reply to c also lands in the merged thread. */
+	put(f, 5, msg("Re: Re: B", "e", "e@x", "c@x", NULL), 0);
+	assert_int_equal(thread_of(f, 5), thread_of(f, 1));
+}
+
+static void
+thread_never_by_subject(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("Hello", "a", "h1@x", NULL, NULL), 0);
+	put(f, 2, msg("Re: Hello", "b", "h2@x", NULL, NULL), 0);
+	put(f, 3, msg("Hello", "c", NULL, NULL, NULL), 0);
+	put(f, 4, msg("Hello", "d", NULL, NULL, NULL), 0);
+	assert_int_not_equal(thread_of(f, 1), thread_of(f, 2));
+	assert_int_not_equal(thread_of(f, 3), thread_of(f, 4));
+	assert_int_not_equal(thread_of(f, 3), thread_of(f, 1));
+	/* A message with no ids keeps its own thread when re-upserted. */
+	int64_t t = thread_of(f, 3);
+	put(f, 3, msg("Hello", "c", NULL, NULL, NULL), MB_FLAG_SEEN);
+	assert_int_equal(thread_of(f, 3), t);
+}
+
+static void
+attachments_replaced_and_cascade(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_msg *m = msg("files", "see attached", "att@x", NULL, NULL);
+	int64_t id;
+
+	m->attachments = mb_xcalloc(2, sizeof(*m->attachments));
+	m->attachments[0].filename = mb_xstrdup("a.pdf");
+	m->attachments[0].mime_type = mb_xstrdup("application/pdf");
+	m->attachments[0].size = 100;
+	memcpy(m->attachments[0].sha256, "ab", 3);
+	m->attachments[1].filename = mb_xstrdup("b.png");
+	m->attachments[1].mime_type = mb_xstrdup("image/png");
+	m->attachments[1].content_id = mb_xstrdup("img1@x");
+	m->attachments[1].is_inline = true;
+	m->n_attachments = 2;
+	id = put(f, 1, m, 0);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE message_id = ?1",
+	    NULL, id), 2);
+	assert_int_equal(q_int(f->idx, "SELECT attachment_count FROM messages WHERE id = ?1",
+	    NULL, id), 2);
+
+	m = msg("files", "see attached", "att@x", NULL, NULL);
+	m->attachments = mb_xcalloc(1, sizeof(*m->attachments));
+	m->attachments[0].filename = mb_xstrdup("c.txt");
+	m->attachments[0].mime_type = mb_xstrdup("text/plain");
+	m->n_attachments = 1;
+	assert_int_equal(put(f, 1, m, 0), id);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE message_id = ?1",
+	    NULL, id), 1);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE filename = ?1",
+	    "c.txt", 0), 1);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE filename = ?1",
+	    "a.pdf", 0), 0);
+	assert_int_equal(mb_index_delete(f->idx, f->inbox, 7, 1, &err), 0);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE ?1 = 0", NULL, 0),
+	    0);
+}
+
+static void
+batch_is_all_or_none(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_index_row rows[3];
+	struct mb_msg *m[3];
+
+	for (int i = 0; i < 3; i++) {
+		m[i] = msg("batch", "batch body", NULL, NULL, NULL);
+		rows[i] = (struct mb_index_row){ .folder_id = f->inbox, .uidvalidity = 7,
+		    .uid = (uint32_t)i + 1, .msg = m[i] };
+	}
+	rows[2].uid = 0;	/* invalid: the whole batch must fail */
+	assert_int_equal(mb_index_upsert_batch(f->idx, rows, 3, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 0);
+	rows[2].uid = 3;
+	mb_err_clear(&err);
+	assert_int_equal(mb_index_upsert_batch(f->idx, rows, 3, &err), 0);
+	assert_int_equal(hits(f->idx, "batch"), 3);
+	/* Inside the caller's transaction, a rollback undoes the batch. */
+	for (int i = 0; i < 3; i++)
+		rows[i].uid += 10;
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	assert_int_equal(mb_index_upsert_batch(f->idx, rows, 3, &err), 0);
+	mb_index_rollback(f->idx);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 3);
+	for (int i = 0; i < 3; i++)
+		mb_msg_free(&m[i]);
+}
+
+static void
+folder_state_round_trip(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_folder_state st, *list = NULL;
+	size_t n = 0;
+	int64_t id, again;
+
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Archive/2020 Ü", "\\Archive", &id, &err),
+	    0);
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Archive/2020 Ü", NULL, &again, &err), 0);
+	assert_int_equal(id, again);
+	assert_int_equal(mb_index_folder_get(f->idx, "Archive/2020 Ü", &st, &err), 0);
+	assert_string_equal(st.role, "\\Archive");	/* NULL role kept the old one */
+	assert_int_equal(st.uidvalidity, 0);
+	st.uidvalidity = 4000000000u;
+	st.uidnext = 101;
+	st.highestmodseq = 9000000000ull;
+	st.watermark = 100;
+	st.last_sync = 1700000000;
+	assert_int_equal(mb_index_folder_update(f->idx, &st, &err), 0);
+	mb_folder_state_release(&st);
+	assert_int_equal(mb_index_folder_get(f->idx, "Archive/2020 Ü", &st, &err), 0);
+	assert_int_equal(st.uidvalidity, 4000000000u);
+	assert_int_equal(st.uidnext, 101);
+	assert_true(st.highestmodseq == 9000000000ull);
+	assert_int_equal(st.watermark, 100);
+	assert_int_equal(st.last_sync, 1700000000);
+	mb_folder_state_release(&st);
+	assert_int_equal(mb_index_folder_get(f->idx, "Nope", &st, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	assert_int_equal(mb_index_folder_list(f->idx, &list, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].name, "Archive/2020 Ü");
+	assert_string_equal(list[1].name, "INBOX");
+	assert_null(list[1].role);
+	mb_folder_list_free(&list, n);
+}
+
+static void
+backup_is_a_readable_copy(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_index *copy = NULL;
+	char dest[160];
+
+	put(f, 1, msg("Backup me", "会議は月曜日です", "b1@x", NULL, NULL), 0);
+	put(f, 2, msg("And me", "the zeppelin", "b2@x", "b1@x", NULL), 0);
+	snprintf(dest, sizeof(dest), "%s/backup.db", f->dir);
+	assert_int_equal(mb_index_backup(f->idx, dest, &err), 0);
+	/* Writes after the backup are not in it. */
+	put(f, 3, msg("Later", "later", "b3@x", NULL, NULL), 0);
+	assert_int_equal(mb_index_open(dest, MB_INDEX_RO, &copy, &err), 0);
+	assert_int_equal(q_int(copy, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 2);
+	assert_int_equal(hits(copy, "会議"), 1);
+	assert_int_equal(hits(copy, "zeppelin"), 1);
+	assert_int_equal(q_int(copy, "SELECT count(DISTINCT thread_id) FROM messages WHERE ?1 = 0",
+	    NULL, 0), 1);
+	mb_index_close(&copy);
+	/* The FTS index in the copy agrees with its messages (a check that writes). */
+	assert_int_equal(mb_index_open(dest, MB_INDEX_RW, &copy, &err), 0);
+	fts_consistent(copy);
+	mb_index_close(&copy);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(migrations_apply_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(ro_refuses_missing_or_uninitialised, setup, teardown),
+		cmocka_unit_test_setup_teardown(ro_handle_cannot_write_but_can_search, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(second_upsert_updates_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(stored_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(fts_follows_updates_and_deletes, setup, teardown),
+		cmocka_unit_test_setup_teardown(flag_updates_do_not_reindex, setup, teardown),
+		cmocka_unit_test_setup_teardown(fts_folds_diacritics_and_stems, setup, teardown),
+		cmocka_unit_test_setup_teardown(fts_segments_cjk, setup, teardown),
+		cmocka_unit_test_setup_teardown(bucket_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(watermark_with_out_of_order_ranges, setup, teardown),
+		cmocka_unit_test_setup_teardown(thread_reply_chain_joins, setup, teardown),
+		cmocka_unit_test_setup_teardown(thread_replies_to_missing_parent_join, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(thread_linking_message_merges, setup, teardown),
+		cmocka_unit_test_setup_teardown(thread_never_by_subject, setup, teardown),
+		cmocka_unit_test_setup_teardown(attachments_replaced_and_cascade, setup, teardown),
+		cmocka_unit_test_setup_teardown(batch_is_all_or_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(folder_state_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(backup_is_a_readable_copy, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
