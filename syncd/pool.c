@@ -175,6 +175,8 @@ worker_lost(struct sd *sd, struct sd_worker *w, const char *why, bool reaped)
 		mb_log_warnx("worker[%u]: lost (%s) while on folder '%s' UIDs %u:%u", w->slot, why,
 		    w->range.folder, w->range.first, w->range.last);
 		sd_pool_range_failed(sd, w, MB_E_TEMP, why);
+	} else if (w->retiring) {
+		mb_log_debug("worker[%u]: exited after its failure (%s)", w->slot, why);
 	} else if (!w->ready) {
 		sd->spawn_failures++;
 		mb_log_warnx("worker[%u]: lost before logging in (%s)", w->slot, why);
@@ -258,6 +260,9 @@ handle_frame(struct sd *sd, struct sd_worker *w, struct mb_ipc_frame *f, struct 
 			free(msg);
 			return mb_err_set(err, MB_E_PROTO, "malformed FAIL");
 		}
+		/* Only a missing folder or a changed uidvalidity leaves its session usable. */
+		if (code != MB_E_NOTFOUND && code != MB_E_INVALID)
+			w->retiring = true;
 		if (w->busy)
 			sd_pool_range_failed(sd, w, (enum mb_errcode)code, msg);
 		else if (code == MB_E_AUTH || code == MB_E_CONFIG) {
@@ -373,7 +378,7 @@ sd_pool_dispatch(struct sd *sd)
 		struct sd_range r = { 0 };
 		int got;
 
-		if (w->pid == 0 || !w->ready || w->busy)
+		if (w->pid == 0 || !w->ready || w->busy || w->retiring)
 			continue;
 		got = sd_queue_take(sd->idx, now, busy, n_busy, &r, &err);
 		if (got == -1) {

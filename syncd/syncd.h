@@ -102,6 +102,7 @@ struct sd_worker {
 	struct mb_ipc_conn	 conn;
 	bool			 ready;		/* logged in */
 	bool			 busy;		/* has a range */
+	bool			 retiring;	/* said FAIL and is exiting: give it nothing */
 	struct sd_range		 range;
 	long long		 deadline_ms;	/* kill past this (monotonic) */
 	struct mb_ipc_row	*rows;		/* received for the range, not yet written */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write N test messages as DIR/NNNNN.eml (LF line ends; the loader makes CRLF).
 
-    mkmail.py DIR N [--prefix P] [--attach-every K] [--start S]
+    mkmail.py DIR N [--prefix P] [--attach-every K] [--start S] [--body-kb KB]
 
 Each message has a unique Message-ID <P-i@mkmail.test> and Subject "P message i";
 every K-th one (K > 0) carries a base64 attachment whose bytes are unique to it.
@@ -17,6 +17,7 @@ ap.add_argument("n", type=int)
 ap.add_argument("--prefix", default="m")
 ap.add_argument("--attach-every", type=int, default=0)
 ap.add_argument("--start", type=int, default=1)
+ap.add_argument("--body-kb", type=int, default=0)
 a = ap.parse_args()
 os.makedirs(a.dir, exist_ok=True)
 for i in range(a.start, a.start + a.n):
@@ -25,6 +26,7 @@ for i in range(a.start, a.start + a.n):
            "Date: Mon, 1 Jan 2024 10:%02d:00 +0000\nMIME-Version: 1.0\n"
            % (i, i % 17, a.prefix, i, a.prefix, i, i % 60))
     body = "Hello, this is %s message number %d.\nThe quick brown fox.\n" % (a.prefix, i)
+    body += ("Lorem ipsum dolor sit amet, consectetur adipiscing elit %d.\n" % i) * (a.body_kb * 16)
     if a.attach_every and i % a.attach_every == 0:
         data = ("attachment of %s message %d\n" % (a.prefix, i)).encode() * 20
         b64 = base64.encodebytes(data).decode()
