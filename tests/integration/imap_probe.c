@@ -15,7 +15,9 @@
  * --size-cap N --out-dir D (fetch: write each message to D/<uid>.eml)
  * --debug (log the IMAP dialogue at debug level).
  *
- * Errors print "error <class>: <message>" on stdout and exit 2.
+ * Errors print "error <class>: <message>" on stdout and exit 2; after a
+ * failed command (not a failed connect) the probe tries LIST on the same
+ * handle and prints "after error: list ok" or "after error: error ...".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -293,8 +295,20 @@ main(int argc, char **argv)
 	fprintf(stderr, "imap_probe: %s took %lld ms\n", cmd, mb_now_ms() - t0);
 	return 0;
 error:
-	mb_log_debug("imap_probe: %s failed after %lld ms", cmd, mb_now_ms() - t0);
 	fprintf(stderr, "imap_probe: %s failed after %lld ms\n", cmd, mb_now_ms() - t0);
+	/* Is the handle still usable?  A tagged NO leaves it so; anything that
+	 * desynchronised the stream must make every later call fail at once. */
+	{
+		struct mb_err err2 = { 0 };
+		struct mb_imap_folder *f = NULL;
+		size_t n = 0;
+
+		if (mb_imap_list(imap, &f, &n, &err2) == 0)
+			printf("after error: list ok\n");
+		else
+			printf("after error: error %s: %s\n", mb_errcode_name(err2.code), err2.msg);
+		mb_imap_folders_free(&f, n);
+	}
 	mb_imap_close(&imap);
 	mb_freezero(password, strlen(password));
 	fail(&err);

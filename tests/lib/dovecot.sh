@@ -349,6 +349,18 @@ dovecot_login_attempts() {
 	    "$DOVECOT_LOG" || true
 }
 
+# dovecot_wait_login_attempts N [TIMEOUT_S]: wait (bounded, default 5 s) until
+# the log shows at least N attempts; Dovecot's log process writes lines a
+# moment after the client saw the reply.  Prints the count; fails on timeout.
+dovecot_wait_login_attempts() {
+	local want=$1 deadline=$((SECONDS + ${2:-5})) n
+	while n=$(dovecot_login_attempts); ((n < want)); do
+		((SECONDS < deadline)) || { echo "$n"; return 1; }
+		sleep 0.05
+	done
+	echo "$n"
+}
+
 # dovecot_count_commands REGEX: client lines sent after login that match the
 # extended regex (tag included: use e.g. ' UID SEARCH ' or ' EXAMINE ').
 dovecot_count_commands() {
