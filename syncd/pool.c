@@ -175,11 +175,14 @@ worker_lost(struct sd *sd, struct sd_worker *w, const char *why, bool reaped)
 		mb_log_warnx("worker[%u]: lost (%s) while on folder '%s' UIDs %u:%u", w->slot, why,
 		    w->range.folder, w->range.first, w->range.last);
 		sd_pool_range_failed(sd, w, MB_E_TEMP, why);
-	} else if (w->retiring) {
-		mb_log_debug("worker[%u]: exited after its failure (%s)", w->slot, why);
 	} else if (!w->ready) {
 		sd->spawn_failures++;
-		mb_log_warnx("worker[%u]: lost before logging in (%s)", w->slot, why);
+		if (w->retiring)	/* it said why (FAIL) before it went */
+			mb_log_debug("worker[%u]: exited without logging in (%s)", w->slot, why);
+		else
+			mb_log_warnx("worker[%u]: lost before logging in (%s)", w->slot, why);
+	} else if (w->retiring) {
+		mb_log_debug("worker[%u]: exited after its failure (%s)", w->slot, why);
 	} else
 		mb_log_debug("worker[%u]: exited (%s)", w->slot, why);
 	worker_clear(w);
