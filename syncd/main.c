@@ -206,7 +206,7 @@ main(int argc, char **argv)
 	struct sd_conf conf = { 0 };
 	enum mb_conf_source src[32];
 	struct mb_err err = { 0 };
-	struct sd sd = { .sigfd = -1 };
+	struct sd sd = { .sigfd = -1, .lock_fd = -1 };
 	const char *config = NULL, *crash;
 	enum command cmd;
 	char *password = NULL, path[4200];
@@ -260,6 +260,7 @@ main(int argc, char **argv)
 	}
 	sd.conf = &conf;
 	sd.password = password;
+	sd.lock_fd = lock;
 	sd.mode = cmd == CMD_DAEMON ? SD_DAEMON : cmd == CMD_ONCE ? SD_ONCE : SD_BACKFILL;
 	if ((crash = getenv("SYNCD_TEST_CRASH_AT_COMMIT")) != NULL) {
 		unsigned long long n;

@@ -89,6 +89,9 @@ worker_spawn(struct sd *sd, struct sd_worker *w)
 				close(sd->workers[i].conn.fd);
 		if (sd->sigfd >= 0)
 			close(sd->sigfd);
+		/* A worker outliving a killed scheduler must not keep the lock. */
+		if (sd->lock_fd >= 0)
+			close(sd->lock_fd);
 		close(sv[0]);
 		a.fd = sv[1];
 		sd_worker_main(&a);

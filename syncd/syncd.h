@@ -125,6 +125,7 @@ struct sd {
 	struct mb_index		*idx;
 	enum sd_mode		 mode;
 	int			 sigfd;
+	int			 lock_fd;	/* DATA_DIR/syncd.lock, flocked; workers close it */
 	bool			 quit;
 	int			 exit_code;
 

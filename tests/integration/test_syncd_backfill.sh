@@ -15,8 +15,11 @@ MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 work=$(mktemp -d)
 ok=0
 daemon=
-trap '[ -z "$daemon" ] || kill -KILL "$daemon" 2>/dev/null || true
-if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work/syncd.log" >&2 || true; fi' EXIT
+cleanup() {
+	[ -z "$daemon" ] || kill -KILL "$daemon" 2>/dev/null || true
+	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work/syncd.log" >&2 || true; fi
+}
+trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir "$work/srv"

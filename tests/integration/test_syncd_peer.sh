@@ -14,8 +14,11 @@ MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 work=$(mktemp -d)
 ok=0
 peer=
-trap '[ -z "$peer" ] || kill -KILL "$peer" 2>/dev/null || true
-if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work"/*/syncd.log >&2 || true; fi' EXIT
+cleanup() {
+	[ -z "$peer" ] || kill -KILL "$peer" 2>/dev/null || true
+	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work"/*/syncd.log >&2 || true; fi
+}
+trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 (umask 077; printf 'peer-pass-word' > "$work/pw")

@@ -16,14 +16,18 @@ syncd_init() {
 	shift
 	export SYNCD_DIR=$dir SYNCD_CONF=$dir/syncd.conf SYNCD_DATA=$dir/data
 	export SYNCD_LOG=${SYNCD_LOG:-$dir/syncd.log}
+	local line extra skip
 	{
-		echo "IMAP_HOST=127.0.0.1"
-		echo "IMAP_PORT=$DOVECOT_IMAP_PORT"
-		echo "IMAP_TLS=none"
-		echo "IMAP_USER=$DOVECOT_USER"
-		echo "IMAP_PASSWORD_FILE=$DOVECOT_PASSWORD_FILE"
-		echo "DATA_DIR=$SYNCD_DATA"
-		echo "LOG_LEVEL=debug"
+		# The defaults, unless an extra setting names the same key.
+		for line in "IMAP_HOST=127.0.0.1" "IMAP_PORT=$DOVECOT_IMAP_PORT" "IMAP_TLS=none" \
+		    "IMAP_USER=$DOVECOT_USER" "IMAP_PASSWORD_FILE=$DOVECOT_PASSWORD_FILE" \
+		    "DATA_DIR=$SYNCD_DATA" "LOG_LEVEL=debug"; do
+			skip=
+			for extra in "$@"; do
+				[ "${extra%%=*}" = "${line%%=*}" ] && skip=1
+			done
+			[ -n "$skip" ] || echo "$line"
+		done
 		printf '%s\n' "$@"
 	} > "$SYNCD_CONF"
 }
