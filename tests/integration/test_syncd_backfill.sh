@@ -148,5 +148,6 @@ syncd --rebuild > /dev/null || fail "rebuild exit"
 diff <(server_uids INBOX) <(index_uids INBOX) > /dev/null || fail "INBOX after rebuild"
 [ "$(syncd_sql "SELECT count(*) FROM messages")" = 265 ] || fail "rows after rebuild: $(syncd_sql "SELECT count(*) FROM messages")"
 
+syncd_log_clean "$SYNCD_LOG" "$work"/*.log || fail "sanitizer report"
 ok=1
 echo PASS

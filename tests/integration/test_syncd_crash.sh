@@ -103,5 +103,6 @@ syncd --once || fail "quiet tick after the backfill"
 [ "$(dovecot_count_commands ' UID FETCH ')" = "$fetches" ] || fail "quiet tick fetched"
 [ "$(syncd_sql "SELECT group_concat(id || ':' || uid) FROM messages")" = "$before" ] || fail "rerun changed rows"
 
+syncd_log_clean "$SYNCD_LOG" "$work"/*.log || fail "sanitizer report"
 ok=1
 echo PASS

@@ -116,5 +116,6 @@ done
 grep -q "imap >>> <private" "$SYNCD_LOG" || fail "the debug log has no LOGIN line to check"
 [ "$(grep -c . "$SYNCD_LOG")" -gt 200 ] || fail "debug log suspiciously short"
 
+syncd_log_clean "$SYNCD_LOG" "$work"/*.log || fail "sanitizer report"
 ok=1
 echo PASS

@@ -80,5 +80,6 @@ scenario auth_fail
 grep -q "login refused: .*not retrying until the next tick" "$SYNCD_LOG" || fail "auth_fail: no log line"
 grep -q "peer-pass-word" "$work"/*/syncd.log && fail "the password is in a log"
 
+syncd_log_clean "$work"/*/syncd.log || fail "sanitizer report"
 ok=1
 echo PASS

@@ -52,3 +52,15 @@ index_uids() {
 	syncd_sql "SELECT m.uid FROM messages m JOIN folders f ON f.id = m.folder_id
 	    WHERE f.name = '$1' AND m.uidvalidity = f.uidvalidity ORDER BY m.uid"
 }
+
+# syncd_log_clean [LOG...]: no sanitizer report in syncd's logs (a worker that
+# trips ASan dies and is replaced, so its report would otherwise go unseen).
+syncd_log_clean() {
+	local f
+	for f in "${@:-$SYNCD_LOG}"; do
+		if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$f"; then
+			echo "sanitizer report in $f" >&2
+			return 1
+		fi
+	done
+}
