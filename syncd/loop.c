@@ -202,13 +202,17 @@ tick_end(struct sd *sd)
 	} else if (sd->tick_converged) {
 		printf("backfill: every folder is indexed\n");
 		sd->quit = true;
-	} else if (sd->tick_rows == 0 && sd->tick_queued > 0 && sd->tick_dead > 0) {
-		/* Ranges fail every time: another tick would only fail them again. */
+	} else if (sd->tick_rows == 0 && ++sd->idle_ticks >= 2) {
+		/* Two ticks wrote nothing and did not converge: ranges keep failing
+		 * or workers cannot log in.  Another tick would only do it again. */
 		printf("backfill: no progress (ranges keep failing); see syncd --status\n");
 		sd->exit_code = 1;
 		sd->quit = true;
-	} else
+	} else {
+		if (sd->tick_rows > 0)
+			sd->idle_ticks = 0;
 		sd->next_tick_ms = mb_now_ms();	/* straight into the next tick */
+	}
 	fflush(stdout);
 }
 

@@ -142,6 +142,7 @@ struct sd {
 	bool			 tick_converged;	/* every folder at the top, nothing queued */
 	uint64_t		 tick_rows;	/* rows written */
 	unsigned		 tick_dead;	/* ranges dead-lettered */
+	unsigned		 idle_ticks;	/* backfill: ticks in a row that wrote nothing */
 
 	/* Backfill progress. */
 	struct sd_progress	*progress;
