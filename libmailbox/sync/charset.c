@@ -64,7 +64,8 @@ utf8_or_cp1252(const char *in, size_t len, struct mb_buf *out)
 
 /*
  * The name iconv should open for a MIME charset label, "" for "read it as
- * UTF-8 with a windows-1252 fallback", or the label itself.
+ * UTF-8 with a windows-1252 fallback", or the label itself lower-cased into
+ * lower.  Nothing is allocated.
  */
 static const char *
 charset_canon(const char *label, char *lower, size_t lsz)

@@ -198,13 +198,12 @@ static void
 peer_text(const struct mb_imap *c, const char *in, char *out, size_t outlen)
 {
 	struct mb_buf b = MB_BUF_INIT(outlen > 1 ? outlen - 1 : 0);
-	const char *hit;
 	size_t plen = c->password ? strlen(c->password) : 0;
 
 	if (in == NULL)
 		in = "";
 	while (*in) {
-		if (plen >= 3 && (hit = strstr(in, c->password)) == in) {
+		if (plen >= 3 && strncmp(in, c->password, plen) == 0) {
 			mb_buf_adds(&b, "<hidden>");
 			in += plen;
 			continue;
@@ -518,8 +517,10 @@ mb_imap_connect(const struct mb_imap_conf *conf, struct mb_imap **imap_r, struct
 	if (conf->tls == MB_IMAP_TLS_NONE && !host_is_loopback(conf->host))
 		return mb_err_set(err, MB_E_CONFIG,
 		    "plaintext IMAP to '%s' refused: only loopback may go without TLS", conf->host);
-	/* Before a single byte is sent, so every later line is scrubbed. */
-	mb_log_add_secret(conf->user, conf->password);
+	/* Before a single byte is sent, so every later line is scrubbed; if the
+	 * logger cannot hide it, do not send it. */
+	if (mb_log_add_secret(conf->user, conf->password) == -1)
+		return mb_err_set(err, MB_E_INTERNAL, "logger secret table full: not logging in");
 
 	c = mb_xcalloc(1, sizeof(*c));
 	c->host = mb_xstrdup(conf->host);

@@ -73,9 +73,11 @@ read_password(const char *path)
 		fprintf(stderr, "imap_probe: %s: %s\n", path, strerror(errno));
 		exit(1);
 	}
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		if (mb_buf_add(&b, chunk, (size_t)n) == -1)
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n <= 0 || mb_buf_add(&b, chunk, (size_t)n) == -1)
 			break;
+	}
 	explicit_bzero(chunk, sizeof(chunk));
 	close(fd);
 	while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))

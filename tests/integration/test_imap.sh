@@ -133,6 +133,14 @@ grep -q "^error not found: .*'No such folder'" "$log/examine_missing" ||
 expect_line "$log/examine_missing" "after error: list ok"
 pass "EXAMINE: uidvalidity, uidnext, exists, highestmodseq as Dovecot has them; NO is 'not found', session still usable"
 
+v_before=$(sed -n 's/^uidvalidity //p' "$log/examine_jp")
+dovecot_recreate_folder '日本'
+run examine_jp2 "${auth[@]}" "${tls[@]}" examine '日本'
+v_after=$(sed -n 's/^uidvalidity //p' "$log/examine_jp2")
+[ -n "$v_after" ] && [ "$v_after" != "$v_before" ] || fail "uidvalidity $v_before -> '$v_after'"
+expect_line "$log/examine_jp2" "exists 0"
+pass "a deleted and re-created folder shows a new UIDVALIDITY ($v_before -> $v_after)"
+
 run uids0 "${auth[@]}" "${tls[@]}" uids INBOX 0
 expect_line "$log/uids0" "uids 11: 1 2 3 4 5 6 7 8 9 10 11"
 run uids9 "${auth[@]}" "${tls[@]}" uids INBOX 9
