@@ -46,6 +46,15 @@ sd_signals(struct sd *sd)
 		case SIGCHLD:
 			sd_pool_reap(sd);
 			break;
+		case SIGHUP:
+			/* "Sync now": the next tick starts as soon as this one is over. */
+			if (sd->mode == SD_DAEMON) {
+				mb_log_info("SIGHUP: syncing now");
+				sd->sync_now = true;
+				if (!sd->in_tick)
+					sd->next_tick_ms = 0;
+			}
+			break;
 		default:
 			break;
 		}
@@ -116,6 +125,7 @@ tick_start(struct sd *sd)
 	struct mb_err err = { 0 };
 
 	sd->ticks++;
+	sd->sync_now = false;
 	sd->tick_started_ms = mb_now_ms();
 	sd->auth_blocked = false;
 	sd->spawn_failures = 0;
@@ -186,7 +196,8 @@ tick_end(struct sd *sd)
 {
 	sd_pool_stop(sd);
 	sd->in_tick = false;
-	sd->next_tick_ms = sd->tick_started_ms + 1000LL * sd->conf->sync_interval;
+	sd->next_tick_ms = sd->sync_now ? 0 :
+	    sd->tick_started_ms + 1000LL * sd->conf->sync_interval;
 	mb_log_info("tick %u done: %llu message%s written%s in %.1f s", sd->ticks,
 	    (unsigned long long)sd->tick_rows, sd->tick_rows == 1 ? "" : "s",
 	    sd->tick_dead ? ", some ranges dead-lettered" : "",

@@ -213,6 +213,8 @@ main(int argc, char **argv)
 	int lock = -1, rc = 1;
 
 	mb_log_init("syncd", MB_LOG_INFO);
+	/* Every command may read the password: no core dumps, no ptrace by peers. */
+	prctl(PR_SET_DUMPABLE, 0);
 	if (parse_args(argc, argv, &cmd, &config) == -1)
 		return 2;
 	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1) {
@@ -231,8 +233,6 @@ main(int argc, char **argv)
 		goto out;
 	}
 
-	/* From here on this process holds the password: no core dumps, no ptrace by peers. */
-	prctl(PR_SET_DUMPABLE, 0);
 	if (mb_conf_read_password(conf.imap_password_file, getenv("CREDENTIALS_DIRECTORY"),
 	    &password, &err) == -1) {
 		mb_log_error("%s", err.msg);

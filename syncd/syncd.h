@@ -127,6 +127,7 @@ struct sd {
 	int			 sigfd;
 	int			 lock_fd;	/* DATA_DIR/syncd.lock, flocked; workers close it */
 	bool			 quit;
+	bool			 sync_now;	/* SIGHUP: tick again as soon as this one ends */
 	int			 exit_code;
 
 	struct sd_worker	*workers;	/* conf->sync_workers slots */

@@ -4,8 +4,8 @@
 # sends no SEARCH; new mail arrives with the next tick; a redelivered range
 # writes no duplicate; a recreated folder (new UIDVALIDITY) is re-indexed
 # while its old rows stay; a deleted folder is skipped with a warning; a
-# second syncd on the same data directory is refused; SIGTERM stops the
-# daemon cleanly; --status, --check-config and --rebuild say what they do.
+# second syncd on the same data directory is refused; SIGHUP syncs now and
+# SIGTERM stops the daemon cleanly; --status, --check-config and --rebuild say what they do.
 set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
@@ -133,6 +133,13 @@ grep -q "tick 1 done" "$work/daemon.log" || fail "daemon did not tick"
 timeout 30 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --backfill > /dev/null 2> "$work/second.err" &&
     fail "second syncd was not refused"
 grep -q "another syncd (pid $daemon) is using" "$work/second.err" || fail "refusal message: $(cat "$work/second.err")"
+# SIGHUP: "sync now" (mail just arrived; do not wait for SYNC_INTERVAL).
+python3 "$src/tests/lib/mkmail.py" "$work/hup:1:hp"
+dovecot_append INBOX "$work/hup/hp00001.eml"
+kill -HUP "$daemon"
+for _ in $(seq 100); do grep -q "tick 2 done" "$work/daemon.log" && break; sleep 0.1; done
+grep -q "tick 2 done" "$work/daemon.log" || fail "SIGHUP did not start a tick"
+[ "$(syncd_sql "SELECT count(*) FROM messages WHERE subject = 'hp message 1'")" = 1 ] || fail "SIGHUP tick missed new mail"
 kill -TERM "$daemon"
 rc=0
 wait "$daemon" || rc=$?
@@ -143,7 +150,7 @@ grep -q "SIGTERM: finishing" "$work/daemon.log" || fail "daemon did not log the 
 # --rebuild empties the index and backfills it again.
 syncd --rebuild > /dev/null || fail "rebuild exit"
 diff <(server_uids INBOX) <(index_uids INBOX) > /dev/null || fail "INBOX after rebuild"
-[ "$(syncd_sql "SELECT count(*) FROM messages")" = 265 ] || fail "rows after rebuild: $(syncd_sql "SELECT count(*) FROM messages")"
+[ "$(syncd_sql "SELECT count(*) FROM messages")" = 266 ] || fail "rows after rebuild: $(syncd_sql "SELECT count(*) FROM messages")"
 
 syncd_log_clean "$SYNCD_LOG" "$work"/*.log || fail "sanitizer report"
 ok=1
