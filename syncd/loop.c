@@ -212,11 +212,13 @@ tick_end(struct sd *sd)
 		sd->quit = true;
 	} else if (sd->tick_converged) {
 		printf("backfill: every folder is indexed\n");
+		sd->progress_lines = 0;	/* the block is above this line now */
 		sd->quit = true;
 	} else if (sd->tick_rows == 0 && ++sd->idle_ticks >= 2) {
 		/* Two ticks wrote nothing and did not converge: ranges keep failing
 		 * or workers cannot log in.  Another tick would only do it again. */
 		printf("backfill: no progress (ranges keep failing); see syncd --status\n");
+		sd->progress_lines = 0;
 		sd->exit_code = 1;
 		sd->quit = true;
 	} else {
@@ -309,7 +311,7 @@ sd_run(struct sd *sd)
 		}
 	}
 	sd_pool_stop(sd);
-	if (sd->mode == SD_BACKFILL && sd->n_progress > 0)
+	if (sd->mode == SD_BACKFILL && sd->n_progress > 0 && !sd->tick_converged)
 		progress_draw(sd, true);
 	if (sd->quit && sd->mode == SD_BACKFILL && !sd->tick_converged && sd->exit_code == 0)
 		printf("backfill: stopped; run it again to resume\n");

@@ -33,7 +33,8 @@
 enum mb_ipc_type {
 	MB_IPC_NONE = 0,
 	/* syncd -> worker */
-	MB_IPC_RANGE = 1,	/* str folder, u32 uidvalidity, u32 first, u32 last, u64 deadline_ms */
+	MB_IPC_RANGE = 1,	/* u64 folder_id, str folder, u32 uidvalidity, u32 first, u32 last,
+				   u64 deadline (CLOCK_MONOTONIC ms; one clock for the whole host) */
 	/* worker -> syncd */
 	MB_IPC_READY,		/* logged in; empty payload */
 	MB_IPC_ROW,		/* one normalised message: mb_ipc_put_row() */
