@@ -322,5 +322,6 @@ sd_run(struct sd *sd)
 	sd->progress = NULL;
 	free(sd->workers);
 	sd->workers = NULL;
-	return sd->exit_code;
+	/* A daemon's failed ticks were logged; being asked to stop is success. */
+	return sd->mode == SD_DAEMON ? 0 : sd->exit_code;
 }

@@ -45,7 +45,14 @@ SYNC_INTERVAL=0 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /d
     fail "--check-config accepted SYNC_INTERVAL=0"
 grep -q "SYNC_INTERVAL" "$work/bad.err" || fail "bad value error does not name the key"
 
-# Backfill: every folder, every UID, once.
+# A daemon tick queues at most SYNC_MAX_RANGES_PER_TICK new ranges.
+SYNC_MAX_RANGES_PER_TICK=2 syncd --once || fail "capped tick exit $?"
+grep -q "queued 2 ranges, the per-tick cap; the rest waits for the next tick" "$SYNCD_LOG" ||
+    fail "no per-tick cap line"
+[ "$(grep -cE "UIDs [0-9]+:[0-9]+: [0-9]+ messages written" "$SYNCD_LOG")" = 2 ] || fail "capped tick wrote other than 2 ranges"
+[ "$(syncd_sql "SELECT count(*) FROM messages")" -le 80 ] || fail "capped tick wrote too much"
+
+# Backfill (no cap): every folder, every UID, once.
 syncd --backfill > "$work/backfill.out" || fail "backfill exit $?"
 grep -q "every folder is indexed" "$work/backfill.out" || fail "backfill did not say it converged"
 for f in INBOX Archive 'Entwürfe'; do
