@@ -255,9 +255,13 @@ out:
 	return r;
 }
 
-/* Folders the index knows that the server no longer lists: drop their queue. */
+/*
+ * Folders the index knows that the server no longer lists, or that are no
+ * longer configured: drop their queued ranges (their rows stay).
+ */
 static void
-forget_vanished(struct sd *sd, const struct mb_imap_folder *list, size_t n)
+forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char **want,
+    size_t n_want)
 {
 	struct mb_folder_state *known = NULL;
 	struct mb_err err = { 0 };
@@ -268,11 +272,13 @@ forget_vanished(struct sd *sd, const struct mb_imap_folder *list, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n_known; i++) {
-		bool listed = false;
+		bool listed = false, wanted = false;
 
 		for (size_t j = 0; j < n && !listed; j++)
 			listed = list[j].selectable && same_folder(known[i].name, list[j].name);
-		if (!listed)
+		for (size_t j = 0; j < n_want && !wanted; j++)
+			wanted = same_folder(known[i].name, want[j]);
+		if (!listed || !wanted)
 			drop_queued(sd, known[i].id, known[i].name, 0);
 	}
 	mb_folder_list_free(&known, n_known);
@@ -296,11 +302,6 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	mb_imap_set_deadline(imap, mb_now_ms() + 1000LL * sd->conf->sync_range_timeout);
 	if (mb_imap_list(imap, &list, &n_list, err) == -1)
 		goto out;
-	if (sd_begin(sd, err) == -1)
-		goto out;
-	forget_vanished(sd, list, n_list);
-	if (sd_commit(sd, err) == -1)
-		goto out;
 	if (sd->conf->sync_folders != NULL)
 		sd_split_folders(sd->conf->sync_folders, &want, &n_want);
 	else {
@@ -311,6 +312,11 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 			want[n_want++] = mb_xstrdup(list[i].name);
 		}
 	}
+	if (sd_begin(sd, err) == -1)
+		goto out;
+	forget_unwanted(sd, list, n_list, want, n_want);
+	if (sd_commit(sd, err) == -1)
+		goto out;
 	for (size_t i = 0; i < n_want; i++) {
 		const struct mb_imap_folder *f = NULL;
 		int fr;

@@ -119,14 +119,16 @@ diff <(server_uids Archive) <(index_uids Archive) > /dev/null || fail "recreated
 
 # A folder deleted upstream (and one that never existed) is skipped with a
 # warning, and its queued ranges are dropped rather than retried.
+# (Junk is listed but no longer configured: its queued range goes too.)
 syncd_sql "INSERT INTO work_queue (folder_id, uidvalidity, first_uid, last_uid, created_at)
-    SELECT id, uidvalidity, 1, 3, 0 FROM folders WHERE name = 'Entwürfe'"
+    SELECT id, uidvalidity, 1, 3, 0 FROM folders WHERE name IN ('Entwürfe', 'Junk')"
 dovecot_doveadm mailbox delete -u "$DOVECOT_USER" -r 'Entwürfe'
 echo "SYNC_FOLDERS=INBOX, Archive,Entwürfe ,Nowhere" >> "$SYNCD_CONF"
 syncd --once || fail "tick with deleted folders exit $?"
 grep -q "folder 'Entwürfe': not found upstream; skipped" "$SYNCD_LOG" || fail "no warning for deleted folder"
 grep -q "folder 'Nowhere': not found upstream; skipped" "$SYNCD_LOG" || fail "no warning for missing folder"
-[ "$(syncd_sql "SELECT count(*) FROM work_queue")" = 0 ] || fail "deleted folder's range still queued"
+[ "$(syncd_sql "SELECT count(*) FROM work_queue")" = 0 ] || fail "deleted or unconfigured folder's range still queued"
+grep -q "folder 'Junk': dropped 1 queued range" "$SYNCD_LOG" || fail "unconfigured folder's range not dropped"
 [ "$(syncd_sql "SELECT count(*) FROM dead_letters")" = 0 ] || fail "deleted folder's range dead-lettered"
 [ "$(syncd_sql "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder_id
     WHERE f.name = 'Entwürfe'")" = 3 ] || fail "deleted folder's rows should stay"
