@@ -120,17 +120,6 @@ struct cs_slot {
 static _Thread_local struct cs_slot cs_cache[CS_CACHE];
 static _Thread_local unsigned cs_next;
 
-void
-mb_charset_cache_clear(void)
-{
-	for (size_t i = 0; i < CS_CACHE; i++) {
-		if (cs_cache[i].used && cs_cache[i].cd != (iconv_t)-1)
-			iconv_close(cs_cache[i].cd);
-		cs_cache[i].used = false;
-	}
-	cs_next = 0;
-}
-
 /* A reset descriptor for name, or (iconv_t)-1 when iconv cannot read it. */
 static iconv_t
 cs_open(const char *name)
@@ -165,8 +154,9 @@ ascii_only(const char *in, size_t len)
 	return true;
 }
 
+/* -1: out hit its cap; -2 (strict only): a byte the charset cannot read. */
 static int
-iconv_all(iconv_t cd, const char *in, size_t len, struct mb_buf *out)
+iconv_all(iconv_t cd, const char *in, size_t len, struct mb_buf *out, bool strict)
 {
 	char tmp[4096], *o;
 	char *ip = (char *)(uintptr_t)in;
@@ -184,6 +174,8 @@ iconv_all(iconv_t cd, const char *in, size_t len, struct mb_buf *out)
 		if (errno == E2BIG)
 			continue;
 		/* EILSEQ: one unreadable byte; EINVAL: a truncated last character. */
+		if (strict)
+			return -2;
 		if (add_cp(out, 0xfffd) == -1)
 			return -1;
 		if (errno != EILSEQ)
@@ -212,5 +204,22 @@ mb_charset_to_utf8(const char *charset, const char *in, size_t len, struct mb_bu
 		return mb_buf_add(out, in, len);
 	if ((cd = cs_open(name)) == (iconv_t)-1)
 		return utf8_or_cp1252(in, len, out);
-	return iconv_all(cd, in, len, out);
+	return iconv_all(cd, in, len, out, false);
+}
+
+int
+mb_charset_try_utf8(const char *charset, const char *in, size_t len, struct mb_buf *out)
+{
+	char lower[64];
+	const char *name = charset_canon(charset ? charset : "", lower, sizeof(lower));
+	size_t mark = out->len;
+	iconv_t cd;
+
+	if (*name == '\0' || (cd = cs_open(name)) == (iconv_t)-1)
+		return -1;
+	if (iconv_all(cd, in, len, out, true) != 0) {
+		mb_buf_truncate(out, mark);
+		return -1;
+	}
+	return 0;
 }

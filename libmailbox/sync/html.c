@@ -485,6 +485,10 @@ mb_html_to_text(const char *html, size_t len, size_t *len_r)
 	const char *in = html;
 	size_t clen = len;
 
+	if (html == NULL) {
+		html = "";
+		len = 0;
+	}
 	/* Mail text arrives as valid UTF-8 already: copy only when it is not. */
 	if (memchr(html, '\0', len) != NULL || !mb_utf8_valid(html, len)) {
 		clean = html_sanitize(html, len, &clen);

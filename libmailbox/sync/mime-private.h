@@ -26,8 +26,12 @@
  */
 int	mb_charset_to_utf8(const char *charset, const char *in, size_t len, struct mb_buf *out);
 
-/* Release the iconv descriptors of this thread (optional; for leak checks). */
-void	mb_charset_cache_clear(void);
+/*
+ * Append in, read strictly as charset, to out: -1 (out unchanged) when the
+ * label carries no information (see above), iconv does not know it, or a
+ * byte does not decode.  Used to test a guess for undeclared text.
+ */
+int	mb_charset_try_utf8(const char *charset, const char *in, size_t len, struct mb_buf *out);
 
 /*
  * Decode an unstructured header value (Subject, a filename): unfold, decode
@@ -47,8 +51,13 @@ char	*mb_rfc2047_decode(const char *raw, size_t len);
  */
 int	mb_flowed_decode(const char *in, size_t len, bool delsp, struct mb_buf *out);
 
-/* Fill the envelope of msg from the headers of m. */
-void	mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg);
+/*
+ * Fill the envelope of msg from the headers of m.  hint (hint_sz bytes)
+ * receives the charset of the Subject's first encoded word, or "": the best
+ * guess for body text that declares no charset.
+ */
+void	mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
+	    char *hint, size_t hint_sz);
 
 /* The process-wide parser options (set up by mb_mime_global_init). */
 GMimeParserOptions	*mb_mime_parser_options(void);

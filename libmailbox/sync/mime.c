@@ -42,6 +42,7 @@ struct walk {
 	bool		 truncated;
 	bool		 any_plain, any_html;
 	struct mb_buf	 errors;	/* "; "-joined parse errors */
+	char		 hint[40];	/* charset of the Subject's encoded words */
 	struct frame	*stack;
 	size_t		 n_stack, cap_stack;
 	size_t		 cap_att;
@@ -187,6 +188,31 @@ to_lf(char *s, size_t len)
 	return w;
 }
 
+/*
+ * Text that declares no charset (or US-ASCII) yet is not ASCII and not
+ * UTF-8: Japanese, Chinese and Korean mail of the early 2000s often did
+ * this while labelling its Subject.  Read it in the Subject's charset when
+ * every byte decodes in it; otherwise the caller's UTF-8/windows-1252 rule
+ * applies.  Returns whether u was filled.
+ */
+static bool
+undeclared_guess(struct walk *w, const char *cs, const char *data, size_t len, struct mb_buf *u)
+{
+	bool esc = memchr(data, 0x1b, len) != NULL;
+
+	if (w->hint[0] == '\0' || (cs != NULL && *cs != '\0' && strcasecmp(cs, "us-ascii") != 0))
+		return false;
+	if (!esc && mb_utf8_valid(data, len))
+		return false;
+	if (mb_charset_try_utf8(w->hint, data, len, u) == 0)
+		return true;
+	/* A 7-bit Japanese Subject often heads an 8-bit Shift_JIS or EUC-JP body. */
+	if (strncasecmp(w->hint, "iso-2022-jp", 11) == 0)
+		return mb_charset_try_utf8("CP932", data, len, u) == 0 ||
+		    mb_charset_try_utf8("EUC-JP", data, len, u) == 0;
+	return false;
+}
+
 /* A text/plain or text/html part that belongs to the body. */
 static void
 text_part(struct walk *w, GMimeObject *obj, bool html)
@@ -213,7 +239,8 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 	}
 	if (html && (cs == NULL || *cs == '\0'))
 		cs = html_sniff_charset(data, len, sniffed, sizeof(sniffed));
-	(void)mb_charset_to_utf8(cs, data, len, &u);
+	if (!undeclared_guess(w, cs, data, len, &u))
+		(void)mb_charset_to_utf8(cs, data, len, &u);
 	u.len = to_lf(u.data, u.len);
 	body_separate(w);
 	if (html) {
@@ -515,6 +542,7 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 	struct walk w = { .opts = opts ? opts : &defaults };
 	GMimeParserOptions *popts = mb_mime_parser_options();
 	GMimeStream *s;
+	GByteArray *ba;
 	GMimeParser *p;
 	GMimeMessage *m;
 	const char *nl;
@@ -534,7 +562,13 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 		raw = nl ? nl + 1 : raw + 5;
 	}
 
-	s = g_mime_stream_mem_new_with_buffer(raw ? raw : "", len);
+	/*
+	 * Wrap raw without copying it: the stream does not own the array, and
+	 * every GMime object that could read it is gone before we return.
+	 */
+	ba = g_byte_array_new_take((guint8 *)(uintptr_t)(raw ? raw : ""), len);
+	s = g_mime_stream_mem_new_with_byte_array(ba);
+	g_mime_stream_mem_set_owner(GMIME_STREAM_MEM(s), FALSE);
 	p = g_mime_parser_new_with_stream(s);
 	m = g_mime_parser_construct_message(p, popts);
 	w.scratch = g_mime_stream_mem_new();
@@ -542,7 +576,7 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 	    g_mime_header_list_get_count(g_mime_object_get_header_list(GMIME_OBJECT(m))) == 0) {
 		plain_fallback(&w, raw ? raw : "", len);
 	} else {
-		mb_mime_envelope(m, popts, w.msg);
+		mb_mime_envelope(m, popts, w.msg, w.hint, sizeof(w.hint));
 		walk_push(&w, g_mime_message_get_mime_part(m), 0, WALK_BODY);
 		while (w.n_stack > 0) {
 			struct frame f = w.stack[--w.n_stack];
@@ -561,6 +595,7 @@ mb_mime_parse(const char *raw, size_t len, const struct mb_mime_opts *opts,
 		g_object_unref(m);
 	g_object_unref(p);
 	g_object_unref(s);
+	(void)g_byte_array_free(ba, FALSE);	/* the wrapper only: raw is the caller's */
 	g_object_unref(w.scratch);
 	*msg_r = w.msg;
 	return 0;

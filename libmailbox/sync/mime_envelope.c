@@ -124,15 +124,38 @@ list_id(const char *raw)
 	return v;
 }
 
+/* The charset name of the first "=?charset?" in v, into hint ("" if none). */
+static void
+charset_hint(const char *v, char *hint, size_t hint_sz)
+{
+	const char *p = strstr(v, "=?"), *q;
+	size_t n;
+
+	hint[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 2;
+	for (q = p; *q && *q != '?' && *q != '*' && *q != ' ' && (size_t)(q - p) < hint_sz - 1; q++)
+		;
+	if (*q != '?' && *q != '*')
+		return;
+	n = (size_t)(q - p);
+	memcpy(hint, p, n);
+	hint[n] = '\0';
+}
+
 void
-mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg)
+mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
+    char *hint, size_t hint_sz)
 {
 	struct addr_vec a = { 0 };
 	const char *v;
 	GDateTime *dt;
 	GMimeReferences *refs;
 
+	hint[0] = '\0';
 	if ((v = raw_header(m, "Subject")) != NULL) {
+		charset_hint(v, hint, hint_sz);
 		msg->subject = mb_rfc2047_decode(v, strlen(v));
 		if (*msg->subject == '\0') {
 			free(msg->subject);

@@ -120,6 +120,18 @@ mime_raw_8bit_headers(void **state)
 }
 
 static void
+mime_raw_utf8_headers(void **state)
+{
+	const char raw[] = "From: J\xc3\xb6rg M\xc3\xbcller <j@example.com>\n"
+	    "Subject: Gr\xc3\xbc\xc3\x9f" "e \xe4\xbc\x9a\xe8\xad\xb0\n\nbody\n";
+	struct mb_msg *m = parse_mem(raw, sizeof(raw) - 1, NULL);
+
+	assert_string_equal(m->subject, "Gr\xc3\xbc\xc3\x9f" "e \xe4\xbc\x9a\xe8\xad\xb0");
+	assert_string_equal(m->from.name, "J\xc3\xb6rg M\xc3\xbcller");
+	mb_msg_free(&m);
+}
+
+static void
 mime_html_zero_width_and_hidden_text(void **state)
 {
 	struct mb_msg *m = parse("html-only.eml");
@@ -314,6 +326,28 @@ mime_shift_jis_is_read_as_cp932(void **state)
 	assert_string_equal(m->body, "\xe4\xbc\x9a\xe8\xad\xb0\xe3\x81\xaf\xe6\x9c\x88\xe6\x9b\x9c"
 	    "\xe6\x97\xa5\xe3\x81\xa7\xe3\x81\x99 \xe2\x91\xa0\xe2\x91\xa1 \xef\xbe\x83\xef\xbd\xbd"
 	    "\xef\xbe\x84");
+	mb_msg_free(&m);
+}
+
+static void
+mime_undeclared_cjk_body_read_in_subject_charset(void **state)
+{
+	/* 会議は月曜日です。 */
+	static const char want[] = "\xe4\xbc\x9a\xe8\xad\xb0\xe3\x81\xaf\xe6\x9c\x88\xe6\x9b\x9c"
+	    "\xe6\x97\xa5\xe3\x81\xa7\xe3\x81\x99\xe3\x80\x82";
+	static const char *names[] = { "undeclared-sjis.eml", "undeclared-iso-2022-jp.eml",
+	    "undeclared-sjis-jis-subject.eml" };
+	struct mb_msg *m;
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(names); i++) {
+		m = parse(names[i]);
+		assert_string_equal(m->body, want);
+		assert_string_equal(m->subject, "\xe4\xbc\x9a\xe8\xad\xb0\xe3\x81\xae\xe4\xbb\xb6");
+		mb_msg_free(&m);
+	}
+	/* The guess is dropped when the bytes do not decode in it. */
+	m = parse("undeclared-latin1-sjis-subject.eml");
+	assert_string_equal(m->body, "caf\xc3\xa9. na\xc3\xafve.");
 	mb_msg_free(&m);
 }
 
@@ -562,6 +596,7 @@ main(void)
 		cmocka_unit_test(mime_raw_8bit_windows_1252_body),
 		cmocka_unit_test(mime_raw_8bit_utf8_body),
 		cmocka_unit_test(mime_raw_8bit_headers),
+		cmocka_unit_test(mime_raw_utf8_headers),
 		cmocka_unit_test(mime_html_zero_width_and_hidden_text),
 		cmocka_unit_test(mime_bidi_override_stripped_from_body_and_subject),
 		cmocka_unit_test(mime_tag_characters_stripped),
@@ -577,6 +612,7 @@ main(void)
 		cmocka_unit_test(mime_date_parsed_to_utc),
 		cmocka_unit_test(mime_date_missing_or_malformed_gives_no_date),
 		cmocka_unit_test(mime_shift_jis_is_read_as_cp932),
+		cmocka_unit_test(mime_undeclared_cjk_body_read_in_subject_charset),
 		cmocka_unit_test(mime_unknown_charset_never_fails),
 		cmocka_unit_test(mime_alternative_prefers_plain),
 		cmocka_unit_test(mime_alternative_with_empty_plain_uses_html),
