@@ -112,6 +112,8 @@ for needle in "$DOVECOT_PASSWORD" "$quoted" "$(b64 "$DOVECOT_PASSWORD")" \
 	grep -qF -- "$needle" "$SYNCD_LOG" && fail "password form '$needle' in the log"
 	grep -qF -- "${needle%%=*}" "$SYNCD_LOG" && fail "unpadded password form in the log"
 done
+# The wrong password of part 1 was the password then: hidden just the same.
+grep -qF "not-the-password" "$SYNCD_LOG" && fail "the refused password is in the log"
 grep -q "imap >>> <private" "$SYNCD_LOG" || fail "the debug log has no LOGIN line to check"
 [ "$(grep -c . "$SYNCD_LOG")" -gt 200 ] || fail "debug log suspiciously short"
 
