@@ -1,0 +1,53 @@
+/*
+ * syncd's settings: one table (STYLE B7), in step with .env.example.  The
+ * password is not a setting: main.c reads it from IMAP_PASSWORD_FILE or
+ * systemd's credentials directory, never from the environment or argv.
+ */
+#include <stddef.h>
+
+#include "mailbox/log.h"
+#include "syncd.h"
+
+static const char *const tls_choices[] = { "implicit", "starttls", "none", NULL };
+static const char *const level_choices[] = { "error", "warning", "info", "debug", NULL };
+
+#define K(name, type, field, def, min, max, flags, choices, help) \
+	{ name, type, offsetof(struct sd_conf, field), def, min, max, flags, choices, help }
+
+const struct mb_conf_key sd_conf_keys[] = {
+	K("IMAP_HOST", MB_CONF_STR, imap_host, NULL, 0, 0, MB_CF_REQUIRED, NULL, NULL),
+	K("IMAP_PORT", MB_CONF_UINT, imap_port, "993", 1, 65535, 0, NULL, NULL),
+	K("IMAP_TLS", MB_CONF_ENUM, imap_tls, "implicit", 0, 0, 0, tls_choices, NULL),
+	K("IMAP_USER", MB_CONF_STR, imap_user, NULL, 0, 0, MB_CF_REQUIRED, NULL, NULL),
+	K("IMAP_PASSWORD_FILE", MB_CONF_PATH, imap_password_file, NULL, 0, 0, 0, NULL,
+	    "or $CREDENTIALS_DIRECTORY/imap-password"),
+	K("IMAP_CA_FILE", MB_CONF_PATH, imap_ca_file, NULL, 0, 0, 0, NULL, NULL),
+	K("SYNC_FOLDERS", MB_CONF_STR, sync_folders, NULL, 0, 0, 0, NULL,
+	    "empty: every selectable folder"),
+	K("SYNC_INTERVAL", MB_CONF_UINT, sync_interval, "3600", 1, 86400 * 7, 0, NULL, "seconds"),
+	K("SYNC_RANGE_SIZE", MB_CONF_UINT, sync_range_size, "100", 1, 10000, 0, NULL, "UIDs"),
+	K("SYNC_MAX_RANGES_PER_TICK", MB_CONF_UINT, sync_max_ranges, "50", 1, 1000000, 0, NULL,
+	    "not applied by --backfill"),
+	K("SYNC_WORKERS", MB_CONF_UINT, sync_workers, "4", 1, 16, 0, NULL, "IMAP connections"),
+	K("SYNC_MAX_ATTEMPTS", MB_CONF_UINT, sync_max_attempts, "3", 1, 100, 0, NULL,
+	    "then dead_letters"),
+	K("SYNC_RETRY_BACKOFF", MB_CONF_UINT, sync_retry_backoff, "30", 0, 86400, 0, NULL,
+	    "seconds, doubled per attempt"),
+	K("SYNC_RANGE_TIMEOUT", MB_CONF_UINT, sync_range_timeout, "300", 2, 86400, 0, NULL,
+	    "seconds per range, then the worker is killed"),
+	K("SYNC_MAX_MESSAGE_SIZE", MB_CONF_UINT, sync_max_message_size, "26214400", 1024,
+	    4294967295ULL, 0, NULL, "bytes; larger messages are indexed headers-only"),
+	K("DATA_DIR", MB_CONF_PATH, data_dir, "/var/lib/imap-mcp", 0, 0, 0, NULL,
+	    "index.db and blobs/"),
+	K("LOG_LEVEL", MB_CONF_ENUM, log_level, "info", 0, 0, 0, level_choices, NULL),
+};
+const size_t sd_conf_nkeys = MB_ARRAY_LEN(sd_conf_keys);
+
+enum mb_log_level
+sd_conf_log_level(const struct sd_conf *conf)
+{
+	static const enum mb_log_level levels[] = { MB_LOG_ERR, MB_LOG_WARNING, MB_LOG_INFO,
+	    MB_LOG_DEBUG };
+
+	return conf->log_level < MB_ARRAY_LEN(levels) ? levels[conf->log_level] : MB_LOG_INFO;
+}

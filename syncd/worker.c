@@ -1,0 +1,319 @@
+/*
+ * A fetch worker: a forked process with one IMAP connection, taking one UID
+ * range at a time from the scheduler over its socketpair.  For each range it
+ * EXAMINEs the folder (read-only), checks that UIDVALIDITY still matches,
+ * fetches the range with BODY.PEEK (the Mailbox interface has no other way),
+ * normalises each message, stores attachment bytes as content-addressed
+ * blobs, and streams one ROW frame per message, then RANGE_DONE.
+ *
+ * Any IMAP error leaves the session unusable, so the worker reports it
+ * (FAIL) and exits; the scheduler starts a fresh one.  It never touches the
+ * index, and it dies with its parent (PR_SET_PDEATHSIG).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "mailbox/log.h"
+#include "mailbox/mime.h"
+#include "syncd.h"
+
+#define FROM_SCHEDULER	MB_IPC_BIT(MB_IPC_RANGE)
+#define TRIM_BODY	(256u << 10)	/* a row that does not fit a frame is cut to this */
+#define TRIM_LIST	64
+
+int
+sd_blob_store(const char *data_dir, const void *data, size_t len, char sha256_r[65],
+    struct mb_err *err)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	char dir[4096], path[4200], tmp[4200];
+	struct stat st;
+	const char *p = data;
+	size_t off = 0;
+	int fd;
+
+	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+		return mb_err_set(err, MB_E_INTERNAL, "blob: sha256 failed");
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(sha256_r + 2 * i, 3, "%02x", md[i]);
+	snprintf(dir, sizeof(dir), "%s/blobs/%.2s", data_dir, sha256_r);
+	snprintf(path, sizeof(path), "%s/%s", dir, sha256_r + 2);
+	if (stat(path, &st) == 0 && (size_t)st.st_size == len)
+		return 0;	/* content-addressed: the same name is the same bytes */
+	if (mkdir(dir, 0750) == -1 && errno != EEXIST)
+		return mb_err_set(err, MB_E_TEMP, "blob: mkdir %s: %s", dir, strerror(errno));
+	snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd == -1)
+		return mb_err_set(err, MB_E_TEMP, "blob: %s: %s", tmp, strerror(errno));
+	while (off < len) {
+		ssize_t w = write(fd, p + off, len - off);
+
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1)
+			goto fail;
+		off += (size_t)w;
+	}
+	if (fchmod(fd, 0640) == -1 || fsync(fd) == -1)
+		goto fail;
+	if (close(fd) == -1) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) == -1)
+		goto fail;
+	return 0;
+fail:
+	mb_err_set(err, MB_E_TEMP, "blob: %s: %s", path, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	return -1;
+}
+
+struct fetch_ctx {
+	const struct sd_worker_args	*a;
+	struct mb_ipc_conn		*conn;
+	uint32_t			 range_id;
+	int64_t				 folder_id;
+	uint32_t			 uidvalidity;
+	uint32_t			 sent;
+	struct mb_err			*err;
+};
+
+/* Cut a row that would not fit in a frame: shorter body, fewer lists. */
+static void
+trim_msg(struct mb_msg *m)
+{
+	if (m->body_len > TRIM_BODY) {
+		size_t n = TRIM_BODY;
+
+		while (n > 0 && ((unsigned char)m->body[n] & 0xc0) == 0x80)
+			n--;	/* not inside a UTF-8 character */
+		m->body[n] = '\0';
+		m->body_len = n;
+		m->body_truncated = true;
+	}
+	for (size_t i = TRIM_LIST; i < m->n_references; i++)
+		free(m->references[i]);
+	if (m->n_references > TRIM_LIST)
+		m->n_references = TRIM_LIST;
+	if (m->n_attachments > TRIM_LIST) {
+		for (size_t i = TRIM_LIST; i < m->n_attachments; i++) {
+			free(m->attachments[i].filename);
+			free(m->attachments[i].mime_type);
+			free(m->attachments[i].content_id);
+			free(m->attachments[i].data);
+		}
+		m->n_attachments = TRIM_LIST;
+	}
+	if (m->parse_error == NULL)
+		m->parse_error = mb_xstrdup("row too large: body and lists trimmed");
+}
+
+static int
+send_row(struct fetch_ctx *x, const struct mb_index_row *row)
+{
+	struct mb_ipc_out o;
+
+	mb_ipc_out_begin(&o, MB_IPC_ROW, x->range_id);
+	mb_ipc_put_row(&o, row);
+	if (mb_ipc_out_finish(&o, x->err) == -1) {
+		mb_ipc_out_release(&o);
+		return -1;
+	}
+	return mb_ipc_send(x->conn, &o, x->err);
+}
+
+static int
+on_message(const struct mb_imap_message *m, void *ctx)
+{
+	struct fetch_ctx *x = ctx;
+	struct mb_mime_opts opts = MB_MIME_OPTS_DEFAULT;
+	struct mb_msg *msg = NULL;
+	struct mb_err perr = { 0 };
+	struct mb_index_row row = { 0 };
+	int r;
+
+	if (mb_mime_parse(m->raw, m->raw_len, &opts, &msg, &perr) == -1) {
+		/* Never fail a message: index what the IMAP layer told us. */
+		msg = mb_msg_new();
+		msg->parse_error = mb_xstrdup(perr.msg);
+	}
+	for (size_t i = 0; i < msg->n_attachments; i++) {
+		struct mb_attachment *att = &msg->attachments[i];
+
+		if (att->data == NULL)
+			continue;
+		if (sd_blob_store(x->a->conf->data_dir, att->data, att->size, att->sha256,
+		    x->err) == -1) {
+			mb_msg_free(&msg);
+			return -1;
+		}
+		free(att->data);
+		att->data = NULL;
+	}
+	row.folder_id = x->folder_id;
+	row.uidvalidity = x->uidvalidity;
+	row.uid = m->uid;
+	row.flags = m->flags;
+	row.keywords = m->keywords;
+	row.internaldate = m->internaldate;
+	row.size = m->size;
+	row.modseq = m->modseq;
+	row.headers_only = m->headers_only;
+	row.msg = msg;
+	r = send_row(x, &row);
+	if (r == -1 && x->err->code == MB_E_INVALID) {
+		mb_log_warnx("UID %u: row larger than a frame; trimmed", m->uid);
+		mb_err_clear(x->err);
+		trim_msg(msg);
+		r = send_row(x, &row);
+	}
+	mb_msg_free(&msg);
+	if (r == 0)
+		x->sent++;
+	return r;
+}
+
+static void
+send_simple(struct mb_ipc_conn *conn, enum mb_ipc_type type, uint32_t id, enum mb_errcode code,
+    const char *msg, uint32_t count)
+{
+	struct mb_ipc_out o;
+	struct mb_err err = { 0 };
+
+	mb_ipc_out_begin(&o, type, id);
+	if (type == MB_IPC_FAIL) {
+		mb_ipc_put_u32(&o, (uint32_t)code);
+		mb_ipc_put_str(&o, msg);
+	} else if (type == MB_IPC_RANGE_DONE)
+		mb_ipc_put_u32(&o, count);
+	if (mb_ipc_out_finish(&o, &err) == -1 || mb_ipc_send(conn, &o, &err) == -1) {
+		mb_ipc_out_release(&o);
+		_exit(1);	/* the scheduler is gone or we are broken: nothing to report to */
+	}
+}
+
+/*
+ * One range.  Returns 0 to go on, -1 when the session is unusable (the
+ * failure has been reported; the caller exits).
+ */
+static int
+do_range(const struct sd_worker_args *a, struct mb_imap *imap, struct mb_ipc_conn *conn,
+    struct mb_ipc_frame *f)
+{
+	struct mb_imap_status st = { 0 };
+	struct mb_err err = { 0 };
+	struct fetch_ctx x = { a, conn, f->hdr.id, 0, 0, 0, &err };
+	uint32_t first, last;
+	long long deadline;
+	char *folder;
+
+	x.folder_id = (int64_t)mb_ipc_get_u64(&f->cur);
+	folder = mb_ipc_get_strdup(&f->cur);
+	x.uidvalidity = mb_ipc_get_u32(&f->cur);
+	first = mb_ipc_get_u32(&f->cur);
+	last = mb_ipc_get_u32(&f->cur);
+	deadline = (long long)mb_ipc_get_u64(&f->cur);
+	if (mb_ipc_end(&f->cur, &err) == -1 || folder == NULL || first > last) {
+		free(folder);
+		_exit(1);	/* the scheduler does not send bad frames: something is badly off */
+	}
+	mb_imap_set_deadline(imap, deadline);
+	if (mb_imap_examine(imap, folder, &st, &err) == -1) {
+		send_simple(conn, MB_IPC_FAIL, x.range_id, err.code, err.msg, 0);
+		free(folder);
+		return err.code == MB_E_NOTFOUND ? 0 : -1;
+	}
+	if (st.uidvalidity != x.uidvalidity) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "uidvalidity is now %u", st.uidvalidity);
+		send_simple(conn, MB_IPC_FAIL, x.range_id, MB_E_INVALID, msg, 0);
+		free(folder);
+		return 0;
+	}
+	if (mb_imap_fetch_range(imap, first, last, a->conf->sync_max_message_size, on_message, &x,
+	    &err) == -1) {
+		mb_log_debug("folder '%s' UIDs %u:%u: %s", folder, first, last, err.msg);
+		send_simple(conn, MB_IPC_FAIL, x.range_id, err.code == MB_OK ? MB_E_TEMP : err.code,
+		    err.msg, 0);
+		free(folder);
+		return -1;
+	}
+	mb_imap_set_deadline(imap, 0);
+	send_simple(conn, MB_IPC_RANGE_DONE, x.range_id, MB_OK, NULL, x.sent);
+	free(folder);
+	return 0;
+}
+
+void
+sd_worker_main(const struct sd_worker_args *a)
+{
+	static char procname[32];
+	struct mb_imap_conf c = { 0 };
+	struct mb_imap *imap = NULL;
+	struct mb_ipc_conn conn;
+	struct mb_err err = { 0 };
+	sigset_t none;
+
+	/* Die with the scheduler; no core file holding the password. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != a->parent)
+		_exit(0);
+	prctl(PR_SET_DUMPABLE, 0);
+	sigemptyset(&none);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_IGN);	/* Ctrl-C is the scheduler's to handle */
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	snprintf(procname, sizeof(procname), "syncd/worker[%u]", a->slot);
+	mb_log_init(procname, sd_conf_log_level(a->conf));
+	mb_mime_global_init();
+	mb_ipc_conn_init(&conn, a->fd, FROM_SCHEDULER);
+
+	c.host = a->conf->imap_host;
+	c.port = a->conf->imap_port;
+	c.tls = (enum mb_imap_tls)a->conf->imap_tls;
+	c.user = a->conf->imap_user;
+	c.password = a->password;
+	c.ca_file = a->conf->imap_ca_file;
+	c.timeout_s = a->conf->sync_range_timeout < 60 ? a->conf->sync_range_timeout : 60;
+	if (mb_imap_connect(&c, &imap, &err) == -1) {
+		send_simple(&conn, MB_IPC_FAIL, 0, err.code, err.msg, 0);
+		_exit(0);
+	}
+	send_simple(&conn, MB_IPC_READY, 0, MB_OK, NULL, 0);
+	for (;;) {
+		struct mb_ipc_frame f;
+		ssize_t n;
+		int r;
+
+		while ((r = mb_ipc_next(&conn, &f, &err)) == 1)
+			if (do_range(a, imap, &conn, &f) == -1) {
+				mb_imap_close(&imap);
+				_exit(0);
+			}
+		if (r == -1)
+			_exit(1);
+		n = mb_ipc_read(&conn, &err);
+		if (n <= 0) {
+			/* The scheduler closed the channel (or is gone): log out and leave. */
+			mb_imap_close(&imap);
+			_exit(0);
+		}
+	}
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# syncd against a scripted IMAP peer (tests/lib/imap_peer.py) that misbehaves
+# in ways a real server will not on demand.  For each fault the worker fails
+# or is killed, the range is retried with backoff, lands in dead_letters after
+# SYNC_MAX_ATTEMPTS, and the run ends on its own: nothing hangs.
+#   bye_mid_fetch, close_mid_literal, garbage: the worker reports and exits
+#   stall_mid_literal: the worker's deadline fires; the tick still ends
+#   auth_fail: one LOGIN, no worker, exit status 1
+set -euo pipefail
+src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
+. "$src/tests/lib/syncd.sh"
+
+work=$(mktemp -d)
+ok=0
+peer=
+cleanup() {
+	[ -z "$peer" ] || kill -KILL "$peer" 2>/dev/null || true
+	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work"/*/syncd.log >&2 || true; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+(umask 077; printf 'peer-pass-word' > "$work/pw")
+
+# start_peer MODE DIR: a fresh peer for one scenario; sets peer and port.
+start_peer() {
+	[ -z "$peer" ] || { kill -KILL "$peer" 2>/dev/null || true; wait "$peer" 2>/dev/null || true; }
+	python3 "$src/tests/lib/imap_peer.py" --mode "$1" --port-file "$2/port" > /dev/null 2>&1 &
+	peer=$!
+	for _ in $(seq 200); do [ -s "$2/port" ] && break; sleep 0.05; done
+	[ -s "$2/port" ] || fail "peer ($1) did not start"
+	port=$(cat "$2/port")
+}
+
+# scenario MODE: syncd --once against a peer in MODE; leaves its dir in $dir.
+scenario() {
+	dir=$work/$1
+	mkdir "$dir"
+	start_peer "$1" "$dir"
+	DOVECOT_IMAP_PORT=$port DOVECOT_USER=alice DOVECOT_PASSWORD_FILE=$work/pw \
+	    SYNCD_LOG=$dir/syncd.log syncd_init "$dir" SYNC_FOLDERS=INBOX SYNC_RETRY_BACKOFF=0 \
+	    SYNC_MAX_ATTEMPTS=3 SYNC_WORKERS=1 SYNC_RANGE_TIMEOUT=2
+	export SYNCD_LOG=$dir/syncd.log
+	start=$SECONDS
+	rc=0
+	SYNCD_TIMEOUT=60 syncd --once || rc=$?
+	elapsed=$((SECONDS - start))
+	[ "$rc" != 124 ] || fail "$1: syncd hung (killed by timeout)"
+}
+
+for mode in bye_mid_fetch close_mid_literal garbage; do
+	scenario "$mode"
+	[ "$rc" = 0 ] || fail "$mode: exit $rc"
+	[ "$(syncd_sql "SELECT folder_name, uidvalidity, first_uid, last_uid, attempts FROM dead_letters")" = "INBOX|42|1|100|3" ] ||
+	    fail "$mode: dead_letters: $(syncd_sql "SELECT * FROM dead_letters")"
+	[ "$(grep -c "dead letter: folder 'INBOX' uidvalidity 42 UIDs 1:100 failed 3 times" "$SYNCD_LOG")" = 1 ] ||
+	    fail "$mode: want one dead-letter line"
+	[ "$(syncd_sql "SELECT count(*) FROM messages")" = 0 ] || fail "$mode: a failed range wrote rows"
+	# Three fetch attempts reached the peer, each on its own connection.
+	[ "$(grep -c 'UID FETCH 1:100' "$dir/port.log")" = 3 ] || fail "$mode: fetch attempts: $(grep -c 'UID FETCH 1:100' "$dir/port.log")"
+	grep -q "BODY.PEEK\[\]" "$dir/port.log" || fail "$mode: fetch without PEEK"
+	grep -qE " (SELECT|STORE) " "$dir/port.log" && fail "$mode: a writing command"
+done
+
+# A peer that stalls mid-literal: the worker's deadline (2 s) fails the
+# attempt; the stalled peer then serves nobody, so later workers cannot log
+# in and the tick gives up, leaving the range queued.  It ends, quickly.
+scenario stall_mid_literal
+[ "$elapsed" -lt 40 ] || fail "stall: the tick took ${elapsed}s"
+grep -qE "folder 'INBOX' uidvalidity 42 UIDs 1:100: attempt 1 of 3 failed" "$SYNCD_LOG" ||
+    fail "stall: the stalled attempt was not failed"
+[ "$(syncd_sql "SELECT attempts FROM work_queue")" = 1 ] || fail "stall: range not kept for retry"
+syncd --status | grep -q "^queue: 1 range" || fail "stall: status"
+
+# A refused login: exactly one LOGIN, no worker, status 1, said loudly.
+scenario auth_fail
+[ "$rc" = 1 ] || fail "auth_fail: exit $rc"
+[ "$(grep -c ' LOGIN ' "$dir/port.log")" = 1 ] || fail "auth_fail: LOGIN lines: $(grep -c ' LOGIN ' "$dir/port.log")"
+grep -q "login refused: .*not retrying until the next tick" "$SYNCD_LOG" || fail "auth_fail: no log line"
+grep -q "peer-pass-word" "$work"/*/syncd.log && fail "the password is in a log"
+
+syncd_log_clean "$work"/*/syncd.log || fail "sanitizer report"
+ok=1
+echo PASS
