@@ -2,6 +2,7 @@
 #ifndef MAILBOX_HTML_H
 #define MAILBOX_HTML_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -14,5 +15,13 @@
  * with its length in *len_r (may be NULL).
  */
 char	*mb_html_to_text(const char *html, size_t len, size_t *len_r);
+
+/*
+ * Whether an inline style attribute value hides its element: display:none,
+ * visibility:hidden or collapse, font-size:0 (any unit), opacity:0, or a zero
+ * (max-)height box with overflow:hidden.  Property names and values are
+ * matched case-insensitively, !important and spaces ignored.
+ */
+bool	mb_html_style_hides(const char *style);
 
 #endif

@@ -1,0 +1,182 @@
+/* UTF-8 helpers: see include/mailbox/utf8.h. */
+#include <string.h>
+
+#include "mailbox/utf8.h"
+
+size_t
+mb_utf8_decode(const char *s, size_t len, uint32_t *cp_r)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp, min;
+	size_t n;
+
+	if (len == 0)
+		return 0;
+	if (p[0] < 0x80) {
+		*cp_r = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1f;
+		min = 0x80;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0f;
+		min = 0x800;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07;
+		min = 0x10000;
+	} else
+		return 0;
+	if (len < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are invalid. */
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*cp_r = cp;
+	return n;
+}
+
+size_t
+mb_utf8_encode(uint32_t cp, char out[4])
+{
+	unsigned char *o = (unsigned char *)out;
+
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xc0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		return 0;
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xe0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	if (cp <= 0x10ffff) {
+		o[0] = (unsigned char)(0xf0 | (cp >> 18));
+		o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+		o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 4;
+	}
+	return 0;
+}
+
+bool
+mb_utf8_valid(const char *s, size_t len)
+{
+	size_t i = 0, n;
+	uint32_t cp;
+
+	while (i < len) {
+		/* ASCII runs are the common case: skip them a byte at a time cheaply. */
+		if ((unsigned char)s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0)
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+size_t
+mb_utf8_boundary(const char *s, size_t len, size_t max)
+{
+	size_t n;
+
+	if (max >= len)
+		return len;
+	/* Back up over continuation bytes: at most 3 in valid UTF-8. */
+	n = max;
+	while (n > 0 && max - n < 3 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	if (((unsigned char)s[n] & 0xc0) == 0x80)
+		return max;	/* not valid UTF-8 here: any cut is as good */
+	return n;
+}
+
+size_t
+mb_utf8_count(const char *s, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			n++;
+	return n;
+}
+
+size_t
+mb_utf8_offset(const char *s, size_t len, size_t nchars)
+{
+	size_t i, seen = 0;
+
+	for (i = 0; i < len; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80) {
+			if (seen == nchars)
+				return i;
+			seen++;
+		}
+	}
+	return len;
+}
+
+bool
+mb_utf8_is_invisible(uint32_t cp)
+{
+	return (cp >= 0x200b && cp <= 0x200d) || cp == 0x2060 || cp == 0xfeff ||
+	    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
+	    (cp >= 0xe0000 && cp <= 0xe007f);
+}
+
+size_t
+mb_utf8_strip_invisible(char *s, size_t len)
+{
+	static const char repl[3] = { (char)0xef, (char)0xbf, (char)0xbd };
+	size_t r = 0, w = 0, n;
+	uint32_t cp;
+
+	while (r < len) {
+		if ((unsigned char)s[r] < 0x80) {
+			s[w++] = s[r++];
+			continue;
+		}
+		n = mb_utf8_decode(s + r, len - r, &cp);
+		if (n == 0) {
+			/*
+			 * An invalid byte: U+FFFD takes 3 bytes, so it fits only
+			 * where earlier stripping has left room.
+			 */
+			r++;
+			if (r - w >= 3) {
+				memcpy(s + w, repl, 3);
+				w += 3;
+			}
+			continue;
+		}
+		if (!mb_utf8_is_invisible(cp)) {
+			memmove(s + w, s + r, n);
+			w += n;
+		}
+		r += n;
+	}
+	if (w < len)
+		s[w] = '\0';
+	return w;
+}

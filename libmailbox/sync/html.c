@@ -1,0 +1,458 @@
+/*
+ * HTML to the text a reader would see: see include/mailbox/html.h and
+ * docs/normaliser.md.  libxml2 builds the tree (it decodes character
+ * references and recovers from any tag soup); we walk it without recursion,
+ * so nesting depth costs no stack, and every step appends to one buffer, so
+ * the work is linear in the size of the tree.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/tree.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/html.h"
+#include "mailbox/utf8.h"
+
+/* Elements whose content is never shown to a reader of a mail. */
+static const char *const html_dropped[] = {
+	"script", "style", "head", "title", "template", "object", "embed",
+	"applet", "iframe", "frame", "frameset", "svg", "math", "select",
+	"datalist", "canvas", "audio", "video", "map",
+};
+
+/* Elements that start and end a line of their own. */
+static const char *const html_blocks[] = {
+	"div", "li", "ul", "ol", "dl", "dt", "dd", "tr", "table", "tbody",
+	"thead", "tfoot", "caption", "blockquote", "pre", "hr", "form",
+	"fieldset", "address", "center", "section", "article", "aside", "nav",
+	"header", "footer", "main", "figure", "figcaption", "details",
+	"summary", "body", "html", "option", "legend",
+};
+
+/* Elements that take a blank line around them. */
+static const char *const html_paragraphs[] = {
+	"p", "h1", "h2", "h3", "h4", "h5", "h6",
+};
+
+static bool
+name_in(const xmlChar *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp((const char *)name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+struct html_out {
+	struct mb_buf	 b;
+	bool		 space;	/* whitespace seen since the last character */
+	unsigned	 pre;	/* depth of <pre>: whitespace kept */
+};
+
+/* Number of newlines the buffer ends with (0..2). */
+static unsigned
+out_trailing_nl(const struct html_out *o)
+{
+	if (o->b.len == 0)
+		return 2;	/* the start counts as a paragraph break */
+	if (o->b.data[o->b.len - 1] != '\n')
+		return 0;
+	if (o->b.len == 1 || o->b.data[o->b.len - 2] != '\n')
+		return 1;
+	return 2;
+}
+
+/* End the line, and leave a blank line when want is 2. */
+static void
+out_break(struct html_out *o, unsigned want)
+{
+	o->space = false;
+	while (out_trailing_nl(o) < want)
+		(void)mb_buf_addc(&o->b, '\n');
+}
+
+/* <br>: one more line break, but never more than one blank line. */
+static void
+out_br(struct html_out *o)
+{
+	o->space = false;
+	if (o->b.len > 0 && out_trailing_nl(o) < 2)
+		(void)mb_buf_addc(&o->b, '\n');
+}
+
+static void
+out_char(struct html_out *o, const char *p, size_t n)
+{
+	if (o->space && o->b.len > 0 && out_trailing_nl(o) == 0)
+		(void)mb_buf_addc(&o->b, ' ');
+	o->space = false;
+	(void)mb_buf_add(&o->b, p, n);
+}
+
+/*
+ * Append a text node: whitespace collapses as a browser collapses it (outside
+ * <pre>), invisible characters (including those that arrived as &#8203;)
+ * disappear, and U+00A0 counts as a space.
+ */
+static void
+out_text(struct html_out *o, const char *s, size_t len)
+{
+	size_t i = 0, n;
+	uint32_t cp;
+
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x80) {
+			if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') {
+				if (o->pre && c == '\n')
+					out_br(o);
+				else if (o->pre && c != '\r')
+					out_char(o, " ", 1);
+				else
+					o->space = true;
+			} else if (c >= 0x20 && c != 0x7f)
+				out_char(o, s + i, 1);
+			i++;
+			continue;
+		}
+		if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0) {
+			i++;	/* libxml2 hands out UTF-8; be safe anyway */
+			continue;
+		}
+		if (cp == 0xa0) {
+			if (o->pre)
+				out_char(o, " ", 1);
+			else
+				o->space = true;
+		} else if (!mb_utf8_is_invisible(cp) && !(cp >= 0x80 && cp < 0xa0))
+			out_char(o, s + i, n);
+		i += n;
+	}
+}
+
+/* Lower-case, trimmed copy of [s, e) into out (NUL-terminated, truncated). */
+static void
+css_token(const char *s, const char *e, char *out, size_t outsz)
+{
+	size_t n = 0;
+
+	while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f'))
+		s++;
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r' ||
+	    e[-1] == '\f'))
+		e--;
+	for (; s < e && n + 1 < outsz; s++) {
+		char c = *s;
+
+		out[n++] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+	}
+	out[n] = '\0';
+}
+
+/* A CSS length or number that is zero: "0", "0px", "0.0em", "-0", "0%". */
+static bool
+css_is_zero(const char *v)
+{
+	bool digit = false;
+
+	if (*v == '+' || *v == '-')
+		v++;
+	for (; *v == '0' || *v == '.'; v++)
+		if (*v == '0')
+			digit = true;
+	if (!digit)
+		return false;
+	if (*v >= '1' && *v <= '9')
+		return false;
+	/* What follows is a unit (letters or %) or nothing. */
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || *v == '%'))
+			return false;
+	return true;
+}
+
+bool
+mb_html_style_hides(const char *style)
+{
+	char prop[64], val[128];
+	const char *p = style, *decl, *colon, *end, *bang;
+	bool zero_height = false, overflow_hidden = false;
+
+	while (*p) {
+		/* One declaration: up to ';' (CSS comments are not expected in mail). */
+		decl = p;
+		end = strchr(p, ';');
+		if (end == NULL)
+			end = p + strlen(p);
+		p = *end ? end + 1 : end;
+		colon = memchr(decl, ':', (size_t)(end - decl));
+		if (colon == NULL)
+			continue;
+		css_token(decl, colon, prop, sizeof(prop));
+		css_token(colon + 1, end, val, sizeof(val));
+		if ((bang = strchr(val, '!')) != NULL) {	/* "none !important" */
+			val[bang - val] = '\0';
+			css_token(val, val + strlen(val), val, sizeof(val));
+		}
+		if (strcmp(prop, "display") == 0 && strcmp(val, "none") == 0)
+			return true;
+		if (strcmp(prop, "visibility") == 0 &&
+		    (strcmp(val, "hidden") == 0 || strcmp(val, "collapse") == 0))
+			return true;
+		if (strcmp(prop, "font-size") == 0 && css_is_zero(val))
+			return true;
+		if (strcmp(prop, "opacity") == 0 && css_is_zero(val))
+			return true;
+		if ((strcmp(prop, "max-height") == 0 || strcmp(prop, "height") == 0) &&
+		    css_is_zero(val))
+			zero_height = true;
+		if (strcmp(prop, "overflow") == 0 && strcmp(val, "hidden") == 0)
+			overflow_hidden = true;
+	}
+	/* The e-mail "preheader" idiom: a box with no height that clips. */
+	return zero_height && overflow_hidden;
+}
+
+static bool
+attr_true(xmlNode *n, const char *name)
+{
+	xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
+	char tok[16];
+	bool r;
+
+	if (v == NULL)
+		return false;
+	css_token((const char *)v, (const char *)v + strlen((const char *)v), tok, sizeof(tok));
+	r = strcmp(tok, "true") == 0;
+	xmlFree(v);
+	return r;
+}
+
+/* An element whose content a reader cannot see. */
+static bool
+element_hidden(xmlNode *n)
+{
+	xmlChar *v;
+	bool r = false;
+
+	if (name_in(n->name, html_dropped, MB_ARRAY_LEN(html_dropped)))
+		return true;
+	if (xmlHasProp(n, (const xmlChar *)"hidden") != NULL)
+		return true;
+	if (attr_true(n, "aria-hidden"))
+		return true;
+	if ((v = xmlGetProp(n, (const xmlChar *)"style")) != NULL) {
+		r = mb_html_style_hides((const char *)v);
+		xmlFree(v);
+	}
+	return r;
+}
+
+/* A link target worth showing: not empty, not script, not an in-page jump. */
+static xmlChar *
+link_href(xmlNode *n)
+{
+	xmlChar *v = xmlGetProp(n, (const xmlChar *)"href");
+	const char *s;
+
+	if (v == NULL)
+		return NULL;
+	for (s = (const char *)v; *s && (unsigned char)*s <= ' '; s++)
+		;
+	if (*s == '\0' || *s == '#' || strncasecmp(s, "javascript:", 11) == 0 ||
+	    strncasecmp(s, "vbscript:", 9) == 0 || strncasecmp(s, "data:", 5) == 0) {
+		xmlFree(v);
+		return NULL;
+	}
+	if (s != (const char *)v)
+		memmove(v, s, strlen(s) + 1);
+	return v;
+}
+
+/* Does the visible text say the URL already ("example.com" for its URL)? */
+static bool
+link_text_is_url(const char *text, size_t tlen, const char *url)
+{
+	size_t ulen;
+
+	while (tlen > 0 && (*text == ' ' || *text == '\n')) {
+		text++;
+		tlen--;
+	}
+	while (tlen > 0 && (text[tlen - 1] == ' ' || text[tlen - 1] == '\n'))
+		tlen--;
+	if (strncasecmp(url, "mailto:", 7) == 0)
+		url += 7;
+	ulen = strlen(url);
+	if (ulen > 0 && url[ulen - 1] == '/' && (tlen == 0 || text[tlen - 1] != '/'))
+		ulen--;
+	if (tlen == ulen && strncasecmp(text, url, ulen) == 0)
+		return true;
+	/* "www.example.com" for "http://www.example.com" */
+	for (const char *scheme = strstr(url, "://"); scheme != NULL; scheme = NULL) {
+		size_t off = (size_t)(scheme + 3 - url);
+
+		if (tlen == ulen - off && strncasecmp(text, url + off, tlen) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Leaving a link: add its URL after its text, once. */
+static void
+link_end(struct html_out *o, xmlNode *n)
+{
+	size_t start = (size_t)(uintptr_t)n->_private - 1;
+	xmlChar *href = link_href(n);
+
+	n->_private = NULL;
+	if (href == NULL)
+		return;
+	if (start > o->b.len)
+		start = o->b.len;
+	if (!link_text_is_url(o->b.data + start, o->b.len - start, (const char *)href)) {
+		if (o->b.len > start)
+			o->space = true;
+		out_char(o, "<", 1);
+		(void)mb_buf_adds(&o->b, (const char *)href);
+		(void)mb_buf_addc(&o->b, '>');
+	}
+	xmlFree(href);
+}
+
+static void
+element_start(struct html_out *o, xmlNode *n)
+{
+	const xmlChar *name = n->name;
+
+	if (strcasecmp((const char *)name, "br") == 0)
+		out_br(o);
+	else if (name_in(name, html_paragraphs, MB_ARRAY_LEN(html_paragraphs)))
+		out_break(o, 2);
+	else if (name_in(name, html_blocks, MB_ARRAY_LEN(html_blocks)))
+		out_break(o, 1);
+	else if (strcasecmp((const char *)name, "td") == 0 ||
+	    strcasecmp((const char *)name, "th") == 0)
+		o->space = true;
+	if (strcasecmp((const char *)name, "pre") == 0)
+		o->pre++;
+	if (strcasecmp((const char *)name, "a") == 0)
+		n->_private = (void *)(uintptr_t)(o->b.len + 1);
+}
+
+static void
+element_end(struct html_out *o, xmlNode *n)
+{
+	const xmlChar *name = n->name;
+
+	if (strcasecmp((const char *)name, "a") == 0 && n->_private != NULL)
+		link_end(o, n);
+	if (strcasecmp((const char *)name, "pre") == 0 && o->pre > 0)
+		o->pre--;
+	if (name_in(name, html_paragraphs, MB_ARRAY_LEN(html_paragraphs)))
+		out_break(o, 2);
+	else if (name_in(name, html_blocks, MB_ARRAY_LEN(html_blocks)))
+		out_break(o, 1);
+	else if (strcasecmp((const char *)name, "td") == 0 ||
+	    strcasecmp((const char *)name, "th") == 0)
+		o->space = true;
+}
+
+/* Depth-first walk over parent/child/sibling links: no recursion, no stack. */
+static void
+walk(struct html_out *o, xmlNode *root)
+{
+	xmlNode *n = root;
+
+	while (n != NULL) {
+		bool descend = false;
+
+		if (n->type == XML_ELEMENT_NODE) {
+			if (!element_hidden(n)) {
+				element_start(o, n);
+				descend = n->children != NULL;
+				if (!descend)
+					element_end(o, n);
+			}
+		} else if (n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) {
+			if (n->content != NULL)
+				out_text(o, (const char *)n->content,
+				    strlen((const char *)n->content));
+		}
+		if (descend) {
+			n = n->children;
+			continue;
+		}
+		/* Next sibling, or climb, closing each element we leave. */
+		while (n != NULL && n != root && n->next == NULL) {
+			n = n->parent;
+			if (n != NULL && n->type == XML_ELEMENT_NODE)
+				element_end(o, n);
+		}
+		if (n == NULL || n == root)
+			break;
+		n = n->next;
+	}
+}
+
+/*
+ * Valid UTF-8 without NUL bytes, so libxml2 neither switches its decoder
+ * nor stops early.  Returns a new string the caller frees.
+ */
+static char *
+html_sanitize(const char *html, size_t len, size_t *len_r)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX / 2);
+	size_t i = 0, n, run;
+	uint32_t cp;
+
+	while (i < len) {
+		for (run = i; run < len && (unsigned char)html[run] < 0x80 && html[run] != '\0'; run++)
+			;
+		(void)mb_buf_add(&b, html + i, run - i);
+		i = run;
+		if (i >= len)
+			break;
+		if (html[i] == '\0') {
+			(void)mb_buf_addc(&b, ' ');
+			i++;
+		} else if ((n = mb_utf8_decode(html + i, len - i, &cp)) != 0) {
+			(void)mb_buf_add(&b, html + i, n);
+			i += n;
+		} else {
+			(void)mb_buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+	return mb_buf_detach(&b, len_r);
+}
+
+char *
+mb_html_to_text(const char *html, size_t len, size_t *len_r)
+{
+	struct html_out o = { .b = MB_BUF_INIT(SIZE_MAX / 2) };
+	htmlDocPtr doc = NULL;
+	char *clean;
+	size_t clen;
+
+	clean = html_sanitize(html, len, &clen);
+	if (clen > 0 && clen <= INT32_MAX)
+		doc = htmlReadMemory(clean, (int)clen, NULL, "UTF-8",
+		    HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
+		    HTML_PARSE_NONET | HTML_PARSE_COMPACT | XML_PARSE_HUGE);
+	if (doc != NULL) {
+		walk(&o, xmlDocGetRootElement(doc));
+		xmlFreeDoc(doc);
+	}
+	free(clean);
+	/* Trim the trailing line breaks the last block left. */
+	while (o.b.len > 0 && (o.b.data[o.b.len - 1] == '\n' || o.b.data[o.b.len - 1] == ' '))
+		mb_buf_truncate(&o.b, o.b.len - 1);
+	return mb_buf_detach(&o.b, len_r);
+}

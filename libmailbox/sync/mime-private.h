@@ -1,0 +1,56 @@
+/*
+ * Internals of the MIME normaliser, shared by mime.c (the tree walk),
+ * mime_envelope.c (headers), charset.c (bytes to UTF-8), rfc2047.c (encoded
+ * words) and flowed.c (RFC 3676).  Not installed; tests use the public API.
+ */
+#ifndef MAILBOX_MIME_PRIVATE_H
+#define MAILBOX_MIME_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <gmime/gmime.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/msg.h"
+
+/*
+ * Append the text in bytes [in, in+len), written in charset (a MIME charset
+ * name; NULL or "" when none was declared), to out as UTF-8.  Never fails on
+ * the data: an unknown charset, undeclared 8-bit text and invalid UTF-8 are
+ * read as UTF-8 where valid and windows-1252 byte by byte elsewhere; bytes a
+ * known charset cannot decode become U+FFFD.  Shift_JIS is read as CP932,
+ * ISO-8859-1 and US-ASCII as windows-1252, GB2312 as GB18030 (supersets
+ * that mail clients really write).  Returns -1 only when out hits its cap.
+ * Keeps a few iconv descriptors open per thread between calls.
+ */
+int	mb_charset_to_utf8(const char *charset, const char *in, size_t len, struct mb_buf *out);
+
+/* Release the iconv descriptors of this thread (optional; for leak checks). */
+void	mb_charset_cache_clear(void);
+
+/*
+ * Decode an unstructured header value (Subject, a filename): unfold, decode
+ * RFC 2047 encoded words (adjacent words joined without the space between,
+ * bytes of adjacent words in one charset decoded together so a character
+ * split across words survives), and read raw 8-bit bytes as UTF-8 if valid,
+ * else windows-1252.  Returns a NUL-terminated UTF-8 string the caller
+ * free(3)s, with control characters and invisible characters removed and
+ * whitespace runs collapsed to one space; never NULL.
+ */
+char	*mb_rfc2047_decode(const char *raw, size_t len);
+
+/*
+ * Append text/plain; format=flowed text (UTF-8, LF line ends) to out with
+ * its soft line breaks joined (RFC 3676; delsp: DelSp=yes).  Quote depth is
+ * kept as "> " prefixes; space-stuffing is removed.
+ */
+int	mb_flowed_decode(const char *in, size_t len, bool delsp, struct mb_buf *out);
+
+/* Fill the envelope of msg from the headers of m. */
+void	mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg);
+
+/* The process-wide parser options (set up by mb_mime_global_init). */
+GMimeParserOptions	*mb_mime_parser_options(void);
+
+#endif
