@@ -1,0 +1,152 @@
+/*
+ * The session map: id -> negotiated protocol version.  Sessions carry no
+ * authority (MCP-NOTES: never use sessions for authentication); they exist
+ * so a client's later requests know which protocol version it negotiated,
+ * and so an ended session answers 404.  A flat array under one mutex: the
+ * map is small and every operation is a short scan.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "mailbox/util.h"
+#include "mcpd.h"
+
+struct mcp_session {
+	char		 id[2 * MCP_SESSION_ID_BYTES + 1];
+	const char	*version;	/* static string */
+	long long	 last_used_ms;
+	int		 level;		/* logging/setLevel, enum mb_log_level */
+};
+
+struct mcp_sessions {
+	pthread_mutex_t		 lock;
+	struct mcp_session	*v;
+	size_t			 n, max;
+};
+
+struct mcp_sessions *
+mcp_sessions_new(unsigned max)
+{
+	struct mcp_sessions *s = mb_xcalloc(1, sizeof(*s));
+
+	pthread_mutex_init(&s->lock, NULL);
+	s->max = max ? max : 1;
+	s->v = mb_xcalloc(s->max, sizeof(*s->v));
+	return s;
+}
+
+void
+mcp_sessions_free(struct mcp_sessions **sp)
+{
+	struct mcp_sessions *s = *sp;
+
+	if (s == NULL)
+		return;
+	pthread_mutex_destroy(&s->lock);
+	free(s->v);
+	free(s);
+	*sp = NULL;
+}
+
+/* Index of id, or -1.  Called with the lock held; constant time per entry. */
+static long
+find(struct mcp_sessions *s, const char *id)
+{
+	size_t len = strlen(id);
+
+	if (len != 2 * MCP_SESSION_ID_BYTES)
+		return -1;
+	for (size_t i = 0; i < s->n; i++)
+		if (CRYPTO_memcmp(s->v[i].id, id, len) == 0)
+			return (long)i;
+	return -1;
+}
+
+int
+mcp_session_create(struct mcp_sessions *s, const char *version, char *id_r, size_t id_size)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[MCP_SESSION_ID_BYTES];
+	struct mcp_session *e;
+	size_t i;
+
+	if (id_size < 2 * MCP_SESSION_ID_BYTES + 1 || RAND_bytes(raw, sizeof(raw)) != 1)
+		return -1;
+	for (i = 0; i < sizeof(raw); i++) {
+		id_r[2 * i] = hex[raw[i] >> 4];
+		id_r[2 * i + 1] = hex[raw[i] & 15];
+	}
+	id_r[2 * sizeof(raw)] = '\0';
+	pthread_mutex_lock(&s->lock);
+	if (s->n == s->max) {
+		size_t lru = 0;
+
+		for (i = 1; i < s->n; i++)
+			if (s->v[i].last_used_ms < s->v[lru].last_used_ms)
+				lru = i;
+		s->v[lru] = s->v[--s->n];
+	}
+	e = &s->v[s->n++];
+	memcpy(e->id, id_r, sizeof(e->id));
+	e->version = version;
+	e->last_used_ms = mb_now_ms();
+	e->level = 6;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+const char *
+mcp_session_touch(struct mcp_sessions *s, const char *id)
+{
+	const char *v = NULL;
+	long i;
+
+	pthread_mutex_lock(&s->lock);
+	i = find(s, id);
+	if (i >= 0) {
+		s->v[i].last_used_ms = mb_now_ms();
+		v = s->v[i].version;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return v;
+}
+
+bool
+mcp_session_delete(struct mcp_sessions *s, const char *id)
+{
+	long i;
+
+	pthread_mutex_lock(&s->lock);
+	i = find(s, id);
+	if (i >= 0)
+		s->v[i] = s->v[--s->n];
+	pthread_mutex_unlock(&s->lock);
+	return i >= 0;
+}
+
+void
+mcp_session_set_level(struct mcp_sessions *s, const char *id, int level)
+{
+	long i;
+
+	pthread_mutex_lock(&s->lock);
+	i = find(s, id);
+	if (i >= 0)
+		s->v[i].level = level;
+	pthread_mutex_unlock(&s->lock);
+}
+
+size_t
+mcp_session_count(struct mcp_sessions *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->n;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
