@@ -370,7 +370,7 @@ mcp_rpc_post(struct mcp_server *srv, const char *body, size_t len, struct mcp_po
 		    "JSON nested too deeply"));
 		return;
 	}
-	m = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	m = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (m == NULL) {
 		set_answer(post, 400, mcp_rpc_error(NULL, RPC_PARSE, "Parse error"));
 		return;
