@@ -172,6 +172,9 @@ scrub(struct mb_buf *b)
 	}
 }
 
+static void vlog(enum mb_log_level level, int errnum, const char *fmt, va_list ap)
+    MB_PRINTF(3, 0);
+
 static void
 vlog(enum mb_log_level level, int errnum, const char *fmt, va_list ap)
 {

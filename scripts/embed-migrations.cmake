@@ -1,6 +1,6 @@
 # Writes OUT: a C array of { version, name, sql } from the sorted FILES list
 # (migrations/NNNN_name.sql).  Run with cmake -P at build time.
-set(body "/* generated from migrations/NNNN_name.sql by cmake/embed_migrations.cmake */\n")
+set(body "/* generated from migrations/NNNN_name.sql by scripts/embed-migrations.cmake */\n")
 string(APPEND body "#include \"mailbox/migrations.h\"\n\nconst struct mb_migration mb_migrations[] = {\n")
 set(count 0)
 foreach(f IN LISTS FILES)
