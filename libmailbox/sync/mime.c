@@ -192,6 +192,7 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 	const char *delsp = g_mime_object_get_content_type_parameter(obj, "delsp");
 	struct mb_buf u = MB_BUF_INIT(SIZE_MAX / 2);
 	size_t len = ba->len, in_cap;
+	const char *data = ba->data ? (const char *)ba->data : "";
 	char sniffed[40];
 
 	/* Read no more than can reach the cap: a 1 GB part costs what 1 MB does. */
@@ -205,8 +206,8 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 		w->truncated = true;
 	}
 	if (html && (cs == NULL || *cs == '\0'))
-		cs = html_sniff_charset((const char *)ba->data, len, sniffed, sizeof(sniffed));
-	(void)mb_charset_to_utf8(cs, (const char *)ba->data, len, &u);
+		cs = html_sniff_charset(data, len, sniffed, sizeof(sniffed));
+	(void)mb_charset_to_utf8(cs, data, len, &u);
 	u.len = to_lf(u.data, u.len);
 	body_separate(w);
 	if (html) {
@@ -300,7 +301,8 @@ attachment(struct walk *w, GMimeObject *obj)
 	a->size = ba->len;
 	if (w->opts->keep_attachment_data) {
 		a->data = mb_xmalloc(ba->len ? ba->len : 1);
-		memcpy(a->data, ba->data, ba->len);
+		if (ba->len > 0)
+			memcpy(a->data, ba->data, ba->len);
 	}
 }
 

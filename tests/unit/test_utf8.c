@@ -1,0 +1,142 @@
+/*
+ * UTF-8 helpers: decoding refuses what is not UTF-8, a cut never splits a
+ * character, and the characters that hide text from a reader are stripped.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mailbox/utf8.h"
+
+static void
+utf8_decodes_every_length(void **state)
+{
+	static const struct { const char *s; size_t n; uint32_t cp; } ok[] = {
+		{ "A", 1, 0x41 }, { "\xc3\xa9", 2, 0xe9 }, { "\xe2\x82\xac", 3, 0x20ac },
+		{ "\xf0\x9f\x98\x80", 4, 0x1f600 }, { "\xf4\x8f\xbf\xbf", 4, 0x10ffff },
+	};
+	char enc[4];
+	uint32_t cp;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(mb_utf8_decode(ok[i].s, strlen(ok[i].s), &cp), ok[i].n);
+		assert_int_equal(cp, ok[i].cp);
+		assert_int_equal(mb_utf8_encode(ok[i].cp, enc), ok[i].n);
+		assert_memory_equal(enc, ok[i].s, ok[i].n);
+	}
+}
+
+static void
+utf8_refuses_overlong_surrogate_and_truncated(void **state)
+{
+	static const char *bad[] = {
+		"\xc0\xaf",		/* overlong '/' */
+		"\xe0\x80\xaf",		/* overlong */
+		"\xed\xa0\x80",		/* surrogate U+D800 */
+		"\xf4\x90\x80\x80",	/* past U+10FFFF */
+		"\xe2\x82",		/* truncated */
+		"\x80",			/* lone continuation */
+		"\xff",
+	};
+	uint32_t cp;
+	char enc[4];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(mb_utf8_decode(bad[i], strlen(bad[i]), &cp), 0);
+		assert_false(mb_utf8_valid(bad[i], strlen(bad[i])));
+	}
+	assert_int_equal(mb_utf8_encode(0xd800, enc), 0);
+	assert_int_equal(mb_utf8_encode(0x110000, enc), 0);
+	assert_true(mb_utf8_valid("caf\xc3\xa9 \xe4\xbc\x9a\xe8\xad\xb0", 12));
+}
+
+static void
+utf8_boundary_never_splits_a_character(void **state)
+{
+	const char *s = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z";	/* a é € 😀 z */
+	size_t len = strlen(s);
+	static const size_t want[] = { 0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10, 11 };
+
+	for (size_t max = 0; max <= len; max++) {
+		size_t n = mb_utf8_boundary(s, len, max);
+
+		assert_int_equal(n, want[max]);
+		assert_true(mb_utf8_valid(s, n));
+	}
+	assert_int_equal(mb_utf8_boundary(s, len, 100), len);
+}
+
+static void
+utf8_counts_and_offsets_characters(void **state)
+{
+	const char *s = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z";
+	size_t len = strlen(s);
+
+	assert_int_equal(mb_utf8_count(s, len), 5);
+	assert_int_equal(mb_utf8_offset(s, len, 0), 0);
+	assert_int_equal(mb_utf8_offset(s, len, 2), 3);
+	assert_int_equal(mb_utf8_offset(s, len, 4), 10);
+	assert_int_equal(mb_utf8_offset(s, len, 99), len);
+}
+
+static void
+utf8_invisible_ranges(void **state)
+{
+	static const uint32_t hidden[] = { 0x200b, 0x200c, 0x200d, 0x2060, 0xfeff, 0x202a,
+	    0x202e, 0x2066, 0x2069, 0xe0000, 0xe0041, 0xe007f };
+	static const uint32_t shown[] = { 0x20, 0xe9, 0x200a, 0x200e, 0x2029, 0x2065,
+	    0x206a, 0xe0080, 0x4f1a };
+
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		assert_true(mb_utf8_is_invisible(hidden[i]));
+	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++)
+		assert_false(mb_utf8_is_invisible(shown[i]));
+}
+
+static void
+utf8_strip_removes_zero_width_bidi_and_tags(void **state)
+{
+	/* pass<ZWSP>word <RLO>exe<PDF> <TAG A><TAG B>ok<BOM> */
+	char s[] = "pass\xe2\x80\x8bword \xe2\x80\xae" "exe\xe2\x80\xac "
+	    "\xf3\xa0\x81\x81\xf3\xa0\x81\x82ok\xef\xbb\xbf";
+	size_t n = mb_utf8_strip_invisible(s, strlen(s));
+
+	assert_int_equal(n, strlen("password exe ok"));
+	assert_string_equal(s, "password exe ok");
+}
+
+static void
+utf8_strip_replaces_bad_bytes_where_room(void **state)
+{
+	/* A 4-byte invisible frees room for U+FFFD; a bad byte with no room is dropped. */
+	char a[] = "\xf3\xa0\x81\x81\xff!";
+	char b[] = "x\xffy";
+	size_t n;
+
+	n = mb_utf8_strip_invisible(a, strlen(a));
+	assert_int_equal(n, 4);
+	assert_memory_equal(a, "\xef\xbf\xbd!", 4);
+	n = mb_utf8_strip_invisible(b, strlen(b));
+	assert_int_equal(n, 2);
+	assert_string_equal(b, "xy");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(utf8_decodes_every_length),
+		cmocka_unit_test(utf8_refuses_overlong_surrogate_and_truncated),
+		cmocka_unit_test(utf8_boundary_never_splits_a_character),
+		cmocka_unit_test(utf8_counts_and_offsets_characters),
+		cmocka_unit_test(utf8_invisible_ranges),
+		cmocka_unit_test(utf8_strip_removes_zero_width_bidi_and_tags),
+		cmocka_unit_test(utf8_strip_replaces_bad_bytes_where_room),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
