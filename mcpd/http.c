@@ -315,6 +315,9 @@ request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	*req_cls = NULL;
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) MB_PRINTF(2, 0);
+
+/* libmicrohttpd's own errors, into our log (its format strings are its own). */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
