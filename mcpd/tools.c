@@ -413,14 +413,25 @@ query_hash(const struct mb_query *q)
 
 /* ---- search_messages */
 
+/*
+ * Ranked search.  The inner query orders by FTS5's rank alone, which FTS5
+ * sorts itself (the fast path: ORDER BY rank plus any other term makes
+ * SQLite sort every match, about five times slower at 10k messages); the
+ * outer query re-sorts that window by rank, then date, so equal scores come
+ * newest first.  The window (?10) is the page plus 64 rows, so the order is
+ * exact unless more than 64 messages tie at a page boundary.
+ */
+#define SEARCH_TIE_WINDOW	64
 static const char search_sql_match[] =
-	"SELECT m.id FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
+	"SELECT id FROM (SELECT m.id AS id, m.date AS date, messages_fts.rank AS r "
+	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
 	"WHERE messages_fts MATCH ?1 AND messages_fts.rank MATCH '" RANK_CONFIG "' "
 	"AND (?2 IS NULL OR m.folder_id = ?2) "
 	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
-	"ORDER BY messages_fts.rank, m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+	"ORDER BY messages_fts.rank LIMIT ?10) "
+	"ORDER BY r, date DESC, id DESC LIMIT ?8 OFFSET ?9";
 
 static const char search_sql_filter[] =
 	"SELECT m.id FROM messages AS m "
@@ -435,12 +446,17 @@ static const char hit_sql[] =
 	"m.attachment_count, m.thread_id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE m.id = ?1";
 
+/* Snippets for the returned rows only, in one FTS5 query (?2..?51: the ids). */
 static const char snippet_sql[] =
-	"SELECT snippet(messages_fts, -1, '**', '**', '…', 16) FROM messages_fts "
-	"WHERE messages_fts MATCH ?1 AND rowid = ?2";
+	"SELECT rowid, snippet(messages_fts, -1, '**', '**', '…', 16) FROM messages_fts "
+	"WHERE messages_fts MATCH ?1 AND rowid IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19"
+	", ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35"
+	", ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51)";
 
 static const char preview_sql[] =
 	"SELECT substr(body, 1, 200) FROM messages WHERE id = ?1";
+
+static const char folder_id_sql[] = "SELECT id FROM folders WHERE name = ?1";
 
 /* Add the structured filters to q; -1 with msg on a bad value. */
 static int
@@ -529,6 +545,7 @@ search_messages(struct mcp_server *srv, json_t *args)
 	long long limit;
 	int64_t offset = 0, folder_id = 0;
 	uint64_t qhash, chash;
+	int64_t ids[SEARCH_MAX_LIMIT];
 	json_t *results, *r;
 	size_t n = 0;
 	int rc;
@@ -573,13 +590,13 @@ search_messages(struct mcp_server *srv, json_t *args)
 	}
 	db = mb_index_db(idx);
 	if (q.folder) {
-		rc = sqlite3_prepare_v2(db, "SELECT id FROM folders WHERE name = ?1", -1, &st, NULL);
-		if (rc == SQLITE_OK)
+		st = mcp_server_stmt(srv, folder_id_sql);
+		if (st != NULL)
 			sqlite3_bind_text(st, 1, q.folder, -1, SQLITE_STATIC);
-		rc = rc == SQLITE_OK ? sqlite3_step(st) : rc;
+		rc = st != NULL ? sqlite3_step(st) : SQLITE_ERROR;
 		if (rc == SQLITE_ROW)
 			folder_id = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
+		mcp_server_stmt_done(st);
 		st = NULL;
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 			mb_query_release(&q);
@@ -593,11 +610,9 @@ search_messages(struct mcp_server *srv, json_t *args)
 			return e;
 		}
 	}
-	if (sqlite3_prepare_v2(db, q.match ? search_sql_match : search_sql_filter, -1, &st,
-	    NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, hit_sql, -1, &hit, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, q.match ? snippet_sql : preview_sql, -1, &snip, NULL) !=
-	    SQLITE_OK) {
+	if ((st = mcp_server_stmt(srv, q.match ? search_sql_match : search_sql_filter)) == NULL ||
+	    (hit = mcp_server_stmt(srv, hit_sql)) == NULL ||
+	    (snip = mcp_server_stmt(srv, q.match ? snippet_sql : preview_sql)) == NULL) {
 		r = db_failure(db, "search: prepare");
 		goto out;
 	}
@@ -615,40 +630,61 @@ search_messages(struct mcp_server *srv, json_t *args)
 		sqlite3_bind_int(st, 7, q.has_attachment);
 	sqlite3_bind_int64(st, 8, limit + 1);
 	sqlite3_bind_int64(st, 9, offset);
+	if (q.match)
+		sqlite3_bind_int64(st, 10, offset + limit + 1 + SEARCH_TIE_WINDOW);
 
 	answer_init(&a);
 	results = json_array();
+	/* the ranked ids first, then the rows, then one snippet query for them all */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		json_t *h;
-
 		if ((long long)n == limit) {
 			more = true;
+			rc = SQLITE_DONE;
 			break;
 		}
+		ids[n++] = sqlite3_column_int64(st, 0);
+	}
+	for (size_t i = 0; i < n && (rc == SQLITE_DONE || rc == SQLITE_ROW); i++) {
+		json_t *h;
+
 		sqlite3_reset(hit);
-		sqlite3_bind_int64(hit, 1, id);
+		sqlite3_bind_int64(hit, 1, ids[i]);
 		if (sqlite3_step(hit) != SQLITE_ROW)
 			continue;	/* deleted between the two reads */
-		h = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I}",
-		    "id", (json_int_t)id, "folder", col_text(hit, 1), "date", col_date(hit, 2),
+		h = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}",
+		    "id", (json_int_t)ids[i], "folder", col_text(hit, 1), "date", col_date(hit, 2),
 		    "from", col_text(hit, 3), "to", col_text(hit, 4), "subject", col_text(hit, 5),
 		    "flags", flag_list((unsigned)sqlite3_column_int(hit, 6)),
 		    "attachment_count", (json_int_t)sqlite3_column_int64(hit, 7),
-		    "thread_id", (json_int_t)sqlite3_column_int64(hit, 8));
-		sqlite3_reset(snip);
-		if (q.match) {
-			sqlite3_bind_text(snip, 1, q.match, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(snip, 2, id);
-		} else
-			sqlite3_bind_int64(snip, 1, id);
-		if (sqlite3_step(snip) == SQLITE_ROW && sqlite3_column_type(snip, 0) != SQLITE_NULL)
-			json_object_set_new(h, "snippet", col_text(snip, 0));
-		else
-			json_object_set_new(h, "snippet", json_string(""));
+		    "thread_id", (json_int_t)sqlite3_column_int64(hit, 8), "snippet", "");
 		json_array_append_new(results, h);
-		n++;
+		if (!q.match) {
+			sqlite3_reset(snip);
+			sqlite3_bind_int64(snip, 1, ids[i]);
+			if (sqlite3_step(snip) == SQLITE_ROW &&
+			    sqlite3_column_type(snip, 0) != SQLITE_NULL)
+				json_object_set_new(h, "snippet", col_text(snip, 0));
+		}
 	}
+	if (q.match && n > 0) {
+		int src;
+
+		sqlite3_bind_text(snip, 1, q.match, -1, SQLITE_STATIC);
+		for (size_t i = 0; i < n; i++)
+			sqlite3_bind_int64(snip, (int)i + 2, ids[i]);
+		while ((src = sqlite3_step(snip)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(snip, 0);
+			size_t i;
+			json_t *h;
+
+			json_array_foreach(results, i, h)
+				if (json_integer_value(json_object_get(h, "id")) == id)
+					json_object_set_new(h, "snippet", col_text(snip, 1));
+		}
+		if (src != SQLITE_DONE)
+			rc = src;
+	}
+	n = json_array_size(results);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		json_decref(results);
 		answer_release(&a);
@@ -693,9 +729,9 @@ search_messages(struct mcp_server *srv, json_t *args)
 	}
 	r = answer_result(&a);
 out:
-	sqlite3_finalize(st);
-	sqlite3_finalize(hit);
-	sqlite3_finalize(snip);
+	mcp_server_stmt_done(st);
+	mcp_server_stmt_done(hit);
+	mcp_server_stmt_done(snip);
 	mb_query_release(&q);
 	return r;
 }
@@ -789,8 +825,8 @@ id_arg(json_t *args, int64_t *id_r, char *msg, size_t msgsize)
 
 /* One message as structured data plus its text block; NULL when not found (*found_r). */
 static json_t *
-message_read(sqlite3 *db, int64_t id, long long offset, bool *found_r, struct answer *a,
-    const char **failed_r)
+message_read(struct mcp_server *srv, int64_t id, long long offset, bool *found_r,
+    struct answer *a, const char **failed_r)
 {
 	static const char *const keys[] = { "from", "to", "cc", "subject", "date",
 	    "list_id" };
@@ -805,8 +841,8 @@ message_read(sqlite3 *db, int64_t id, long long offset, bool *found_r, struct an
 
 	*found_r = false;
 	*failed_r = NULL;
-	if (sqlite3_prepare_v2(db, message_sql, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, attachments_sql, -1, &at, NULL) != SQLITE_OK) {
+	if ((st = mcp_server_stmt(srv, message_sql)) == NULL ||
+	    (at = mcp_server_stmt(srv, attachments_sql)) == NULL) {
 		*failed_r = "get_message: prepare";
 		goto out;
 	}
@@ -893,8 +929,8 @@ message_read(sqlite3 *db, int64_t id, long long offset, bool *found_r, struct an
 	}
 out:
 	mb_buf_release(&inner);
-	sqlite3_finalize(st);
-	sqlite3_finalize(at);
+	mcp_server_stmt_done(st);
+	mcp_server_stmt_done(at);
 	return m;
 }
 
@@ -920,7 +956,7 @@ get_message(struct mcp_server *srv, json_t *args)
 	if (idx == NULL)
 		return index_unavailable(&err);
 	answer_init(&a);
-	m = message_read(mb_index_db(idx), id, offset, &found, &a, &failed);
+	m = message_read(srv, id, offset, &found, &a, &failed);
 	if (m == NULL) {
 		answer_release(&a);
 		if (failed)
@@ -934,6 +970,15 @@ get_message(struct mcp_server *srv, json_t *args)
 }
 
 /* ---- get_thread */
+
+static const char thread_of_sql[] =
+	"SELECT thread_id, (SELECT count(*) FROM messages AS t WHERE t.thread_id = m.thread_id) "
+	"FROM messages AS m WHERE id = ?1";
+
+static const char thread_sql[] =
+	"SELECT m.id, f.name, m.date, m.from_text, m.subject, substr(m.body, 1, ?2) "
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE m.thread_id = ?1 ORDER BY m.date IS NULL, m.date, m.id LIMIT ?3 OFFSET ?4";
 
 static json_t *
 get_thread(struct mcp_server *srv, json_t *args)
@@ -961,9 +1006,7 @@ get_thread(struct mcp_server *srv, json_t *args)
 	if (idx == NULL)
 		return index_unavailable(&err);
 	db = mb_index_db(idx);
-	if (sqlite3_prepare_v2(db, "SELECT thread_id, (SELECT count(*) FROM messages AS t "
-	    "WHERE t.thread_id = m.thread_id) FROM messages AS m WHERE id = ?1", -1, &st,
-	    NULL) != SQLITE_OK)
+	if ((st = mcp_server_stmt(srv, thread_of_sql)) == NULL)
 		return db_failure(db, "get_thread: prepare");
 	sqlite3_bind_int64(st, 1, id);
 	rc = sqlite3_step(st);
@@ -971,17 +1014,14 @@ get_thread(struct mcp_server *srv, json_t *args)
 		thread = sqlite3_column_int64(st, 0);
 		total = sqlite3_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
+	mcp_server_stmt_done(st);
 	st = NULL;
 	if (rc == SQLITE_DONE)
 		return tool_error("no message with id %lld; ids come from search_messages",
 		    (long long)id);
 	if (rc != SQLITE_ROW)
 		return db_failure(db, "get_thread: step");
-	if (sqlite3_prepare_v2(db, "SELECT m.id, f.name, m.date, m.from_text, m.subject, "
-	    "substr(m.body, 1, ?2) FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	    "WHERE m.thread_id = ?1 ORDER BY m.date IS NULL, m.date, m.id LIMIT ?3 OFFSET ?4",
-	    -1, &st, NULL) != SQLITE_OK)
+	if ((st = mcp_server_stmt(srv, thread_sql)) == NULL)
 		return db_failure(db, "get_thread: prepare");
 	sqlite3_bind_int64(st, 1, thread);
 	sqlite3_bind_int(st, 2, MCP_PREVIEW_CHARS);
@@ -996,7 +1036,7 @@ get_thread(struct mcp_server *srv, json_t *args)
 		    "preview", col_text(st, 5)));
 		n++;
 	}
-	sqlite3_finalize(st);
+	mcp_server_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		json_decref(list);
 		answer_release(&a);
@@ -1031,6 +1071,11 @@ get_thread(struct mcp_server *srv, json_t *args)
 
 /* ---- list_folders */
 
+static const char folders_sql[] =
+	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0) "
+	"FROM folders AS f LEFT JOIN messages AS m ON m.folder_id = f.id "
+	"GROUP BY f.id ORDER BY f.name";
+
 static json_t *
 list_folders(struct mcp_server *srv, json_t *args)
 {
@@ -1052,10 +1097,7 @@ list_folders(struct mcp_server *srv, json_t *args)
 	if (idx == NULL)
 		return index_unavailable(&err);
 	db = mb_index_db(idx);
-	if (sqlite3_prepare_v2(db, "SELECT f.name, f.role, f.last_sync, count(m.id), "
-	    "coalesce(sum((m.flags & 1) = 0), 0) FROM folders AS f "
-	    "LEFT JOIN messages AS m ON m.folder_id = f.id GROUP BY f.id ORDER BY f.name", -1,
-	    &st, NULL) != SQLITE_OK)
+	if ((st = mcp_server_stmt(srv, folders_sql)) == NULL)
 		return db_failure(db, "list_folders: prepare");
 	answer_init(&a);
 	list = json_array();
@@ -1067,7 +1109,7 @@ list_folders(struct mcp_server *srv, json_t *args)
 		    "messages", (json_int_t)sqlite3_column_int64(st, 3),
 		    "unread", (json_int_t)sqlite3_column_int64(st, 4), "last_sync", ls));
 	}
-	sqlite3_finalize(st);
+	mcp_server_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		json_decref(list);
 		answer_release(&a);
@@ -1120,6 +1162,9 @@ mcp_tools_call(struct mcp_server *srv, const char *name, json_t *args, int *code
 
 /* ---- resources */
 
+static const char resources_sql[] =
+	"SELECT id, subject, date FROM messages ORDER BY date DESC, id DESC LIMIT ?1 OFFSET ?2";
+
 json_t *
 mcp_resource_templates_list(void)
 {
@@ -1158,8 +1203,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		return NULL;
 	}
 	db = mb_index_db(idx);
-	if (sqlite3_prepare_v2(db, "SELECT id, subject, date FROM messages "
-	    "ORDER BY date DESC, id DESC LIMIT ?1 OFFSET ?2", -1, &st, NULL) != SQLITE_OK) {
+	if ((st = mcp_server_stmt(srv, resources_sql)) == NULL) {
 		mb_log_error("resources/list: %s", sqlite3_errmsg(db));
 		*code_r = -32603;
 		*message_r = "Internal error";
@@ -1184,7 +1228,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		    (json_decref(subj), json_string("(no subject)")), "mimeType", "text/plain"));
 		n++;
 	}
-	sqlite3_finalize(st);
+	mcp_server_stmt_done(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		json_decref(list);
 		*code_r = -32603;
@@ -1241,7 +1285,7 @@ mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		return NULL;
 	}
 	answer_init(&a);
-	m = message_read(mb_index_db(idx), id, 0, &found, &a, &failed);
+	m = message_read(srv, id, 0, &found, &a, &failed);
 	if (m == NULL) {
 		answer_release(&a);
 		if (failed)
