@@ -114,6 +114,13 @@ parse_listen(struct mcp_config *c, struct mb_err *err)
 			c->host = mb_xstrdup("127.0.0.1");
 		}
 	}
+	/* no authentication here yet: only loopback (or a unix socket behind the
+	 * proxy) may be served (DESIGN.md: refuse a public bind without auth) */
+	if (strncmp(c->host, "127.", 4) != 0 && strcmp(c->host, "::1") != 0)
+		return mb_err_set(err, MB_E_CONFIG,
+		    "MCP_LISTEN: refusing to listen on '%s': mcpd has no authentication of its own "
+		    "yet, so it serves loopback (127.x.x.x, [::1]) or unix:/path behind the proxy",
+		    c->host);
 	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
 	if (errno != 0 || *end != '\0' || colon[1] == '\0' || port > 65535)
@@ -152,7 +159,8 @@ mcp_config_load(struct mcp_config *c, const char *(*lookup)(const char *), struc
 	if (get_uint(lookup, "MCP_THREADS", 4, 1, 64, &c->threads, err) == -1 ||
 	    get_uint(lookup, "MCP_MAX_CONNECTIONS", 64, 4, 10000, &c->max_connections, err) == -1 ||
 	    get_uint(lookup, "MCP_TIMEOUT", 30, 1, 3600, &c->timeout, err) == -1 ||
-	    get_uint(lookup, "MCP_MAX_SESSIONS", 1024, 1, 1000000, &c->max_sessions, err) == -1)
+	    get_uint(lookup, "MCP_MAX_SESSIONS", 1024, 1, 1000000, &c->max_sessions, err) == -1 ||
+	    get_uint(lookup, "MCP_RATE_LIMIT", 50, 0, 100000, &c->rate, err) == -1)
 		goto fail;
 	v = lookup("MCP_PORT_FILE");
 	c->port_file = v && *v ? mb_xstrdup(v) : NULL;

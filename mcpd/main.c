@@ -27,7 +27,8 @@ usage(void)
 	fprintf(stderr, "usage: mcpd\n"
 	    "Settings come from the environment: MCP_LISTEN (127.0.0.1:8765 or unix:/path),\n"
 	    "MCP_INDEX or DATA_DIR, MCP_ALLOWED_HOSTS, MCP_ALLOWED_ORIGINS, MCP_THREADS,\n"
-	    "MCP_MAX_CONNECTIONS, MCP_TIMEOUT, MCP_MAX_SESSIONS, MCP_PORT_FILE, LOG_LEVEL.\n"
+	    "MCP_MAX_CONNECTIONS, MCP_TIMEOUT, MCP_MAX_SESSIONS, MCP_RATE_LIMIT, MCP_PORT_FILE,\n"
+	    "LOG_LEVEL.\n"
 	    "See docs/mcpd.md.\n");
 	exit(2);
 }

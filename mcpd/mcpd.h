@@ -45,6 +45,7 @@ struct mcp_config {
 	unsigned	 max_connections;	/* MCP_MAX_CONNECTIONS */
 	unsigned	 timeout;	/* MCP_TIMEOUT: idle seconds per connection */
 	unsigned	 max_sessions;	/* MCP_MAX_SESSIONS */
+	unsigned	 rate;		/* MCP_RATE_LIMIT: tool calls a second per session */
 	char		*port_file;	/* owned; MCP_PORT_FILE: write the bound port here */
 	int		 log_level;	/* enum mb_log_level */
 };
@@ -77,6 +78,13 @@ const char	*mcp_session_touch(struct mcp_sessions *s, const char *id);
 bool	mcp_session_delete(struct mcp_sessions *s, const char *id);
 void	mcp_session_set_level(struct mcp_sessions *s, const char *id, int level);
 size_t	mcp_session_count(struct mcp_sessions *s);
+/*
+ * Tool-call rate limit (MCP: servers MUST rate-limit tool invocations): a
+ * token bucket per session, per_second tokens a second, bursts of twice
+ * that.  mcp_session_allow() takes a token; false when the bucket is empty.
+ */
+void	mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second);
+bool	mcp_session_allow(struct mcp_sessions *s, const char *id);
 
 /* ---- the server: what every request handler shares */
 

@@ -191,7 +191,12 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 		} else if (args != NULL && !json_is_object(args) && !json_is_null(args)) {
 			code = RPC_INVALID_PARAMS;
 			msg = "tools/call params.arguments must be an object";
-		} else
+		} else if (post->session_id != NULL &&
+		    !mcp_session_allow(srv->sessions, post->session_id))
+			result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+			    "rate limit: too many tool calls on this session; wait a second and retry",
+			    "isError", 1);
+		else
 			result = mcp_tools_call(srv, json_string_value(name),
 			    json_is_object(args) ? args : NULL, &code, &msg);
 	} else if (strcmp(method, "resources/list") == 0)

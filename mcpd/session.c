@@ -20,12 +20,15 @@ struct mcp_session {
 	const char	*version;	/* static string */
 	long long	 last_used_ms;
 	int		 level;		/* logging/setLevel, enum mb_log_level */
+	double		 tokens;	/* rate limit: a token bucket of tool calls */
+	long long	 refill_ms;	/* when tokens was last topped up */
 };
 
 struct mcp_sessions {
 	pthread_mutex_t		 lock;
 	struct mcp_session	*v;
 	size_t			 n, max;
+	unsigned		 rate;	/* calls per second per session; 0: unlimited */
 };
 
 struct mcp_sessions *
@@ -95,6 +98,8 @@ mcp_session_create(struct mcp_sessions *s, const char *version, char *id_r, size
 	e->version = version;
 	e->last_used_ms = mb_now_ms();
 	e->level = 6;
+	e->tokens = 2.0 * s->rate;	/* the burst */
+	e->refill_ms = e->last_used_ms;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -138,6 +143,39 @@ mcp_session_set_level(struct mcp_sessions *s, const char *id, int level)
 	if (i >= 0)
 		s->v[i].level = level;
 	pthread_mutex_unlock(&s->lock);
+}
+
+void
+mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second)
+{
+	pthread_mutex_lock(&s->lock);
+	s->rate = per_second;
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool
+mcp_session_allow(struct mcp_sessions *s, const char *id)
+{
+	bool ok = true;
+	long i;
+
+	pthread_mutex_lock(&s->lock);
+	i = find(s, id);
+	if (i >= 0 && s->rate > 0) {
+		struct mcp_session *e = &s->v[i];
+		long long now = mb_now_ms();
+
+		e->tokens += (double)(now - e->refill_ms) * s->rate / 1000.0;
+		if (e->tokens > 2.0 * s->rate)
+			e->tokens = 2.0 * s->rate;
+		e->refill_ms = now;
+		if (e->tokens >= 1.0)
+			e->tokens -= 1.0;
+		else
+			ok = false;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
 }
 
 size_t

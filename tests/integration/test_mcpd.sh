@@ -43,7 +43,7 @@ build_index() {
 start_mcpd() {	# extra env assignments...
 	rm -f "$work/port"
 	env MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port" \
-	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 "$@" \
+	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 MCP_RATE_LIMIT=1000 "$@" \
 	    "$build/mcpd" 2>>"$work/mcpd.log" &
 	pid=$!
 	for _ in $(seq 1 100); do	# deadline: 10 s
@@ -297,8 +297,15 @@ wait "$pid" || fail "mcpd (unix) exit status"
 pid=
 [ ! -e "$sock" ] || fail "unix socket left behind"
 
-# --- the index missing: healthz says so, tools answer with an error, no crash
-env MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/absent.db" MCP_PORT_FILE="$work/port2" \
+# --- a public address is refused: mcpd has no authentication of its own yet
+if env MCP_LISTEN=0.0.0.0:0 MCP_INDEX="$work/index.db" "$build/mcpd" 2>"$work/public.log"; then
+	fail "mcpd listened on 0.0.0.0"
+fi
+grep -q "refusing to listen on '0.0.0.0'" "$work/public.log" || fail "no reason given for 0.0.0.0"
+
+# --- the index missing: healthz says so, tools answer with an error, no crash;
+# and the per-session rate limit (1 call a second, bursts of 2)
+env MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/absent.db" MCP_PORT_FILE="$work/port2" MCP_RATE_LIMIT=1 \
     "$build/mcpd" 2>>"$work/mcpd.log" &
 pid=$!
 for _ in $(seq 1 100); do [ -s "$work/port2" ] && break; sleep 0.1; done
@@ -310,6 +317,13 @@ post '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_mes
     -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid"
 expect_body '"isError":true' "search without an index"
 expect_body 'not available' "search without an index says why"
+post '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_folders","arguments":{}}}' \
+    -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid"
+post '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_folders","arguments":{}}}' \
+    -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid"
+expect_body 'rate limit' "third tool call within a second is rate limited"
+post '{"jsonrpc":"2.0","id":5,"method":"ping"}' -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid"
+expect_status 200 "ping is not rate limited"
 kill -TERM "$pid"
 wait "$pid" || fail "mcpd (no index) exit status"
 pid=
