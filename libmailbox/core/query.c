@@ -14,6 +14,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/msg.h"
 #include "mailbox/query.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 
 enum q_field {
@@ -154,7 +155,7 @@ sanitize(const char *text, size_t len, struct mb_buf *out)
 	while (i < len) {
 		n = u8_decode(s + i, len - i, &cp);
 		if (n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) ||
-		    cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || (cp >= 0x200b && cp <= 0x200f)) {
+		    cp == 0x2028 || cp == 0x2029 || mb_utf8_is_invisible(cp)) {
 			if (mb_buf_addc(out, ' ') == -1)
 				return -1;
 			i += n ? n : 1;
