@@ -443,8 +443,10 @@ static const char search_sql_filter[] =
 
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
-	"m.attachment_count, m.thread_id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE m.id = ?1";
+	"m.attachment_count, m.thread_id, m.body FROM messages AS m "
+	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
+
+#define EXCERPT_CHARS	160	/* about what snippet() gives for 16 tokens */
 
 /* Snippets for the returned rows only, in one FTS5 query (?2..?51: the ids). */
 static const char snippet_sql[] =
@@ -545,7 +547,8 @@ search_messages(struct mcp_server *srv, json_t *args)
 	long long limit;
 	int64_t offset = 0, folder_id = 0;
 	uint64_t qhash, chash;
-	int64_t ids[SEARCH_MAX_LIMIT];
+	int64_t ids[SEARCH_MAX_LIMIT], need[SEARCH_MAX_LIMIT];
+	size_t n_need = 0;
 	json_t *results, *r;
 	size_t n = 0;
 	int rc;
@@ -658,7 +661,19 @@ search_messages(struct mcp_server *srv, json_t *args)
 		    "attachment_count", (json_int_t)sqlite3_column_int64(hit, 7),
 		    "thread_id", (json_int_t)sqlite3_column_int64(hit, 8), "snippet", "");
 		json_array_append_new(results, h);
-		if (!q.match) {
+		if (q.match) {
+			/* the cheap excerpt when a query word is literally in the body;
+			 * FTS5's snippet() below for the rest */
+			struct mb_buf ex = MB_BUF_INIT(4096);
+			const char *body = (const char *)sqlite3_column_text(hit, 9);
+
+			if (body != NULL && mb_query_excerpt(&q, body,
+			    (size_t)sqlite3_column_bytes(hit, 9), EXCERPT_CHARS, &ex) == 0)
+				json_object_set_new(h, "snippet", mcp_json_text(ex.data, ex.len));
+			else
+				need[n_need++] = ids[i];
+			mb_buf_release(&ex);
+		} else {
 			sqlite3_reset(snip);
 			sqlite3_bind_int64(snip, 1, ids[i]);
 			if (sqlite3_step(snip) == SQLITE_ROW &&
@@ -666,12 +681,12 @@ search_messages(struct mcp_server *srv, json_t *args)
 				json_object_set_new(h, "snippet", col_text(snip, 0));
 		}
 	}
-	if (q.match && n > 0) {
+	if (q.match && n_need > 0) {
 		int src;
 
 		sqlite3_bind_text(snip, 1, q.match, -1, SQLITE_STATIC);
-		for (size_t i = 0; i < n; i++)
-			sqlite3_bind_int64(snip, (int)i + 2, ids[i]);
+		for (size_t i = 0; i < n_need; i++)
+			sqlite3_bind_int64(snip, (int)i + 2, need[i]);
 		while ((src = sqlite3_step(snip)) == SQLITE_ROW) {
 			int64_t id = sqlite3_column_int64(snip, 0);
 			size_t i;

@@ -42,6 +42,8 @@ struct mb_query {
 	unsigned flags_clear;	/* enum mb_flag bits that must be clear */
 	int	 has_attachment;	/* -1 either, 0 none, 1 at least one */
 	size_t	 n_terms;	/* positive text terms in match */
+	char	**hl;		/* owned; the positive terms' words, for highlighting */
+	size_t	 n_hl;
 };
 
 /* An empty query (no terms, no filters). */
@@ -70,5 +72,18 @@ struct mb_buf;
 int	mb_query_quote(struct mb_buf *out, const char *s, size_t len);
 
 void	mb_query_release(struct mb_query *q);	/* frees strings; q becomes empty */
+
+/*
+ * A short excerpt of text (len bytes of valid UTF-8) around the first place
+ * a word of q's positive terms starts (case-insensitive for ASCII; every
+ * term matches as a prefix, which covers most stemmed forms), about max_chars
+ * characters, cut at word boundaries with "…" where text was cut, and every
+ * occurrence inside marked **like this**.  Returns 0 with the excerpt
+ * appended to out, or -1 when no term occurs literally (the caller falls back
+ * to FTS5's snippet(), which knows stemming and diacritic folding).  A cheap
+ * substitute for snippet(), which re-tokenizes the whole message.
+ */
+int	mb_query_excerpt(const struct mb_query *q, const char *text, size_t len,
+	    size_t max_chars, struct mb_buf *out);
 
 #endif

@@ -79,6 +79,9 @@ mb_query_release(struct mb_query *q)
 {
 	free(q->match);
 	free(q->folder);
+	for (size_t i = 0; i < q->n_hl; i++)
+		free(q->hl[i]);
+	free(q->hl);
 	mb_query_init(q);
 }
 
@@ -539,6 +542,26 @@ mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb_err
 		free(q->match);
 		q->match = mb_buf_detach(&out, NULL);
 		q->n_terms = st->n_pos;
+		/* the words of the positive terms, for mb_query_excerpt() */
+		for (i = 0; i < st->n; i++) {
+			const char *w = st->terms[i].text, *end = w + st->terms[i].len;
+
+			if (st->terms[i].neg)
+				continue;
+			while (w < end) {
+				const char *b;
+
+				while (w < end && (unsigned char)*w < 0x80 && !isalnum((unsigned char)*w))
+					w++;
+				b = w;
+				while (w < end && ((unsigned char)*w >= 0x80 || isalnum((unsigned char)*w)))
+					w++;
+				if (w > b && q->n_hl < 2 * MB_QUERY_MAX_TERMS) {
+					q->hl = mb_xrealloc(q->hl, (q->n_hl + 1) * sizeof(*q->hl));
+					q->hl[q->n_hl++] = mb_xstrndup(b, (size_t)(w - b));
+				}
+			}
+		}
 	}
 	rc = 0;
 out:
@@ -550,4 +573,107 @@ out:
 	if (rc == -1)
 		mb_query_release(q);
 	return rc;
+}
+
+static bool
+word_byte(unsigned char c)
+{
+	return c >= 0x80 || isalnum(c);
+}
+
+/* Length of the highlight term matching at text[i], or 0. */
+static size_t
+match_at(const struct mb_query *q, const char *text, size_t len, size_t i)
+{
+	bool cjk_or_start = i == 0 || !word_byte((unsigned char)text[i - 1]);
+
+	for (size_t k = 0; k < q->n_hl; k++) {
+		size_t n = strlen(q->hl[k]);
+		uint32_t cp = 0;
+
+		if (n == 0 || n > len - i)
+			continue;
+		/* CJK has no word boundaries: a CJK term may start anywhere */
+		if (!cjk_or_start && !(u8_decode((const unsigned char *)q->hl[k], n, &cp) &&
+		    is_cjk(cp)))
+			continue;
+		if (strncasecmp(text + i, q->hl[k], n) == 0)
+			return n;
+	}
+	return 0;
+}
+
+int
+mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t max_chars,
+    struct mb_buf *out)
+{
+	size_t i, first = len, start, end, chars, m;
+
+	for (i = 0; i < len && first == len; i++)
+		if (((unsigned char)text[i] & 0xc0) != 0x80 && match_at(q, text, len, i) > 0)
+			first = i;
+	if (first == len)
+		return -1;
+	/* back up about a quarter of the budget, to a word start */
+	start = first;
+	for (chars = 0; start > 0 && chars < max_chars / 4; chars++) {
+		start--;
+		while (start > 0 && ((unsigned char)text[start] & 0xc0) == 0x80)
+			start--;
+	}
+	if (start > 0) {
+		size_t s2 = start;
+
+		while (s2 < first && word_byte((unsigned char)text[s2]))
+			s2++;	/* skip the partial word */
+		start = s2 < first ? s2 : start;
+		while (start < first && (text[start] == ' ' || text[start] == '\n'))
+			start++;
+	}
+	/* forward to max_chars characters, then back to a word end */
+	end = start;
+	for (chars = 0; end < len && chars < max_chars; chars++) {
+		end++;
+		while (end < len && ((unsigned char)text[end] & 0xc0) == 0x80)
+			end++;
+	}
+	if (end < len) {
+		size_t e2 = end;
+
+		while (e2 > first && word_byte((unsigned char)text[e2 - 1]) &&
+		    word_byte((unsigned char)text[e2]))
+			e2--;
+		if (e2 > first)
+			end = e2;
+	}
+	if (start > 0 && mb_buf_adds(out, "\xe2\x80\xa6") == -1)
+		return -1;
+	for (i = start; i < end;) {
+		m = ((unsigned char)text[i] & 0xc0) != 0x80 ? match_at(q, text, len, i) : 0;
+		if (m > 0) {
+			size_t w = i + m;
+
+			/* mark the rest of the word (meeting -> **meetings**), but not
+			 * into CJK, which has no spaces between words */
+			while (w < end) {
+				uint32_t cp = 0;
+				size_t n = u8_decode((const unsigned char *)text + w, len - w, &cp);
+
+				if (n == 0 || !word_byte((unsigned char)text[w]) || is_cjk(cp))
+					break;
+				w += n;
+			}
+			if (mb_buf_adds(out, "**") == -1 || mb_buf_add(out, text + i, w - i) == -1 ||
+			    mb_buf_adds(out, "**") == -1)
+				return -1;
+			i = w;
+			continue;
+		}
+		if (mb_buf_addc(out, text[i] == '\r' ? ' ' : text[i]) == -1)
+			return -1;
+		i++;
+	}
+	if (end < len && mb_buf_adds(out, "\xe2\x80\xa6") == -1)
+		return -1;
+	return 0;
 }

@@ -164,6 +164,73 @@ dates_are_real_calendar_days(void **state)
 	assert_int_equal(mb_query_parse_date("2024-04-3x", 10, &t), -1);
 }
 
+/* ---- excerpts: the cheap snippet */
+
+static char *
+excerpt(const char *query, const char *text, size_t max_chars, int *rc_r)
+{
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	struct mb_buf out = MB_BUF_INIT(1u << 16);
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(query, strlen(query), &q, &err), 0);
+	*rc_r = mb_query_excerpt(&q, text, strlen(text), max_chars, &out);
+	mb_query_release(&q);
+	return mb_buf_detach(&out, NULL);
+}
+
+static void
+excerpts_mark_query_words(void **state)
+{
+	static const struct {
+		const char	*query, *text, *want;
+		size_t		 max;
+	} cases[] = {
+		{ "budget", "The budget for lunch is small; meeting at noon.",
+		    "The **budget** for lunch is small; meeting at noon.", 160 },
+		{ "BUDGET lunch", "The budget for lunch.", "The **budget** for **lunch**.", 160 },
+		{ "meet*", "Three meetings: Monday.", "Three **meetings**: Monday.", 160 },
+		{ "meeting", "Our meetings run long.", "Our **meetings** run long.", 160 },
+		{ "get", "The budget; get it.", "The budget; **get** it.", 160 },
+		{ "\"tor lo\"", "ka tor lo mi", "ka **tor** **lo** mi", 160 },
+		{ "会議", "会議は月曜日です", "**会議**は月曜日です", 160 },
+		{ "月曜", "会議は月曜日です", "会議は**月曜**日です", 160 },
+		{ "subject:zebra", "a zebra", "a **zebra**", 160 },
+		{ "needle", "one two three four five six seven eight nine ten eleven twelve "
+		    "thirteen needle fourteen fifteen sixteen seventeen eighteen",
+		    "\xe2\x80\xa6" "thirteen **needle** fourteen fifteen sixteen\xe2\x80\xa6", 40 },
+	};
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		int rc;
+		char *got = excerpt(cases[i].query, cases[i].text, cases[i].max, &rc);
+
+		if (rc != 0 || strcmp(got, cases[i].want) != 0)
+			fail_msg("excerpt '%s' in '%s': rc %d '%s', want '%s'", cases[i].query,
+			    cases[i].text, rc, got, cases[i].want);
+		free(got);
+	}
+}
+
+static void
+excerpt_falls_back_when_no_word_is_literal(void **state)
+{
+	int rc;
+	char *got;
+
+	/* stemming (meetings -> meeting) and folding (cafe -> café) are FTS5's job */
+	got = excerpt("meetings", "One meeting only.", 160, &rc);
+	assert_int_equal(rc, -1);
+	free(got);
+	got = excerpt("cafe", "Au café.", 160, &rc);
+	assert_int_equal(rc, -1);
+	free(got);
+	got = excerpt("-zebra budget", "A zebra here.", 160, &rc);
+	assert_int_equal(rc, -1);	/* excluded words are never highlighted */
+	free(got);
+}
+
 /* ---- a real index */
 
 struct fx {
@@ -381,6 +448,8 @@ main(void)
 		cmocka_unit_test(bad_filters_say_what_to_change),
 		cmocka_unit_test(too_long_and_too_many_terms_are_refused),
 		cmocka_unit_test(dates_are_real_calendar_days),
+		cmocka_unit_test(excerpts_mark_query_words),
+		cmocka_unit_test(excerpt_falls_back_when_no_word_is_literal),
 		cmocka_unit_test_setup_teardown(searches_find_what_a_user_expects, setup, teardown),
 		cmocka_unit_test_setup_teardown(hostile_inputs_never_break_fts5, setup, teardown),
 	};
