@@ -15,6 +15,13 @@
 struct mb_index;
 struct sqlite3;
 
+/*
+ * A handle is one SQLite connection with its cached statements: use it from
+ * one thread at a time.  Error codes: MB_E_CONFIG for an index this build
+ * cannot use (missing, uninitialised, newer schema, unreadable -shm),
+ * MB_E_TEMP for a busy lock or full disk, MB_E_INVALID for bad rows.
+ */
+
 enum mb_index_mode {
 	MB_INDEX_RW,	/* syncd: creates the file, applies migrations, WAL */
 	MB_INDEX_RO,	/* mcpd: SQLITE_OPEN_READONLY plus PRAGMA query_only */
@@ -94,6 +101,15 @@ int	mb_index_upsert(struct mb_index *idx, const struct mb_index_row *row, int64_
 /* All rows in one transaction (its own); all or none. */
 int	mb_index_upsert_batch(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
 	    struct mb_err *err);
+/*
+ * Flag sync (FETCH FLAGS, CONDSTORE CHANGEDSINCE): set flags, keywords (borrowed,
+ * may be NULL) and modseq of one indexed message.  Touches no indexed text, so
+ * the FTS index is not rewritten.  MB_E_NOTFOUND when the key is not indexed.
+ */
+int	mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq,
+	    struct mb_err *err);
+/* Deleting a key that is not indexed is not an error.  Attachments go with the row. */
 int	mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 	    uint32_t uid, struct mb_err *err);
 
@@ -109,7 +125,9 @@ int	mb_index_bucket_counts(struct mb_index *idx, int64_t folder_id, uint32_t uid
  * The watermark: the highest UID u such that every mailbox UID <= u is
  * indexed.  mailbox_uids are the UIDs the server listed above old_watermark,
  * ascending; everything at or below old_watermark counts as indexed.  Correct
- * when ranges complete out of order.
+ * when ranges complete out of order.  With no gap, *wm_r is the last of
+ * mailbox_uids (old_watermark when n == 0): UIDs between it and UIDNEXT-1 do
+ * not exist, so the caller may raise it to UIDNEXT-1.
  */
 int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 	    uint32_t old_watermark, const uint32_t *mailbox_uids, size_t n, uint32_t *wm_r,

@@ -24,6 +24,30 @@
 #define IDX_BUSY_TIMEOUT_MS	10000
 #define IDX_PATH_MAX		4096
 
+/* The columns of messages an upsert writes, in bind order ?1..?28. */
+#define IDX_MSG_COLS \
+	"folder_id, uidvalidity, uid, message_id, in_reply_to, refs, thread_id, subject," \
+	" from_name, from_addr, from_text, recipients, to_json, cc_json, date, internaldate," \
+	" size, flags, keywords, modseq, list_id, body, body_truncated, body_from_html," \
+	" headers_only, attachment_count, parse_error, indexed_at"
+
+/*
+ * The staging tables of the writer (see index_messages.c for why upserts
+ * go through them).  TEMP: private to this connection, in memory.
+ */
+static const char stage_sql[] =
+	"CREATE TEMP TABLE mb_stage ("
+	" folder_id INTEGER NOT NULL, uidvalidity INTEGER NOT NULL, uid INTEGER NOT NULL,"
+	" message_id, in_reply_to, refs, thread_id, subject, from_name, from_addr, from_text,"
+	" recipients, to_json, cc_json, date, internaldate, size, flags, keywords, modseq,"
+	" list_id, body, body_truncated, body_from_html, headers_only, attachment_count,"
+	" parse_error, indexed_at, PRIMARY KEY (folder_id, uidvalidity, uid));"
+	"CREATE TEMP TABLE mb_stage_att ("
+	" folder_id INTEGER NOT NULL, uidvalidity INTEGER NOT NULL, uid INTEGER NOT NULL,"
+	" ordinal INTEGER NOT NULL, filename, mime_type, size, content_id, is_inline, sha256,"
+	" PRIMARY KEY (folder_id, uidvalidity, uid, ordinal));"
+	"CREATE INDEX temp.mb_stage_thread ON mb_stage(thread_id);";
+
 /*
  * The SQL of every cached statement (enum idx_stmt).  Fixed text only: every
  * value reaches SQLite through a bind.
@@ -55,13 +79,20 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	[IDX_MSG_FIND] =
 	    "SELECT id, thread_id FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
-	[IDX_MSG_UPSERT] =
-	    "INSERT INTO messages (folder_id, uidvalidity, uid, message_id, in_reply_to, refs,"
-	    " thread_id, subject, from_name, from_addr, from_text, recipients, to_json, cc_json,"
-	    " date, internaldate, size, flags, keywords, modseq, list_id, body, body_truncated,"
-	    " body_from_html, headers_only, attachment_count, parse_error, indexed_at)"
+	[IDX_STAGE_PUT] =
+	    "INSERT OR REPLACE INTO temp.mb_stage (" IDX_MSG_COLS ")"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-	    " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)"
+	    " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+	[IDX_STAGE_ATT_CLEAR_KEY] =
+	    "DELETE FROM temp.mb_stage_att WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
+	[IDX_STAGE_ATT_PUT] =
+	    "INSERT INTO temp.mb_stage_att (folder_id, uidvalidity, uid, ordinal, filename,"
+	    " mime_type, size, content_id, is_inline, sha256)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	/* WHERE true: without it, ON CONFLICT would parse as a join constraint. */
+	[IDX_STAGE_FLUSH] =
+	    "INSERT INTO messages (" IDX_MSG_COLS ")"
+	    " SELECT " IDX_MSG_COLS " FROM temp.mb_stage WHERE true ORDER BY rowid"
 	    " ON CONFLICT (folder_id, uidvalidity, uid) DO UPDATE SET"
 	    " message_id = excluded.message_id, in_reply_to = excluded.in_reply_to,"
 	    " refs = excluded.refs, thread_id = excluded.thread_id,"
@@ -74,14 +105,25 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " list_id = excluded.list_id, body = excluded.body,"
 	    " body_truncated = excluded.body_truncated, body_from_html = excluded.body_from_html,"
 	    " headers_only = excluded.headers_only, attachment_count = excluded.attachment_count,"
-	    " parse_error = excluded.parse_error, indexed_at = excluded.indexed_at"
-	    " RETURNING id",
+	    " parse_error = excluded.parse_error, indexed_at = excluded.indexed_at",
+	[IDX_STAGE_ATT_REPLACE] =
+	    "DELETE FROM attachments WHERE message_id IN (SELECT m.id FROM temp.mb_stage s"
+	    " JOIN messages m ON m.folder_id = s.folder_id AND m.uidvalidity = s.uidvalidity"
+	    " AND m.uid = s.uid)",
+	[IDX_STAGE_ATT_FLUSH] =
+	    "INSERT INTO attachments (message_id, ordinal, filename, mime_type, size, content_id,"
+	    " is_inline, sha256)"
+	    " SELECT m.id, a.ordinal, a.filename, a.mime_type, a.size, a.content_id, a.is_inline,"
+	    " a.sha256 FROM temp.mb_stage_att a JOIN messages m ON m.folder_id = a.folder_id"
+	    " AND m.uidvalidity = a.uidvalidity AND m.uid = a.uid",
+	[IDX_STAGE_CLEAR] = "DELETE FROM temp.mb_stage",
+	[IDX_STAGE_ATT_CLEAR] = "DELETE FROM temp.mb_stage_att",
 	[IDX_MSG_DELETE] =
 	    "DELETE FROM messages WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
-	[IDX_ATT_DELETE] = "DELETE FROM attachments WHERE message_id = ?1",
-	[IDX_ATT_INSERT] =
-	    "INSERT INTO attachments (message_id, ordinal, filename, mime_type, size, content_id,"
-	    " is_inline, sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	/* Names no FTS column: the update trigger does not fire. */
+	[IDX_MSG_FLAGS] =
+	    "UPDATE messages SET flags = ?4, keywords = ?5, modseq = ?6"
+	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
 	[IDX_BUCKETS] =
 	    "SELECT (uid - ?3) / ?4, count(*) FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid >= ?3 AND uid < ?5"
@@ -96,9 +138,11 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " WHERE thread_id <> excluded.thread_id",
 	[IDX_THREAD_NEXT] =
 	    "SELECT max((SELECT coalesce(max(thread_id), 0) FROM messages),"
-	    " (SELECT coalesce(max(thread_id), 0) FROM thread_refs)) + 1",
+	    " (SELECT coalesce(max(thread_id), 0) FROM thread_refs),"
+	    " (SELECT coalesce(max(thread_id), 0) FROM temp.mb_stage)) + 1",
 	[IDX_THREAD_MOVE_MSGS] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
 	[IDX_THREAD_MOVE_REFS] = "UPDATE thread_refs SET thread_id = ?1 WHERE thread_id = ?2",
+	[IDX_THREAD_MOVE_STAGE] = "UPDATE temp.mb_stage SET thread_id = ?1 WHERE thread_id = ?2",
 };
 
 int
@@ -158,7 +202,7 @@ idx_step_done(struct mb_index *idx, sqlite3_stmt *st, const char *what, struct m
 {
 	int rc;
 
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	for (rc = sqlite3_step(st); rc == SQLITE_ROW; rc = sqlite3_step(st))
 		;
 	if (rc != SQLITE_DONE) {
 		idx_sqlerr(idx, rc, what, err);
@@ -308,7 +352,8 @@ migrate(struct mb_index *idx, struct mb_err *err)
 
 		if (mb_index_begin(idx, err) == -1)
 			return -1;
-		if ((st = idx_stmt(idx, IDX_MIGRATION_APPLIED, err)) == NULL)
+		st = idx_stmt(idx, IDX_MIGRATION_APPLIED, err);
+		if (st == NULL)
 			goto fail;
 		sqlite3_bind_int(st, 1, m->version);
 		rc = sqlite3_step(st);
@@ -330,7 +375,8 @@ migrate(struct mb_index *idx, struct mb_err *err)
 			sqlite3_free(errmsg);
 			goto fail;
 		}
-		if ((st = idx_stmt(idx, IDX_MIGRATION_RECORD, err)) == NULL)
+		st = idx_stmt(idx, IDX_MIGRATION_RECORD, err);
+		if (st == NULL)
 			goto fail;
 		sqlite3_bind_int(st, 1, m->version);
 		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
@@ -410,7 +456,25 @@ open_rw(struct mb_index *idx, struct mb_err *err)
 	 * index while syncd is down.  See docs/index.md, "Read-only mode".
 	 */
 	sqlite3_file_control(idx->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-	return migrate(idx, err);
+	if (migrate(idx, err) == -1)
+		return -1;
+	return exec_fixed(idx, stage_sql, err);
+}
+
+/*
+ * A WAL reader must map the -shm file; without write access to the directory
+ * it cannot create one.  syncd keeps -wal and -shm (see open_rw), so this
+ * means they were removed, or the index was last written by something else.
+ */
+static int
+ro_error(struct mb_index *idx, int rc, struct mb_err *err)
+{
+	if ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_CANTOPEN)
+		return mb_err_set(err, MB_E_CONFIG,
+		    "index %s: cannot read: a read-only reader needs %s-shm to exist"
+		    " (syncd keeps it) or write access to the directory: %s",
+		    idx->path, idx->path, sqlite3_errmsg(idx->db));
+	return idx_sqlerr(idx, rc, "open read-only", err);
 }
 
 static int
@@ -426,12 +490,12 @@ open_ro(struct mb_index *idx, struct mb_err *err)
 	    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return idx_sqlerr(idx, rc, "open read-only", err);
+		return ro_error(idx, rc, err);
 	rc = sqlite3_step(st);
 	found = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
 	sqlite3_finalize(st);
 	if (found == -1)
-		return idx_sqlerr(idx, rc, "open read-only", err);
+		return ro_error(idx, rc, err);
 	if (found == 0)
 		return mb_err_set(err, MB_E_CONFIG,
 		    "index %s is not initialised: run syncd first", idx->path);
@@ -501,6 +565,21 @@ mb_index_db(struct mb_index *idx)
 	return idx->db;
 }
 
+/* Remove path and the journal, WAL and shared-memory files beside it. */
+static void
+remove_db_files(const char *path)
+{
+	static const char *const suffixes[] = { "", "-journal", "-wal", "-shm" };
+	struct mb_buf p = MB_BUF_INIT(IDX_PATH_MAX);
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(suffixes); i++) {
+		mb_buf_reset(&p);
+		if (mb_buf_addf(&p, "%s%s", path, suffixes[i]) == 0)
+			unlink(p.data);
+	}
+	mb_buf_release(&p);
+}
+
 /*
  * The copy is written to dest_path.tmp, then renamed over dest_path, so a
  * failed backup never replaces a good one.  One backup step copies every page
@@ -517,7 +596,7 @@ mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err)
 
 	if (mb_buf_addf(&tmp, "%s.tmp", dest_path) == -1)
 		return mb_err_set(err, MB_E_INVALID, "backup path too long");
-	unlink(tmp.data);
+	remove_db_files(tmp.data);
 	rc = sqlite3_open_v2(tmp.data, &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		mb_err_set(err, MB_E_INTERNAL, "backup to %s: %s", tmp.data,
@@ -539,6 +618,17 @@ mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err)
 		mb_err_set(err, MB_E_TEMP, "backup to %s: %s", tmp.data, sqlite3_errstr(rc));
 		goto out;
 	}
+	/*
+	 * The copy carries the source's WAL flag.  Make it a rollback-journal
+	 * file: a stale dest-wal left beside an older backup can then never be
+	 * replayed into it, and a read-only reader needs no -shm.  Opening it
+	 * with mb_index_open(RW) turns WAL back on.
+	 */
+	rc = sqlite3_exec(dest, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		mb_err_set(err, MB_E_INTERNAL, "backup to %s: %s", tmp.data, sqlite3_errmsg(dest));
+		goto out;
+	}
 	rc = sqlite3_close(dest);
 	dest = NULL;
 	if (rc != SQLITE_OK) {
@@ -556,7 +646,7 @@ out:
 	if (dest != NULL)
 		sqlite3_close(dest);
 	if (ret == -1)
-		unlink(tmp.data);
+		remove_db_files(tmp.data);
 	mb_buf_release(&tmp);
 	return ret;
 }

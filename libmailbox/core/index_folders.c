@@ -54,7 +54,8 @@ mb_index_folder_ensure(struct mb_index *idx, const char *name, const char *role,
 
 	if (name == NULL || *name == '\0')
 		return mb_err_set(err, MB_E_INVALID, "index: empty folder name");
-	if ((st = idx_stmt(idx, IDX_FOLDER_ENSURE, err)) == NULL)
+	st = idx_stmt(idx, IDX_FOLDER_ENSURE, err);
+	if (st == NULL)
 		return -1;
 	idx_bind_text(st, 1, name);
 	idx_bind_text(st, 2, role);
@@ -77,7 +78,8 @@ mb_index_folder_get(struct mb_index *idx, const char *name, struct mb_folder_sta
 	int rc;
 
 	memset(st_r, 0, sizeof(*st_r));
-	if ((st = idx_stmt(idx, IDX_FOLDER_GET, err)) == NULL)
+	st = idx_stmt(idx, IDX_FOLDER_GET, err);
+	if (st == NULL)
 		return -1;
 	idx_bind_text(st, 1, name);
 	rc = sqlite3_step(st);
@@ -97,7 +99,8 @@ mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *f,
 {
 	sqlite3_stmt *st;
 
-	if ((st = idx_stmt(idx, IDX_FOLDER_UPDATE, err)) == NULL)
+	st = idx_stmt(idx, IDX_FOLDER_UPDATE, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, f->id);
 	idx_bind_text(st, 2, f->role);
@@ -125,9 +128,10 @@ mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size
 
 	*list_r = NULL;
 	*n_r = 0;
-	if ((st = idx_stmt(idx, IDX_FOLDER_LIST, err)) == NULL)
+	st = idx_stmt(idx, IDX_FOLDER_LIST, err);
+	if (st == NULL)
 		return -1;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	for (rc = sqlite3_step(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
 			list = mb_xrealloc(list, cap * sizeof(*list));

@@ -93,11 +93,12 @@ thread_next(struct mb_index *idx, int64_t *tid_r, struct mb_err *err)
 	return 0;
 }
 
-/* Move every message and ref of thread from into thread to. */
+/* Move every message (stored or staged) and ref of thread from into thread to. */
 static int
 thread_merge(struct mb_index *idx, int64_t to, int64_t from, struct mb_err *err)
 {
-	static const enum idx_stmt moves[] = { IDX_THREAD_MOVE_MSGS, IDX_THREAD_MOVE_REFS };
+	static const enum idx_stmt moves[] = { IDX_THREAD_MOVE_MSGS, IDX_THREAD_MOVE_REFS,
+	    IDX_THREAD_MOVE_STAGE };
 
 	for (size_t i = 0; i < MB_ARRAY_LEN(moves); i++) {
 		sqlite3_stmt *st = idx_stmt(idx, moves[i], err);

@@ -132,6 +132,36 @@ hits(struct mb_index *idx, const char *query)
 	    query, 0);
 }
 
+/* The uids an FTS query matches, ascending, comma-separated (caller frees). */
+static char *
+matched(struct mb_index *idx, const char *query)
+{
+	sqlite3_stmt *st;
+	char *s;
+
+	if (sqlite3_prepare_v2(mb_index_db(idx),
+	    "SELECT coalesce(group_concat(uid, ','), '') FROM (SELECT m.uid FROM messages_fts f"
+	    " JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?1 ORDER BY m.uid)",
+	    -1, &st, NULL) != SQLITE_OK)
+		fail_msg("prepare: %s", sqlite3_errmsg(mb_index_db(idx)));
+	sqlite3_bind_text(st, 1, query, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		fail_msg("%s: %s", query, sqlite3_errmsg(mb_index_db(idx)));
+	s = mb_xstrdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return s;
+}
+
+static void
+assert_matches(struct mb_index *idx, const char *query, const char *uids)
+{
+	char *got = matched(idx, query);
+
+	if (strcmp(got, uids) != 0)
+		fail_msg("MATCH '%s': uids [%s], want [%s]", query, got, uids);
+	free(got);
+}
+
 static int64_t
 thread_of(struct fx *f, uint32_t uid)
 {
@@ -252,6 +282,26 @@ ro_handle_cannot_write_but_can_search(void **state)
 }
 
 static void
+ro_reader_is_not_blocked_by_the_writer(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *ro = NULL;
+	struct mb_err err = { 0 };
+
+	put(f, 1, msg("one", "first", "r1@x", NULL, NULL), 0);
+	assert_int_equal(mb_index_open(f->path, MB_INDEX_RO, &ro, &err), 0);
+	/* The writer holds an open write transaction: the reader reads the last commit. */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	put(f, 2, msg("two", "second", "r2@x", NULL, NULL), 0);
+	assert_int_equal(q_int(ro, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 1);
+	assert_int_equal(hits(ro, "second"), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	assert_int_equal(q_int(ro, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 2);
+	assert_int_equal(hits(ro, "second"), 1);
+	mb_index_close(&ro);
+}
+
+static void
 second_upsert_updates_in_place(void **state)
 {
 	struct fx *f = *state;
@@ -341,14 +391,21 @@ static void
 flag_updates_do_not_reindex(void **state)
 {
 	struct fx *f = *state;
+	struct mb_err err = { 0 };
 	int64_t segs;
 
 	put(f, 1, msg("Stable", "words that do not change", "s@x", NULL, NULL), 0);
 	segs = q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0);
-	/* A re-upsert with new flags only, and a bare flag UPDATE. */
+	/* A re-upsert with new flags only, and a flag sync. */
 	put(f, 1, msg("Stable", "words that do not change", "s@x", NULL, NULL), MB_FLAG_SEEN);
-	assert_int_equal(sqlite3_exec(mb_index_db(f->idx),
-	    "UPDATE messages SET flags = 3 WHERE uid = 1", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(mb_index_update_flags(f->idx, f->inbox, 7, 1,
+	    MB_FLAG_SEEN | MB_FLAG_ANSWERED, "$Label1 Work", 42, &err), 0);
+	assert_int_equal(q_int(f->idx, "SELECT flags + modseq FROM messages WHERE uid = ?1",
+	    NULL, 1), 3 + 42);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE keywords = ?1",
+	    "$Label1 Work", 0), 1);
+	assert_int_equal(mb_index_update_flags(f->idx, f->inbox, 7, 99, 0, NULL, 0, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
 	assert_int_equal(q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0),
 	    segs);
 	/* A text change does write to the index: the check above can fail. */
@@ -385,19 +442,19 @@ fts_segments_cjk(void **state)
 	put(f, 5, msg("kana", "ｶｲｷﾞ and カタカナ", "h1@x", NULL, NULL), 0);
 	put(f, 6, msg("one", "猫 sleeps", "o1@x", NULL, NULL), 0);
 
-	assert_int_equal(hits(f->idx, "会議"), 2);		/* uid 1 and 4 */
-	assert_int_equal(hits(f->idx, "月曜日"), 1);		/* a phrase of bigrams */
-	assert_int_equal(hits(f->idx, "会議は"), 1);
-	assert_int_equal(hits(f->idx, "晴れ"), 1);
-	assert_int_equal(hits(f->idx, "会議 AND 晴れ"), 0);	/* the unrelated body is not found */
-	assert_int_equal(hits(f->idx, "火曜日"), 0);
-	assert_int_equal(hits(f->idx, "회의"), 1);
-	assert_int_equal(hits(f->idx, "カタカナ"), 1);
-	assert_int_equal(hits(f->idx, "ｶｲｷﾞ"), 1);
-	assert_int_equal(hits(f->idx, "猫"), 1);		/* a one-character run */
-	assert_int_equal(hits(f->idx, "会*"), 2);		/* prefix: bigrams starting 会 */
-	assert_int_equal(hits(f->idx, "agenda AND lunch"), 1);	/* Latin around CJK intact */
-	assert_int_equal(hits(f->idx, "subject:予定"), 1);
+	assert_matches(f->idx, "会議", "1,4");	/* not 2, the unrelated CJK body */
+	assert_matches(f->idx, "月曜日", "1");		/* a phrase of bigrams */
+	assert_matches(f->idx, "会議は", "1");
+	assert_matches(f->idx, "晴れ", "2");
+	assert_matches(f->idx, "火曜日", "");
+	assert_matches(f->idx, "회의", "3");
+	assert_matches(f->idx, "カタカナ", "5");
+	assert_matches(f->idx, "ｶｲｷﾞ", "5");
+	assert_matches(f->idx, "猫", "6");		/* a one-character run */
+	assert_matches(f->idx, "会*", "1,4");		/* prefix: bigrams starting with 会 */
+	assert_matches(f->idx, "agenda AND lunch", "4");	/* Latin around CJK intact */
+	assert_matches(f->idx, "subject:予定", "1");
+	assert_matches(f->idx, "kana", "5");
 
 	/* Offsets are right: highlight() marks exactly the matched characters. */
 	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
@@ -417,6 +474,26 @@ fts_segments_cjk(void **state)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal(sqlite3_column_text(st, 0), "Agenda: 会議 at 10, then [lunch]");
 	sqlite3_finalize(st);
+}
+
+static void
+fts_cjk_survives_broken_utf8(void **state)
+{
+	struct fx *f = *state;
+	sqlite3_stmt *st;
+
+	/* A stray byte before the run, a truncated character after it. */
+	put(f, 1, msg("broken", "\xff会議\xe4\xbc", "x1@x", NULL, NULL), 0);
+	put(f, 2, msg("broken", "会\xe8", "x2@x", NULL, NULL), 0);
+	assert_matches(f->idx, "会議", "1");
+	assert_matches(f->idx, "会", "2");
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
+	    "SELECT highlight(messages_fts, 3, '[', ']') FROM messages_fts"
+	    " WHERE messages_fts MATCH '会議'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(st, 0), "\xff[会議]\xe4\xbc");
+	sqlite3_finalize(st);
+	fts_consistent(f->idx);
 }
 
 static void
@@ -541,6 +618,35 @@ thread_linking_message_merges(void **state)
 	/* A later reply to c also lands in the merged thread. */
 	put(f, 5, msg("Re: Re: B", "e", "e@x", "c@x", NULL), 0);
 	assert_int_equal(thread_of(f, 5), thread_of(f, 1));
+}
+
+static void
+thread_merges_inside_one_batch(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_msg *m[5] = {
+		msg("Re: B", "c", "c@x", "b@x", NULL),		/* waits for b */
+		msg("A", "a", "a@x", NULL, NULL),
+		msg("B", "b", "b@x", "a@x", NULL),		/* links c's thread to a's */
+		msg("no id", "x", NULL, NULL, NULL),
+		msg("no id", "y", NULL, NULL, NULL),
+	};
+	struct mb_index_row rows[5];
+
+	for (int i = 0; i < 5; i++)
+		rows[i] = (struct mb_index_row){ .folder_id = f->inbox, .uidvalidity = 7,
+		    .uid = (uint32_t)i + 1, .msg = m[i] };
+	assert_int_equal(mb_index_upsert_batch(f->idx, rows, 5, &err), 0);
+	assert_int_equal(thread_of(f, 1), thread_of(f, 2));
+	assert_int_equal(thread_of(f, 3), thread_of(f, 2));
+	/* Two id-less messages staged together still get a thread each. */
+	assert_int_not_equal(thread_of(f, 4), thread_of(f, 5));
+	assert_int_not_equal(thread_of(f, 4), thread_of(f, 1));
+	assert_int_equal(q_int(f->idx, "SELECT count(DISTINCT thread_id) FROM messages WHERE ?1 = 0",
+	    NULL, 0), 3);
+	for (int i = 0; i < 5; i++)
+		mb_msg_free(&m[i]);
 }
 
 static void
@@ -689,6 +795,9 @@ backup_is_a_readable_copy(void **state)
 	/* Writes after the backup are not in it. */
 	put(f, 3, msg("Later", "later", "b3@x", NULL, NULL), 0);
 	assert_int_equal(mb_index_open(dest, MB_INDEX_RO, &copy, &err), 0);
+	/* A rollback-journal file: no stale -wal can be replayed into it. */
+	assert_int_equal(q_int(copy, "SELECT journal_mode = 'delete' AND ?1 = 0"
+	    " FROM pragma_journal_mode", NULL, 0), 1);
 	assert_int_equal(q_int(copy, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 2);
 	assert_int_equal(hits(copy, "会議"), 1);
 	assert_int_equal(hits(copy, "zeppelin"), 1);
@@ -710,18 +819,22 @@ main(void)
 		cmocka_unit_test_setup_teardown(ro_refuses_missing_or_uninitialised, setup, teardown),
 		cmocka_unit_test_setup_teardown(ro_handle_cannot_write_but_can_search, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(ro_reader_is_not_blocked_by_the_writer, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(second_upsert_updates_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(stored_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_follows_updates_and_deletes, setup, teardown),
 		cmocka_unit_test_setup_teardown(flag_updates_do_not_reindex, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_folds_diacritics_and_stems, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_segments_cjk, setup, teardown),
+		cmocka_unit_test_setup_teardown(fts_cjk_survives_broken_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(bucket_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(watermark_with_out_of_order_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(thread_reply_chain_joins, setup, teardown),
 		cmocka_unit_test_setup_teardown(thread_replies_to_missing_parent_join, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(thread_linking_message_merges, setup, teardown),
+		cmocka_unit_test_setup_teardown(thread_merges_inside_one_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(thread_never_by_subject, setup, teardown),
 		cmocka_unit_test_setup_teardown(attachments_replaced_and_cascade, setup, teardown),
 		cmocka_unit_test_setup_teardown(batch_is_all_or_none, setup, teardown),
