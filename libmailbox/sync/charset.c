@@ -64,7 +64,8 @@ utf8_or_cp1252(const char *in, size_t len, struct mb_buf *out)
 
 /*
  * The name iconv should open for a MIME charset label, "" for "read it as
- * UTF-8 with a windows-1252 fallback", or the label itself.
+ * UTF-8 with a windows-1252 fallback", or the label itself lower-cased into
+ * lower.  Nothing is allocated.
  */
 static const char *
 charset_canon(const char *label, char *lower, size_t lsz)
@@ -118,17 +119,6 @@ struct cs_slot {
 
 static _Thread_local struct cs_slot cs_cache[CS_CACHE];
 static _Thread_local unsigned cs_next;
-
-void
-mb_charset_cache_clear(void)
-{
-	for (size_t i = 0; i < CS_CACHE; i++) {
-		if (cs_cache[i].used && cs_cache[i].cd != (iconv_t)-1)
-			iconv_close(cs_cache[i].cd);
-		cs_cache[i].used = false;
-	}
-	cs_next = 0;
-}
 
 /* A reset descriptor for name, or (iconv_t)-1 when iconv cannot read it. */
 static iconv_t

@@ -18,34 +18,56 @@
 #include "mailbox/html.h"
 #include "mailbox/utf8.h"
 
-/* Elements whose content is never shown to a reader of a mail. */
-static const char *const html_dropped[] = {
-	"script", "style", "head", "title", "template", "object", "embed",
-	"applet", "iframe", "frame", "frameset", "svg", "math", "select",
-	"datalist", "canvas", "audio", "video", "map",
+/* What an element does to the text, by name (libxml2 gives names in lower case). */
+enum {
+	EL_DROP = 1 << 0,	/* content never shown to a reader of a mail */
+	EL_BLOCK = 1 << 1,	/* starts and ends a line of its own */
+	EL_PARA = 1 << 2,	/* takes a blank line around it */
+	EL_CELL = 1 << 3,	/* a table cell: a space between neighbours */
+	EL_BR = 1 << 4,
+	EL_PRE = 1 << 5,
+	EL_A = 1 << 6,
 };
 
-/* Elements that start and end a line of their own. */
-static const char *const html_blocks[] = {
-	"div", "li", "ul", "ol", "dl", "dt", "dd", "tr", "table", "tbody",
-	"thead", "tfoot", "caption", "blockquote", "pre", "hr", "form",
-	"fieldset", "address", "center", "section", "article", "aside", "nav",
-	"header", "footer", "main", "figure", "figcaption", "details",
-	"summary", "body", "html", "option", "legend",
+static const struct el { const char *name; unsigned flags; } html_elements[] = {	/* sorted */
+	{ "a", EL_A }, { "address", EL_BLOCK }, { "applet", EL_DROP },
+	{ "article", EL_BLOCK }, { "aside", EL_BLOCK }, { "audio", EL_DROP },
+	{ "blockquote", EL_BLOCK }, { "body", EL_BLOCK }, { "br", EL_BR },
+	{ "canvas", EL_DROP }, { "caption", EL_BLOCK }, { "center", EL_BLOCK },
+	{ "datalist", EL_DROP }, { "dd", EL_BLOCK }, { "details", EL_BLOCK },
+	{ "div", EL_BLOCK }, { "dl", EL_BLOCK }, { "dt", EL_BLOCK }, { "embed", EL_DROP },
+	{ "fieldset", EL_BLOCK }, { "figcaption", EL_BLOCK }, { "figure", EL_BLOCK },
+	{ "footer", EL_BLOCK }, { "form", EL_BLOCK }, { "frame", EL_DROP },
+	{ "frameset", EL_DROP }, { "h1", EL_PARA }, { "h2", EL_PARA }, { "h3", EL_PARA },
+	{ "h4", EL_PARA }, { "h5", EL_PARA }, { "h6", EL_PARA }, { "head", EL_DROP },
+	{ "header", EL_BLOCK }, { "hr", EL_BLOCK }, { "html", EL_BLOCK },
+	{ "iframe", EL_DROP }, { "legend", EL_BLOCK }, { "li", EL_BLOCK },
+	{ "main", EL_BLOCK }, { "map", EL_DROP }, { "math", EL_DROP }, { "nav", EL_BLOCK },
+	{ "object", EL_DROP }, { "ol", EL_BLOCK }, { "option", EL_BLOCK }, { "p", EL_PARA },
+	{ "pre", EL_BLOCK | EL_PRE }, { "script", EL_DROP }, { "section", EL_BLOCK },
+	{ "select", EL_DROP }, { "style", EL_DROP }, { "summary", EL_BLOCK },
+	{ "svg", EL_DROP }, { "table", EL_BLOCK }, { "tbody", EL_BLOCK }, { "td", EL_CELL },
+	{ "template", EL_DROP }, { "tfoot", EL_BLOCK }, { "th", EL_CELL },
+	{ "thead", EL_BLOCK }, { "title", EL_DROP }, { "tr", EL_BLOCK }, { "ul", EL_BLOCK },
+	{ "video", EL_DROP },
 };
 
-/* Elements that take a blank line around them. */
-static const char *const html_paragraphs[] = {
-	"p", "h1", "h2", "h3", "h4", "h5", "h6",
-};
-
-static bool
-name_in(const xmlChar *name, const char *const *list, size_t n)
+static int
+el_cmp(const void *key, const void *elem)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcasecmp((const char *)name, list[i]) == 0)
-			return true;
-	return false;
+	return strcmp(key, ((const struct el *)elem)->name);
+}
+
+static unsigned
+el_flags(const xmlChar *name)
+{
+	const struct el *e;
+
+	if (name == NULL)
+		return 0;
+	e = bsearch(name, html_elements, MB_ARRAY_LEN(html_elements), sizeof(html_elements[0]),
+	    el_cmp);
+	return e ? e->flags : 0;
 }
 
 struct html_out {
@@ -219,42 +241,44 @@ mb_html_style_hides(const char *style)
 	return zero_height && overflow_hidden;
 }
 
-static bool
-attr_true(xmlNode *n, const char *name)
+/* The value of an attribute as libxml2 stores it (one text child), or ""; borrowed from the tree. */
+static const char *
+attr_value(xmlAttr *a)
 {
-	xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
-	char tok[16];
-	bool r;
-
-	if (v == NULL)
-		return false;
-	css_token((const char *)v, (const char *)v + strlen((const char *)v), tok, sizeof(tok));
-	r = strcmp(tok, "true") == 0;
-	xmlFree(v);
-	return r;
+	if (a->children != NULL && a->children->type == XML_TEXT_NODE &&
+	    a->children->next == NULL && a->children->content != NULL)
+		return (const char *)a->children->content;
+	return "";
 }
 
 /* An element whose content a reader cannot see. */
 static bool
-element_hidden(xmlNode *n)
+element_hidden(xmlNode *n, unsigned flags)
 {
-	xmlChar *v;
-	bool r = false;
+	char tok[16];
 
-	if (name_in(n->name, html_dropped, MB_ARRAY_LEN(html_dropped)))
+	if (flags & EL_DROP)
 		return true;
-	if (xmlHasProp(n, (const xmlChar *)"hidden") != NULL)
-		return true;
-	if (attr_true(n, "aria-hidden"))
-		return true;
-	if ((v = xmlGetProp(n, (const xmlChar *)"style")) != NULL) {
-		r = mb_html_style_hides((const char *)v);
-		xmlFree(v);
+	for (xmlAttr *a = n->properties; a != NULL; a = a->next) {
+		const char *name = (const char *)a->name, *v;
+
+		if (strcasecmp(name, "hidden") == 0)
+			return true;
+		if (strcasecmp(name, "aria-hidden") == 0) {
+			v = attr_value(a);
+			css_token(v, v + strlen(v), tok, sizeof(tok));
+			if (strcmp(tok, "true") == 0)
+				return true;
+		} else if (strcasecmp(name, "style") == 0 && mb_html_style_hides(attr_value(a)))
+			return true;
 	}
-	return r;
+	return false;
 }
 
-/* A link target worth showing: not empty, not script, not an in-page jump. */
+/*
+ * A link target worth showing (not empty, not script, not an in-page jump),
+ * trimmed; the caller xmlFree()s it.  NULL when there is none.
+ */
 static xmlChar *
 link_href(xmlNode *n)
 {
@@ -327,40 +351,36 @@ link_end(struct html_out *o, xmlNode *n)
 }
 
 static void
-element_start(struct html_out *o, xmlNode *n)
+element_start(struct html_out *o, xmlNode *n, unsigned flags)
 {
-	const xmlChar *name = n->name;
-
-	if (strcasecmp((const char *)name, "br") == 0)
+	if (flags & EL_BR)
 		out_br(o);
-	else if (name_in(name, html_paragraphs, MB_ARRAY_LEN(html_paragraphs)))
+	else if (flags & EL_PARA)
 		out_break(o, 2);
-	else if (name_in(name, html_blocks, MB_ARRAY_LEN(html_blocks)))
+	else if (flags & EL_BLOCK)
 		out_break(o, 1);
-	else if (strcasecmp((const char *)name, "td") == 0 ||
-	    strcasecmp((const char *)name, "th") == 0)
+	else if (flags & EL_CELL)
 		o->space = true;
-	if (strcasecmp((const char *)name, "pre") == 0)
+	if (flags & EL_PRE)
 		o->pre++;
-	if (strcasecmp((const char *)name, "a") == 0)
+	if (flags & EL_A)
 		n->_private = (void *)(uintptr_t)(o->b.len + 1);
 }
 
 static void
 element_end(struct html_out *o, xmlNode *n)
 {
-	const xmlChar *name = n->name;
+	unsigned flags = el_flags(n->name);
 
-	if (strcasecmp((const char *)name, "a") == 0 && n->_private != NULL)
+	if ((flags & EL_A) && n->_private != NULL)
 		link_end(o, n);
-	if (strcasecmp((const char *)name, "pre") == 0 && o->pre > 0)
+	if ((flags & EL_PRE) && o->pre > 0)
 		o->pre--;
-	if (name_in(name, html_paragraphs, MB_ARRAY_LEN(html_paragraphs)))
+	if (flags & EL_PARA)
 		out_break(o, 2);
-	else if (name_in(name, html_blocks, MB_ARRAY_LEN(html_blocks)))
+	else if (flags & EL_BLOCK)
 		out_break(o, 1);
-	else if (strcasecmp((const char *)name, "td") == 0 ||
-	    strcasecmp((const char *)name, "th") == 0)
+	else if (flags & EL_CELL)
 		o->space = true;
 }
 
@@ -374,8 +394,10 @@ walk(struct html_out *o, xmlNode *root)
 		bool descend = false;
 
 		if (n->type == XML_ELEMENT_NODE) {
-			if (!element_hidden(n)) {
-				element_start(o, n);
+			unsigned flags = el_flags(n->name);
+
+			if (!element_hidden(n, flags)) {
+				element_start(o, n, flags);
 				descend = n->children != NULL;
 				if (!descend)
 					element_end(o, n);
@@ -433,21 +455,51 @@ html_sanitize(const char *html, size_t len, size_t *len_r)
 	return mb_buf_detach(&b, len_r);
 }
 
+/*
+ * One parser context per thread, reset for each document, so its
+ * dictionary and buffers are not rebuilt for every mail.  Hostile mail can
+ * fill the dictionary with made-up tag names: past a size, start afresh.
+ */
+static _Thread_local htmlParserCtxtPtr html_ctxt;
+
+static htmlDocPtr
+html_parse(const char *s, size_t len)
+{
+	if (html_ctxt != NULL && html_ctxt->dict != NULL && xmlDictSize(html_ctxt->dict) > 50000) {
+		htmlFreeParserCtxt(html_ctxt);
+		html_ctxt = NULL;
+	}
+	if (html_ctxt == NULL && (html_ctxt = htmlNewParserCtxt()) == NULL)
+		return NULL;
+	return htmlCtxtReadMemory(html_ctxt, s, (int)len, NULL, "UTF-8",
+	    HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
+	    HTML_PARSE_NONET | HTML_PARSE_COMPACT | XML_PARSE_HUGE);
+}
+
 char *
 mb_html_to_text(const char *html, size_t len, size_t *len_r)
 {
 	struct html_out o = { .b = MB_BUF_INIT(SIZE_MAX / 2) };
 	htmlDocPtr doc = NULL;
-	char *clean;
-	size_t clen;
+	char *clean = NULL;
+	const char *in = html;
+	size_t clen = len;
 
-	clean = html_sanitize(html, len, &clen);
+	if (html == NULL) {
+		html = "";
+		len = 0;
+	}
+	/* Mail text arrives as valid UTF-8 already: copy only when it is not. */
+	if (memchr(html, '\0', len) != NULL || !mb_utf8_valid(html, len)) {
+		clean = html_sanitize(html, len, &clen);
+		in = clean;
+	}
 	if (clen > 0 && clen <= INT32_MAX)
-		doc = htmlReadMemory(clean, (int)clen, NULL, "UTF-8",
-		    HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-		    HTML_PARSE_NONET | HTML_PARSE_COMPACT | XML_PARSE_HUGE);
+		doc = html_parse(in, clen);
 	if (doc != NULL) {
-		walk(&o, xmlDocGetRootElement(doc));
+		/* Text after </html> lands in a second top-level element: walk them all. */
+		for (xmlNode *top = doc->children; top != NULL; top = top->next)
+			walk(&o, top);
 		xmlFreeDoc(doc);
 	}
 	free(clean);

@@ -26,9 +26,6 @@
  */
 int	mb_charset_to_utf8(const char *charset, const char *in, size_t len, struct mb_buf *out);
 
-/* Release the iconv descriptors of this thread (optional; for leak checks). */
-void	mb_charset_cache_clear(void);
-
 /*
  * Decode an unstructured header value (Subject, a filename): unfold, decode
  * RFC 2047 encoded words (adjacent words joined without the space between,

@@ -128,7 +128,10 @@ body_separate(struct walk *w)
 		body_add(w, "\n\n", 2);
 }
 
-/* The decoded (transfer encoding undone) bytes of part, in w->scratch. */
+/*
+ * The decoded (transfer encoding undone) bytes of part.  Borrowed: the array
+ * is w->scratch's and the next part_bytes() call overwrites it.
+ */
 static GByteArray *
 part_bytes(struct walk *w, GMimePart *part)
 {
@@ -142,7 +145,10 @@ part_bytes(struct walk *w, GMimePart *part)
 	return ba;
 }
 
-/* An HTML part with no charset parameter: look for <meta charset> early on. */
+/*
+ * An HTML part with no charset parameter: look for <meta charset> early on.
+ * Returns out (filled) or NULL; nothing is allocated.
+ */
 static const char *
 html_sniff_charset(const char *s, size_t len, char *out, size_t outsz)
 {
@@ -232,7 +238,7 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 	mb_buf_release(&u);
 }
 
-/* Lower-cased, cleaned copy of a GMime string, or NULL. */
+/* A cleaned UTF-8 copy of a GMime string (lower-cased if asked), or NULL; caller frees. */
 static char *
 clean_dup(const char *s, bool lower)
 {
@@ -306,9 +312,26 @@ attachment(struct walk *w, GMimeObject *obj)
 	}
 }
 
-/* Which child of a multipart/alternative a reader is shown: plain text first. */
+/* Whether a text part has anything but whitespace once decoded. */
+static bool
+part_has_text(struct walk *w, GMimePart *part)
+{
+	GByteArray *ba = part_bytes(w, part);
+
+	for (size_t i = 0; i < ba->len; i++)
+		if (ba->data[i] != ' ' && ba->data[i] != '\t' && ba->data[i] != '\r' &&
+		    ba->data[i] != '\n')
+			return true;
+	return false;
+}
+
+/*
+ * Which child of a multipart/alternative a reader is shown: plain text
+ * first, unless it is empty (spam sends an empty text/plain beside the HTML
+ * that carries the message).
+ */
 static int
-alternative_pick(GMimeMultipart *mp)
+alternative_pick(struct walk *w, GMimeMultipart *mp)
 {
 	int best = -1, best_score = -1, n = g_mime_multipart_get_count(mp);
 
@@ -321,7 +344,7 @@ alternative_pick(GMimeMultipart *mp)
 			score = 2;
 		else if (GMIME_IS_PART(c) && !g_mime_part_is_attachment(GMIME_PART(c)) && ct &&
 		    g_mime_content_type_is_type(ct, "text", "plain"))
-			score = 3;
+			score = part_has_text(w, GMIME_PART(c)) ? 3 : 0;
 		else if (GMIME_IS_PART(c) && ct && g_mime_content_type_is_type(ct, "text", "html"))
 			score = 1;
 		if (score > best_score) {
@@ -407,7 +430,7 @@ visit(struct walk *w, struct frame f)
 		}
 		if (ct && g_mime_content_type_is_type(ct, "multipart", "alternative") &&
 		    f.mode == WALK_BODY)
-			pick = alternative_pick(mp);
+			pick = alternative_pick(w, mp);
 		/* Push in reverse so the first child is visited first. */
 		for (int i = n - 1; i >= 0; i--)
 			walk_push(w, g_mime_multipart_get_part(mp, i), f.depth + 1,

@@ -13,6 +13,7 @@
 /* Dates before this are a broken client's "epoch", not a real date. */
 #define MB_DATE_MIN	(365LL * 86400)
 
+/* The raw (undecoded, folded) value of a header; borrowed from m, or NULL. */
 static const char *
 raw_header(GMimeMessage *m, const char *name)
 {
@@ -24,7 +25,7 @@ raw_header(GMimeMessage *m, const char *name)
 	return g_mime_header_get_raw_value(h);
 }
 
-/* A decoded, cleaned copy of an address part, or NULL when empty. */
+/* A decoded, cleaned copy of an address part, or NULL when empty; caller frees. */
 static char *
 addr_part(const char *s, bool decode)
 {
@@ -86,7 +87,7 @@ addr_list(InternetAddressList *l, struct addr_vec *a, int depth)
 	}
 }
 
-/* The id of "<id>" (or of a bare id), or NULL. */
+/* The id of "<id>" (or of a bare id), or NULL; caller frees. */
 static char *
 msgid_first(GMimeParserOptions *popts, const char *raw)
 {
@@ -103,7 +104,7 @@ msgid_first(GMimeParserOptions *popts, const char *raw)
 	return r;
 }
 
-/* "Description <list.example.com>" gives "list.example.com". */
+/* "Description <list.example.com>" gives "list.example.com"; caller frees; NULL if empty. */
 static char *
 list_id(const char *raw)
 {

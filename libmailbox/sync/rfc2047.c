@@ -13,6 +13,7 @@
 #include "mime-private.h"
 
 #define HDR_MAX	(1u << 20)	/* a decoded header value never needs more */
+#define EW_MAX	2048		/* longest encoded word we accept */
 
 static int
 hexval(char c)
@@ -90,6 +91,14 @@ encoded_word(const char *s, size_t len, const char **cs, size_t *cslen, struct m
 
 	if (len < 8 || s[0] != '=' || s[1] != '?')
 		return 0;
+	/*
+	 * RFC 2047 allows 75 characters; real mailers write longer ones, but a
+	 * "word" past this is not one, and the bound keeps a header full of
+	 * unterminated "=?" linear rather than quadratic.
+	 */
+	if (len > EW_MAX)
+		len = EW_MAX;
+	end = s + len;
 	for (q = p; q < end && *q != '?' && *q != ' ' && *q != '\t'; q++)
 		;
 	if (q == p || q + 3 >= end || *q != '?' || q[2] != '?')
@@ -117,7 +126,10 @@ encoded_word(const char *s, size_t len, const char **cs, size_t *cslen, struct m
 	return (size_t)(q + 2 - s);
 }
 
-/* Collapse whitespace and control characters, drop invisible ones, trim. */
+/*
+ * Collapse whitespace and control characters, drop invisible ones, trim.
+ * Returns a new string the caller frees; in is modified.
+ */
 static char *
 clean_line(struct mb_buf *in)
 {

