@@ -548,7 +548,7 @@ search_messages(struct mcp_server *srv, json_t *args)
 	int64_t offset = 0, folder_id = 0;
 	uint64_t qhash, chash;
 	int64_t ids[SEARCH_MAX_LIMIT], need[SEARCH_MAX_LIMIT];
-	size_t n_need = 0;
+	size_t n_need = 0, n_ranked;
 	json_t *results, *r;
 	size_t n = 0;
 	int rc;
@@ -699,6 +699,7 @@ search_messages(struct mcp_server *srv, json_t *args)
 		if (src != SQLITE_DONE)
 			rc = src;
 	}
+	n_ranked = n;	/* the next page starts after these, even if one vanished */
 	n = json_array_size(results);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		json_decref(results);
@@ -735,7 +736,7 @@ search_messages(struct mcp_server *srv, json_t *args)
 		add_fenced_fields(&a, h, keys, labels, MB_ARRAY_LEN(keys));
 	}
 	if (more) {
-		char *c = mcp_cursor_make(srv, 's', offset + (int64_t)n, qhash);
+		char *c = mcp_cursor_make(srv, 's', offset + (int64_t)n_ranked, qhash);
 
 		json_object_set_new(a.data, "next_cursor", json_string(c));
 		mb_buf_addf(&a.text, "\nMore results: call search_messages again with the same "
