@@ -94,7 +94,10 @@ typedef int (*mb_imap_message_cb)(const struct mb_imap_message *m, void *ctx);
  * UID FETCH first:last of the examined folder (UID FLAGS INTERNALDATE
  * RFC822.SIZE MODSEQ BODY.PEEK[]), calling cb once per message in UID order.
  * Messages whose RFC822.SIZE exceeds size_cap are fetched as
- * BODY.PEEK[HEADER] only and flagged headers_only.  A callback returning -1
+ * BODY.PEEK[HEADER] only and flagged headers_only: the sizes are fetched
+ * first (UID RFC822.SIZE), then the messages in runs of consecutive UIDs on
+ * one side of the cap, so usually two round trips per range.  size_cap
+ * UINT64_MAX means no cap and one round trip.  A callback returning -1
  * stops the fetch (MB_E_INTERNAL unless the callback set err).  Any
  * protocol, parse or stream error leaves the session unusable: close it.
  */
@@ -102,7 +105,8 @@ int	mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uin
 	    mb_imap_message_cb cb, void *ctx, struct mb_err *err);
 
 /*
- * A hard deadline for the calls that follow (0 clears it): past it, a
+ * A hard deadline for the calls that follow (0 clears it), on mb_now_ms()'s
+ * monotonic clock (e.g. mb_now_ms() + 120000): past it, a
  * watchdog cancels the stream and the blocked call fails with MB_E_TEMP.
  * Guards against a server that stalls or closes mid-literal, where
  * libetpan 1.9.4 would otherwise spin forever.

@@ -1,0 +1,1167 @@
+/*
+ * The Mailbox interface (include/mailbox/imap.h) over libetpan 1.9.4.  This
+ * is the only file in the tree that includes libetpan; docs/imap.md explains
+ * the choices, /work/shared/research/libetpan.md the library's flaws that
+ * shape them:
+ *
+ * - Debian's libetpan never verifies a certificate: the chain and host name
+ *   are checked here with GnuTLS after the handshake and before LOGIN.
+ * - A server closing mid-literal makes libetpan spin forever: a watchdog
+ *   thread per connection cancels the stream past the caller's deadline.
+ * - After PARSE/PROTOCOL/STREAM/FATAL the stream is desynchronised: the
+ *   session is marked dead and every later call fails until it is closed.
+ * - COMPRESS, ESEARCH and SEARCH MODSEQ break the session: never used.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <libetpan/libetpan.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/imap.h"
+#include "mailbox/log.h"
+#include "mailbox/msg.h"
+#include "mailbox/mutf7.h"
+#include "mailbox/util.h"
+
+#define IMAP_DEFAULT_TIMEOUT_S	60
+#define IMAP_LOG_DATA_MAX	200	/* bytes of a received chunk shown at debug level */
+#define IMAP_KEYWORDS_MAX	(64u * 1024)
+
+struct mb_imap {
+	mailimap	*etpan;		/* owned */
+	char		*host;		/* owned; for messages */
+	char		*password;	/* owned copy, wiped on close; only for scrubbing replies */
+	unsigned	 timeout_s;
+	bool		 dead;		/* stream desynchronised or cancelled: only close works */
+	bool		 condstore;	/* server advertises CONDSTORE (ENABLEd when it can) */
+	bool		 sel_modseq;	/* the examined folder sent HIGHESTMODSEQ: fetch MODSEQ */
+	bool		 selected;
+
+	/* The watchdog (libetpan.md 7.3); everything below is under wd_lock. */
+	pthread_t	 wd_thread;
+	bool		 wd_started;
+	pthread_mutex_t	 wd_lock;
+	pthread_cond_t	 wd_cond;
+	long long	 deadline_ms;	/* mb_now_ms() clock; 0: none */
+	bool		 busy;		/* inside a libetpan call */
+	bool		 stop;
+	bool		 cancelled;	/* the watchdog fired: the stream is dead */
+	mailstream	*armed;		/* the stream the watchdog may cancel; NULL: none yet */
+};
+
+/* ---------------------------------------------------------------- watchdog */
+
+static void *
+watchdog_main(void *arg)
+{
+	struct mb_imap *c = arg;
+
+	pthread_mutex_lock(&c->wd_lock);
+	while (!c->stop) {
+		long long now = mb_now_ms();
+
+		if (c->busy && c->deadline_ms != 0 && !c->cancelled && c->armed != NULL) {
+			if (now >= c->deadline_ms) {
+				/* A blocked read returns MAILIMAP_ERROR_STREAM; the
+				 * cancel pipe stays readable, so a spinning literal
+				 * read ends too. */
+				mailstream_cancel(c->armed);
+				c->cancelled = true;
+				continue;
+			}
+			struct timespec ts;
+			long long ms = c->deadline_ms - now;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)(ms / 1000);
+			ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->wd_cond, &c->wd_lock, &ts);
+		} else
+			pthread_cond_wait(&c->wd_cond, &c->wd_lock);
+	}
+	pthread_mutex_unlock(&c->wd_lock);
+	return NULL;
+}
+
+static int
+watchdog_start(struct mb_imap *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&c->wd_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);	/* mb_now_ms()'s clock */
+	pthread_cond_init(&c->wd_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&c->wd_thread, NULL, watchdog_main, c) != 0)
+		return -1;
+	c->wd_started = true;
+	return 0;
+}
+
+static void
+watchdog_stop(struct mb_imap *c)
+{
+	if (!c->wd_started)
+		return;
+	pthread_mutex_lock(&c->wd_lock);
+	c->stop = true;
+	pthread_cond_signal(&c->wd_cond);
+	pthread_mutex_unlock(&c->wd_lock);
+	pthread_join(c->wd_thread, NULL);
+	pthread_cond_destroy(&c->wd_cond);
+	pthread_mutex_destroy(&c->wd_lock);
+	c->wd_started = false;
+}
+
+/* Let the watchdog cancel the session's stream (once it exists). */
+static void
+watchdog_arm(struct mb_imap *c)
+{
+	pthread_mutex_lock(&c->wd_lock);
+	c->armed = c->etpan->imap_stream;
+	pthread_cond_signal(&c->wd_cond);
+	pthread_mutex_unlock(&c->wd_lock);
+}
+
+static void
+call_begin(struct mb_imap *c)
+{
+	pthread_mutex_lock(&c->wd_lock);
+	c->busy = true;
+	pthread_cond_signal(&c->wd_cond);
+	pthread_mutex_unlock(&c->wd_lock);
+}
+
+static void
+call_end(struct mb_imap *c)
+{
+	pthread_mutex_lock(&c->wd_lock);
+	c->busy = false;
+	pthread_mutex_unlock(&c->wd_lock);
+}
+
+static bool
+deadline_passed(struct mb_imap *c)
+{
+	bool passed;
+
+	pthread_mutex_lock(&c->wd_lock);
+	passed = c->cancelled || (c->deadline_ms != 0 && mb_now_ms() >= c->deadline_ms);
+	pthread_mutex_unlock(&c->wd_lock);
+	return passed;
+}
+
+static bool
+was_cancelled(struct mb_imap *c)
+{
+	bool r;
+
+	pthread_mutex_lock(&c->wd_lock);
+	r = c->cancelled;
+	pthread_mutex_unlock(&c->wd_lock);
+	return r;
+}
+
+void
+mb_imap_set_deadline(struct mb_imap *imap, long long deadline_ms)
+{
+	pthread_mutex_lock(&imap->wd_lock);
+	imap->deadline_ms = deadline_ms;
+	pthread_cond_signal(&imap->wd_cond);
+	pthread_mutex_unlock(&imap->wd_lock);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+/*
+ * Copy peer text into out for an error message: printable ASCII only, and
+ * the password (should a server ever echo it) replaced.  The logger scrubs
+ * lines, but err->msg may travel elsewhere first.
+ */
+static void
+peer_text(const struct mb_imap *c, const char *in, char *out, size_t outlen)
+{
+	struct mb_buf b = MB_BUF_INIT(outlen > 1 ? outlen - 1 : 0);
+	size_t plen = c->password ? strlen(c->password) : 0;
+
+	if (in == NULL)
+		in = "";
+	while (*in) {
+		if (plen >= 3 && strncmp(in, c->password, plen) == 0) {
+			mb_buf_adds(&b, "<hidden>");
+			in += plen;
+			continue;
+		}
+		unsigned char ch = (unsigned char)*in++;
+
+		if (mb_buf_addc(&b, ch >= 0x20 && ch < 0x7f ? (char)ch : '?') == -1)
+			break;
+	}
+	snprintf(out, outlen, "%s", b.data);
+	mb_buf_release(&b);
+}
+
+static bool
+is_session_fatal(int r)
+{
+	return r == MAILIMAP_ERROR_STREAM || r == MAILIMAP_ERROR_PARSE ||
+	    r == MAILIMAP_ERROR_PROTOCOL || r == MAILIMAP_ERROR_FATAL ||
+	    r == MAILIMAP_ERROR_MEMORY || r == MAILIMAP_ERROR_SSL;
+}
+
+/*
+ * Turn a libetpan result into an mb_err.  Errors that leave the stream in
+ * an unknown state mark the session dead; a tagged NO does not.
+ */
+static int
+etpan_fail(struct mb_imap *c, int r, const char *what, struct mb_err *err)
+{
+	char text[160];
+
+	peer_text(c, c->etpan ? c->etpan->imap_response : NULL, text, sizeof(text));
+	if (is_session_fatal(r) || was_cancelled(c))
+		c->dead = true;
+	if (was_cancelled(c))
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: deadline passed, connection cancelled",
+		    c->host, what);
+	switch (r) {
+	case MAILIMAP_ERROR_STREAM:
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: connection lost or timed out", c->host,
+		    what);
+	case MAILIMAP_ERROR_FATAL:
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: server ended the session (BYE %s)",
+		    c->host, what, text);
+	case MAILIMAP_ERROR_PARSE:
+		return mb_err_set(err, MB_E_PROTO, "%s: %s: unparsable server response", c->host,
+		    what);
+	case MAILIMAP_ERROR_PROTOCOL:
+		return mb_err_set(err, MB_E_PROTO, "%s: %s: protocol error (BAD or out-of-step reply)%s%s",
+		    c->host, what, *text ? ": " : "", text);
+	case MAILIMAP_ERROR_MEMORY:
+		return mb_err_set(err, MB_E_INTERNAL, "%s: %s: out of memory", c->host, what);
+	case MAILIMAP_ERROR_SSL:
+		return mb_err_set(err, MB_E_PROTO, "%s: %s: TLS handshake failed", c->host, what);
+	case MAILIMAP_ERROR_CONNECTION_REFUSED:
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: cannot connect", c->host, what);
+	case MAILIMAP_ERROR_BAD_STATE:
+		return mb_err_set(err, MB_E_INTERNAL, "%s: %s: command in the wrong state", c->host,
+		    what);
+	default:	/* a tagged NO: the session is still fine */
+		return mb_err_set(err, MB_E_TEMP, "%s: %s refused: %s", c->host, what, text);
+	}
+}
+
+static int
+check_usable(struct mb_imap *c, const char *what, struct mb_err *err)
+{
+	if (c->dead)
+		return mb_err_set(err, MB_E_PROTO, "%s: %s: session unusable after an earlier error",
+		    c->host, what);
+	if (deadline_passed(c))
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: deadline passed", c->host, what);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- logging */
+
+static void
+etpan_log(mailimap *s, int type, const char *str, size_t size, void *ctx)
+{
+	const char *dir;
+
+	switch (type) {
+	case MAILSTREAM_LOG_TYPE_DATA_SENT_PRIVATE:
+		mb_log_debug("imap >>> <private: %zu bytes>", size);
+		return;
+	case MAILSTREAM_LOG_TYPE_DATA_SENT:
+		dir = ">>>";
+		break;
+	case MAILSTREAM_LOG_TYPE_DATA_RECEIVED:
+		dir = "<<<";
+		break;
+	case MAILSTREAM_LOG_TYPE_ERROR_PARSE:
+		dir = "parse error at";
+		break;
+	case MAILSTREAM_LOG_TYPE_ERROR_RECEIVED:
+		mb_log_debug("imap: read error");
+		return;
+	case MAILSTREAM_LOG_TYPE_ERROR_SENT:
+		mb_log_debug("imap: write error");
+		return;
+	default:
+		return;
+	}
+	if (str == NULL)
+		return;
+	/* Bodies arrive through here too: show the start, count the rest. */
+	if (size > IMAP_LOG_DATA_MAX)
+		mb_log_debug("imap %s %.*s... (%zu bytes)", dir, IMAP_LOG_DATA_MAX, str, size);
+	else
+		mb_log_debug("imap %s %.*s", dir, (int)size, str);
+}
+
+/* ------------------------------------------------------------- TLS checks */
+
+static bool
+host_is_ip(const char *host)
+{
+	unsigned char a[sizeof(struct in6_addr)];
+
+	return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+/* Loopback by its literal form only: a name that resolves there is not enough. */
+static bool
+host_is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return false;
+}
+
+static void
+sni_cb(struct mailstream_ssl_context *ctx, void *data)
+{
+	const char *host = data;
+
+	/* RFC 6066: no SNI for address literals. */
+	if (!host_is_ip(host))
+		mailstream_ssl_set_server_name(ctx, (char *)host);
+}
+
+/*
+ * Verify the peer's chain against the system trust store plus ca_file, for
+ * host and the TLS server purpose (libetpan.md 7.1).  No credential has been
+ * sent when this runs.
+ */
+static int
+verify_peer(struct mb_imap *c, const char *host, const char *ca_file, struct mb_err *err)
+{
+	carray *chain = mailstream_get_certificate_chain(c->etpan->imap_stream);
+	gnutls_x509_trust_list_t tl = NULL;
+	gnutls_x509_crt_t *crt = NULL;
+	unsigned n = 0, status = 0, i;
+	int r = -1, gr;
+
+	if (chain == NULL || carray_count(chain) == 0) {
+		mb_err_set(err, MB_E_PROTO, "%s: no server certificate", host);
+		goto out;
+	}
+	n = carray_count(chain);
+	crt = mb_xcalloc(n, sizeof(*crt));
+	for (i = 0; i < n; i++) {
+		MMAPString *der = carray_get(chain, i);
+		gnutls_datum_t d = { (unsigned char *)der->str, (unsigned)der->len };
+
+		if (gnutls_x509_crt_init(&crt[i]) < 0 ||
+		    gnutls_x509_crt_import(crt[i], &d, GNUTLS_X509_FMT_DER) < 0) {
+			mb_err_set(err, MB_E_PROTO, "%s: unreadable server certificate", host);
+			goto out;
+		}
+	}
+	if (gnutls_x509_trust_list_init(&tl, 0) < 0) {
+		mb_err_set(err, MB_E_INTERNAL, "gnutls trust list");
+		goto out;
+	}
+	gr = gnutls_x509_trust_list_add_system_trust(tl, 0, 0);
+	if (gr < 0)
+		mb_log_debug("imap: no system trust store (%s)", gnutls_strerror(gr));
+	if (ca_file != NULL) {
+		gr = gnutls_x509_trust_list_add_trust_file(tl, ca_file, NULL, GNUTLS_X509_FMT_PEM, 0, 0);
+		if (gr <= 0) {
+			mb_err_set(err, MB_E_CONFIG, "CA file '%s': %s", ca_file,
+			    gr < 0 ? gnutls_strerror(gr) : "no certificate in it");
+			goto out;
+		}
+	}
+	gnutls_typed_vdata_st vd[2] = {
+		{ .type = GNUTLS_DT_DNS_HOSTNAME, .data = (unsigned char *)host, .size = 0 },
+		{ .type = GNUTLS_DT_KEY_PURPOSE_OID, .data = (unsigned char *)GNUTLS_KP_TLS_WWW_SERVER,
+		  .size = 0 },
+	};
+	gr = gnutls_x509_trust_list_verify_crt2(tl, crt, n, vd, 2, 0, &status, NULL);
+	if (gr < 0 || status != 0) {
+		gnutls_datum_t why = { NULL, 0 };
+
+		if (gr >= 0)
+			gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &why, 0);
+		mb_err_set(err, MB_E_PROTO, "%s: server certificate not trusted: %s", host,
+		    gr < 0 ? gnutls_strerror(gr) : why.data ? (const char *)why.data : "?");
+		gnutls_free(why.data);
+		goto out;
+	}
+	r = 0;
+out:
+	if (crt != NULL) {
+		for (i = 0; i < n; i++)
+			if (crt[i] != NULL)
+				gnutls_x509_crt_deinit(crt[i]);
+		free(crt);
+	}
+	if (tl != NULL)
+		gnutls_x509_trust_list_deinit(tl, 1);
+	if (chain != NULL)
+		mailstream_certificate_chain_free(chain);
+	return r;
+}
+
+/* ------------------------------------------------------------- connecting */
+
+static int
+refresh_capabilities(struct mb_imap *c, struct mb_err *err)
+{
+	struct mailimap_capability_data *cd = NULL;
+	int r;
+
+	call_begin(c);
+	r = mailimap_capability(c->etpan, &cd);
+	call_end(c);
+	if (cd != NULL)
+		mailimap_capability_data_free(cd);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r, "CAPABILITY", err);
+	return 0;
+}
+
+static int
+enable_condstore(struct mb_imap *c, struct mb_err *err)
+{
+	struct mailimap_capability_data *req, *res = NULL;
+	clist *l;
+	int r;
+
+	if (!mailimap_has_extension(c->etpan, "CONDSTORE"))
+		return 0;
+	c->condstore = true;
+	if (!mailimap_has_extension(c->etpan, "ENABLE"))
+		return 0;	/* EXAMINE (CONDSTORE) turns it on per folder */
+	l = clist_new();
+	clist_append(l, mailimap_capability_new(MAILIMAP_CAPABILITY_NAME, NULL,
+	    mb_xstrdup("CONDSTORE")));
+	req = mailimap_capability_data_new(l);
+	call_begin(c);
+	r = mailimap_enable(c->etpan, req, &res);
+	call_end(c);
+	mailimap_capability_data_free(req);
+	if (res != NULL)
+		mailimap_capability_data_free(res);
+	/* What counts is whether HIGHESTMODSEQ arrives on EXAMINE, not this reply. */
+	if (r != MAILIMAP_NO_ERROR && is_session_fatal(r))
+		return etpan_fail(c, r, "ENABLE CONDSTORE", err);
+	return 0;
+}
+
+static int
+login(struct mb_imap *c, const struct mb_imap_conf *conf, struct mb_err *err)
+{
+	char text[160], code[48];
+	int r;
+
+	if (mailimap_has_extension(c->etpan, "LOGINDISABLED"))
+		return mb_err_set(err, MB_E_CONFIG,
+		    "%s: server disables LOGIN (LOGINDISABLED); only LOGIN is implemented", c->host);
+	call_begin(c);
+	r = mailimap_login(c->etpan, conf->user, conf->password);
+	call_end(c);
+	if (r == MAILIMAP_NO_ERROR)
+		return 0;
+	if (r != MAILIMAP_ERROR_LOGIN)
+		return etpan_fail(c, r, "LOGIN", err);
+	peer_text(c, c->etpan->imap_response, text, sizeof(text));
+	peer_text(c, c->etpan->imap_response_info ? c->etpan->imap_response_info->rsp_atom : NULL,
+	    code, sizeof(code));
+	/* RFC 5530: UNAVAILABLE is the server's trouble, not the password. */
+	if (strcasecmp(code, "UNAVAILABLE") == 0)
+		return mb_err_set(err, MB_E_TEMP, "%s: login temporarily unavailable: %s", c->host,
+		    text);
+	return mb_err_set(err, MB_E_AUTH, "%s: login refused for user '%s'%s%s%s: %s", c->host,
+	    conf->user, *code ? " [" : "", code, *code ? "]" : "", text);
+}
+
+int
+mb_imap_connect(const struct mb_imap_conf *conf, struct mb_imap **imap_r, struct mb_err *err)
+{
+	struct mb_imap *c;
+	int r;
+
+	*imap_r = NULL;
+	if (conf->host == NULL || *conf->host == '\0')
+		return mb_err_set(err, MB_E_CONFIG, "IMAP host not set");
+	if (conf->port == 0 || conf->port > 65535)
+		return mb_err_set(err, MB_E_CONFIG, "IMAP port %u out of range", conf->port);
+	if (conf->user == NULL || *conf->user == '\0' || conf->password == NULL)
+		return mb_err_set(err, MB_E_CONFIG, "IMAP user or password not set");
+	if (conf->tls == MB_IMAP_TLS_NONE && !host_is_loopback(conf->host))
+		return mb_err_set(err, MB_E_CONFIG,
+		    "plaintext IMAP to '%s' refused: only loopback may go without TLS", conf->host);
+	/* Before a single byte is sent, so every later line is scrubbed; if the
+	 * logger cannot hide it, do not send it. */
+	if (mb_log_add_secret(conf->user, conf->password) == -1)
+		return mb_err_set(err, MB_E_INTERNAL, "logger secret table full: not logging in");
+
+	c = mb_xcalloc(1, sizeof(*c));
+	c->host = mb_xstrdup(conf->host);
+	c->password = mb_xstrdup(conf->password);
+	c->timeout_s = conf->timeout_s ? conf->timeout_s : IMAP_DEFAULT_TIMEOUT_S;
+	c->etpan = mailimap_new(0, NULL);
+	if (c->etpan == NULL) {
+		free(c->host);
+		mb_freezero(c->password, strlen(c->password));
+		free(c);
+		return mb_err_set(err, MB_E_INTERNAL, "mailimap_new failed");
+	}
+	if (watchdog_start(c) == -1) {
+		mb_imap_close(&c);
+		return mb_err_set(err, MB_E_INTERNAL, "cannot start the watchdog thread");
+	}
+	/* Applied when the stream is created: covers connect, handshake, reads. */
+	mailimap_set_timeout(c->etpan, (time_t)c->timeout_s);
+	if (mb_log_get_level() >= MB_LOG_DEBUG)
+		mailimap_set_logger(c->etpan, etpan_log, c);
+
+	call_begin(c);
+	if (conf->tls == MB_IMAP_TLS_IMPLICIT)
+		r = mailimap_ssl_connect_with_callback(c->etpan, conf->host, (uint16_t)conf->port,
+		    sni_cb, c->host);
+	else
+		r = mailimap_socket_connect(c->etpan, conf->host, (uint16_t)conf->port);
+	call_end(c);
+	if (r != MAILIMAP_NO_ERROR_NON_AUTHENTICATED && r != MAILIMAP_NO_ERROR_AUTHENTICATED) {
+		c->dead = true;
+		etpan_fail(c, r == MAILIMAP_ERROR_STREAM ? MAILIMAP_ERROR_CONNECTION_REFUSED : r,
+		    "connect", err);
+		goto fail;
+	}
+	watchdog_arm(c);
+	if (conf->tls == MB_IMAP_TLS_STARTTLS) {
+		if (r == MAILIMAP_NO_ERROR_AUTHENTICATED) {
+			mb_err_set(err, MB_E_PROTO, "%s: PREAUTH greeting: cannot start TLS", c->host);
+			goto fail;
+		}
+		if (!mailimap_has_extension(c->etpan, "STARTTLS") &&
+		    (refresh_capabilities(c, err) == -1 ||
+		    !mailimap_has_extension(c->etpan, "STARTTLS"))) {
+			mb_err_set(err, MB_E_PROTO,
+			    "%s: server does not offer STARTTLS; refusing to log in without TLS", c->host);
+			goto fail;
+		}
+		call_begin(c);
+		r = mailimap_socket_starttls_with_callback(c->etpan, sni_cb, c->host);
+		call_end(c);
+		if (r != MAILIMAP_NO_ERROR) {
+			c->dead = true;
+			etpan_fail(c, r, "STARTTLS", err);
+			goto fail;
+		}
+	}
+	if (conf->tls != MB_IMAP_TLS_NONE &&
+	    verify_peer(c, conf->host, conf->ca_file, err) == -1)
+		goto fail;
+	/* The pre-TLS list may have been forged; the greeting's may be partial. */
+	if (conf->tls == MB_IMAP_TLS_STARTTLS && refresh_capabilities(c, err) == -1)
+		goto fail;
+	if (r != MAILIMAP_NO_ERROR_AUTHENTICATED && login(c, conf, err) == -1)
+		goto fail;
+	if (refresh_capabilities(c, err) == -1 || enable_condstore(c, err) == -1)
+		goto fail;
+	*imap_r = c;
+	return 0;
+fail:
+	mb_imap_close(&c);
+	return -1;
+}
+
+void
+mb_imap_close(struct mb_imap **imapp)
+{
+	struct mb_imap *c = *imapp;
+
+	if (c == NULL)
+		return;
+	*imapp = NULL;
+	if (!c->dead && c->etpan->imap_stream != NULL && c->wd_started && !deadline_passed(c)) {
+		long long until = mb_now_ms() + 5000;
+
+		pthread_mutex_lock(&c->wd_lock);
+		if (c->deadline_ms == 0 || c->deadline_ms > until)
+			c->deadline_ms = until;
+		pthread_mutex_unlock(&c->wd_lock);
+		/* Not mailimap_logout(): it closes the stream inside the call,
+		 * under the watchdog's feet.  The stream is closed below,
+		 * once the watchdog has stopped. */
+		call_begin(c);
+		(void)mailimap_custom_command(c->etpan, "LOGOUT");
+		call_end(c);
+	}
+	watchdog_stop(c);
+	/* mailimap_free() would send its own LOGOUT on an open stream, even a
+	 * dead one, and wait for the reply: close the stream first. */
+	if (c->etpan->imap_stream != NULL) {
+		mailstream_close(c->etpan->imap_stream);
+		c->etpan->imap_stream = NULL;
+	}
+	mailimap_free(c->etpan);
+	free(c->host);
+	if (c->password != NULL)
+		mb_freezero(c->password, strlen(c->password));
+	free(c);
+}
+
+bool
+mb_imap_has_capability(struct mb_imap *imap, const char *name)
+{
+	if (strncasecmp(name, "AUTH=", 5) == 0)
+		return mailimap_has_authentication(imap->etpan, name + 5) != 0;
+	return mailimap_has_extension(imap->etpan, (char *)name) != 0;
+}
+
+/* -------------------------------------------------------------------- LIST */
+
+static const char *
+special_use_role(const char *flag)
+{
+	static const char *roles[] = {
+		"\\All", "\\Archive", "\\Drafts", "\\Flagged", "\\Junk", "\\Sent", "\\Trash",
+		"\\Important",
+	};
+
+	if (*flag == '\\')	/* libetpan strips it; accept it either way */
+		flag++;
+	for (size_t i = 0; i < MB_ARRAY_LEN(roles); i++)
+		if (strcasecmp(flag, roles[i] + 1) == 0)
+			return roles[i];
+	return NULL;
+}
+
+int
+mb_imap_list(struct mb_imap *imap, struct mb_imap_folder **folders_r, size_t *n_r,
+    struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mb_imap_folder *v = NULL;
+	clist *list = NULL;
+	size_t n = 0;
+	int r;
+
+	*folders_r = NULL;
+	*n_r = 0;
+	if (check_usable(c, "LIST", err) == -1)
+		return -1;
+	call_begin(c);
+	r = mailimap_list(c->etpan, "", "*", &list);
+	call_end(c);
+	if (r != MAILIMAP_NO_ERROR) {
+		if (list != NULL)
+			mailimap_list_result_free(list);
+		return etpan_fail(c, r, "LIST", err);
+	}
+	if (list != NULL)
+		v = mb_xcalloc((size_t)clist_count(list) + 1, sizeof(*v));
+	for (clistiter *it = list ? clist_begin(list) : NULL; it; it = clist_next(it)) {
+		struct mailimap_mailbox_list *mb = clist_content(it);
+		struct mb_imap_folder *f = &v[n];
+		struct mb_err derr = { 0 };
+
+		if (mb == NULL || mb->mb_name == NULL)
+			continue;
+		if (mb_mutf7_decode(mb->mb_name, &f->name, &derr) == -1) {
+			mb_log_warnx("imap: folder name '%s' is not modified UTF-7; kept as sent",
+			    mb->mb_name);
+			f->name = mb_xstrdup(mb->mb_name);
+		}
+		f->selectable = true;
+		if (mb->mb_flag != NULL) {
+			if (mb->mb_flag->mbf_type == MAILIMAP_MBX_LIST_FLAGS_SFLAG &&
+			    mb->mb_flag->mbf_sflag == MAILIMAP_MBX_LIST_SFLAG_NOSELECT)
+				f->selectable = false;
+			for (clistiter *o = mb->mb_flag->mbf_oflags ?
+			    clist_begin(mb->mb_flag->mbf_oflags) : NULL; o; o = clist_next(o)) {
+				struct mailimap_mbx_list_oflag *of = clist_content(o);
+				const char *role;
+
+				if (of == NULL || of->of_type != MAILIMAP_MBX_LIST_OFLAG_FLAG_EXT ||
+				    of->of_flag_ext == NULL)
+					continue;
+				const char *fl = of->of_flag_ext + (*of->of_flag_ext == '\\');
+
+				if (strcasecmp(fl, "NonExistent") == 0 ||
+				    strcasecmp(fl, "Noselect") == 0)
+					f->selectable = false;
+				else if (f->role == NULL && (role = special_use_role(fl)) != NULL)
+					f->role = mb_xstrdup(role);
+			}
+		}
+		n++;
+	}
+	if (list != NULL)
+		mailimap_list_result_free(list);
+	*folders_r = v;
+	*n_r = n;
+	return 0;
+}
+
+void
+mb_imap_folders_free(struct mb_imap_folder **foldersp, size_t n)
+{
+	struct mb_imap_folder *v = *foldersp;
+
+	if (v == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].role);
+	}
+	free(v);
+	*foldersp = NULL;
+}
+
+/* ----------------------------------------------------------------- EXAMINE */
+
+static int
+status_uidnext(struct mb_imap *c, const char *mb, uint32_t *uidnext_r, struct mb_err *err)
+{
+	struct mailimap_status_att_list *sal = mailimap_status_att_list_new_empty();
+	struct mailimap_mailbox_data_status *st = NULL;
+	int r;
+
+	*uidnext_r = 0;
+	mailimap_status_att_list_add(sal, MAILIMAP_STATUS_ATT_UIDNEXT);
+	call_begin(c);
+	r = mailimap_status(c->etpan, mb, sal, &st);
+	call_end(c);
+	mailimap_status_att_list_free(sal);
+	if (r != MAILIMAP_NO_ERROR) {
+		if (st != NULL)
+			mailimap_mailbox_data_status_free(st);
+		return etpan_fail(c, r, "STATUS", err);
+	}
+	/* st_info_list may be NULL (a bare "* STATUS x ()"). */
+	for (clistiter *it = st && st->st_info_list ? clist_begin(st->st_info_list) : NULL; it;
+	    it = clist_next(it)) {
+		struct mailimap_status_info *si = clist_content(it);
+
+		if (si->st_att == MAILIMAP_STATUS_ATT_UIDNEXT)
+			*uidnext_r = si->st_value;
+	}
+	if (st != NULL)
+		mailimap_mailbox_data_status_free(st);
+	return 0;
+}
+
+int
+mb_imap_examine(struct mb_imap *imap, const char *folder, struct mb_imap_status *st_r,
+    struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_selection_info *si;
+	uint64_t hms = 0;
+	char *mb = NULL;
+	int r;
+
+	memset(st_r, 0, sizeof(*st_r));
+	if (check_usable(c, "EXAMINE", err) == -1)
+		return -1;
+	if (mb_mutf7_encode(folder, &mb, err) == -1)
+		return -1;
+	c->selected = false;
+	c->sel_modseq = false;
+	call_begin(c);
+	if (c->condstore)
+		r = mailimap_examine_condstore(c->etpan, mb, &hms);
+	else
+		r = mailimap_examine(c->etpan, mb);
+	call_end(c);
+	if (r != MAILIMAP_NO_ERROR) {
+		free(mb);
+		if (r == MAILIMAP_ERROR_EXAMINE) {
+			char text[160];
+
+			peer_text(c, c->etpan->imap_response, text, sizeof(text));
+			return mb_err_set(err, MB_E_NOTFOUND, "%s: folder '%s': %s", c->host, folder,
+			    text);
+		}
+		return etpan_fail(c, r, "EXAMINE", err);
+	}
+	si = c->etpan->imap_selection_info;
+	if (si == NULL || si->sel_uidvalidity == 0) {
+		free(mb);
+		return mb_err_set(err, MB_E_PROTO, "%s: folder '%s': no UIDVALIDITY in the reply",
+		    c->host, folder);
+	}
+	st_r->uidvalidity = si->sel_uidvalidity;
+	st_r->uidnext = si->sel_uidnext;
+	st_r->exists = si->sel_exists;
+	st_r->highestmodseq = hms;
+	if (st_r->uidnext == 0 && status_uidnext(c, mb, &st_r->uidnext, err) == -1) {
+		free(mb);
+		return -1;
+	}
+	free(mb);
+	c->selected = true;
+	c->sel_modseq = hms != 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ SEARCH */
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size_t *n_r,
+    struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_search_key *key;
+	clist *res = NULL;
+	uint32_t *v;
+	size_t n = 0;
+	int r;
+
+	*uids_r = NULL;
+	*n_r = 0;
+	if (check_usable(c, "UID SEARCH", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID SEARCH without an examined folder");
+	if (above == UINT32_MAX) {
+		*uids_r = mb_xmalloc(sizeof(uint32_t));
+		return 0;
+	}
+	/* Plain UID SEARCH, never ESEARCH (libetpan cannot parse it). */
+	key = mailimap_search_key_new_uid(mailimap_set_new_interval(above + 1, 0));
+	call_begin(c);
+	r = mailimap_uid_search(c->etpan, NULL, key, &res);
+	call_end(c);
+	mailimap_search_key_free(key);
+	if (r != MAILIMAP_NO_ERROR) {
+		if (res != NULL)
+			mailimap_search_result_free(res);
+		return etpan_fail(c, r, "UID SEARCH", err);
+	}
+	v = mb_xcalloc((res ? (size_t)clist_count(res) : 0) + 1, sizeof(*v));
+	for (clistiter *it = res ? clist_begin(res) : NULL; it; it = clist_next(it)) {
+		uint32_t uid = *(uint32_t *)clist_content(it);
+
+		/* "n:*" always matches the highest UID, even when it is < n. */
+		if (uid > above)
+			v[n++] = uid;
+	}
+	if (res != NULL)
+		mailimap_search_result_free(res);
+	qsort(v, n, sizeof(*v), cmp_u32);
+	size_t u = 0;
+
+	for (size_t i = 0; i < n; i++)	/* a server may repeat one */
+		if (u == 0 || v[u - 1] != v[i])
+			v[u++] = v[i];
+	*uids_r = v;
+	*n_r = u;
+	return 0;
+}
+
+/* ------------------------------------------------------------------- FETCH */
+
+struct uid_size {
+	uint32_t	uid;
+	uint64_t	size;
+};
+
+struct fetch {
+	struct mb_imap		*c;
+	uint32_t		 first, last;
+	int			 pass;		/* 1: UID RFC822.SIZE; 2: the messages */
+	bool			 headers_only;	/* pass 2: this run is BODY.PEEK[HEADER] */
+	struct uid_size		*v;		/* pass 1 result */
+	size_t			 n, cap;
+	mb_imap_message_cb	 cb;
+	void			*ctx;
+	struct mb_err		*err;
+	bool			 stopped;	/* the callback said stop */
+	uint32_t		 stop_uid;
+	struct mb_buf		 kw;
+	size_t			 delivered;
+};
+
+static int64_t
+date_time_to_unix(const struct mailimap_date_time *dt)
+{
+	struct tm tm = { 0 };
+	int zone = dt->dt_zone, off;
+
+	tm.tm_year = dt->dt_year - 1900;
+	tm.tm_mon = dt->dt_month - 1;
+	tm.tm_mday = dt->dt_day;
+	tm.tm_hour = dt->dt_hour;
+	tm.tm_min = dt->dt_min;
+	tm.tm_sec = dt->dt_sec;
+	/* dt_zone is +-HHMM as a number: -0530 is -530. */
+	off = (zone / 100) * 3600 + (zone % 100) * 60;
+	return (int64_t)timegm(&tm) - off;
+}
+
+static void
+add_flags(struct fetch *f, struct mailimap_msg_att_dynamic *dyn, unsigned *flags)
+{
+	for (clistiter *it = dyn && dyn->att_list ? clist_begin(dyn->att_list) : NULL; it;
+	    it = clist_next(it)) {
+		struct mailimap_flag_fetch *ff = clist_content(it);
+		const char *word = NULL;
+
+		if (ff == NULL || ff->fl_type != MAILIMAP_FLAG_FETCH_OTHER || ff->fl_flag == NULL)
+			continue;	/* \Recent is per session: not a stored flag */
+		switch (ff->fl_flag->fl_type) {
+		case MAILIMAP_FLAG_SEEN:	*flags |= MB_FLAG_SEEN; break;
+		case MAILIMAP_FLAG_ANSWERED:	*flags |= MB_FLAG_ANSWERED; break;
+		case MAILIMAP_FLAG_FLAGGED:	*flags |= MB_FLAG_FLAGGED; break;
+		case MAILIMAP_FLAG_DELETED:	*flags |= MB_FLAG_DELETED; break;
+		case MAILIMAP_FLAG_DRAFT:	*flags |= MB_FLAG_DRAFT; break;
+		case MAILIMAP_FLAG_KEYWORD:	word = ff->fl_flag->fl_data.fl_keyword; break;
+		case MAILIMAP_FLAG_EXTENSION:	word = ff->fl_flag->fl_data.fl_extension; break;
+		default: break;
+		}
+		if (word == NULL || *word == '\0')
+			continue;
+		if (f->kw.len > 0)
+			mb_buf_addc(&f->kw, ' ');
+		if (ff->fl_flag->fl_type == MAILIMAP_FLAG_EXTENSION)
+			mb_buf_addc(&f->kw, '\\');	/* an unknown system flag */
+		mb_buf_adds(&f->kw, word);
+	}
+}
+
+/*
+ * libetpan calls this once per FETCH response while the command runs, and
+ * frees att afterwards: the body bytes are borrowed for the callback only,
+ * never copied (and never free()d: they belong to an MMAPString).
+ */
+static void
+on_msg_att(struct mailimap_msg_att *att, void *arg)
+{
+	struct fetch *f = arg;
+	struct mb_imap_message m = { 0 };
+	bool has_uid = false, has_size = false, has_body = false;
+
+	if (att == NULL || att->att_list == NULL || f->stopped)
+		return;
+	mb_buf_reset(&f->kw);
+	for (clistiter *it = clist_begin(att->att_list); it; it = clist_next(it)) {
+		struct mailimap_msg_att_item *item = clist_content(it);
+
+		if (item->att_type == MAILIMAP_MSG_ATT_ITEM_DYNAMIC) {
+			add_flags(f, item->att_data.att_dyn, &m.flags);
+		} else if (item->att_type == MAILIMAP_MSG_ATT_ITEM_STATIC) {
+			struct mailimap_msg_att_static *st = item->att_data.att_static;
+
+			switch (st->att_type) {
+			case MAILIMAP_MSG_ATT_UID:
+				m.uid = st->att_data.att_uid;
+				has_uid = true;
+				break;
+			case MAILIMAP_MSG_ATT_RFC822_SIZE:
+				m.size = st->att_data.att_rfc822_size;
+				has_size = true;
+				break;
+			case MAILIMAP_MSG_ATT_INTERNALDATE:
+				if (st->att_data.att_internal_date != NULL)
+					m.internaldate = date_time_to_unix(
+					    st->att_data.att_internal_date);
+				break;
+			case MAILIMAP_MSG_ATT_BODY_SECTION:
+				if (st->att_data.att_body_section != NULL) {
+					m.raw = st->att_data.att_body_section->sec_body_part;
+					m.raw_len = st->att_data.att_body_section->sec_length;
+					has_body = true;
+				}
+				break;
+			default:
+				break;
+			}
+		} else if (item->att_type == MAILIMAP_MSG_ATT_ITEM_EXTENSION) {
+			struct mailimap_extension_data *ext = item->att_data.att_extension_data;
+
+			if (ext != NULL && ext->ext_extension != NULL &&
+			    ext->ext_extension->ext_id == MAILIMAP_EXTENSION_CONDSTORE &&
+			    ext->ext_type == MAILIMAP_CONDSTORE_TYPE_FETCH_DATA && ext->ext_data != NULL)
+				m.modseq = ((struct mailimap_condstore_fetch_mod_resp *)
+				    ext->ext_data)->cs_modseq_value;
+		}
+	}
+	/* Unsolicited FETCH (a flag change elsewhere) carries no UID or body. */
+	if (!has_uid || m.uid < f->first || m.uid > f->last)
+		return;
+	if (f->pass == 1) {
+		if (!has_size)
+			return;
+		if (f->n == f->cap) {
+			f->cap = f->cap ? f->cap * 2 : 128;
+			f->v = mb_xrealloc(f->v, f->cap * sizeof(*f->v));
+		}
+		f->v[f->n].uid = m.uid;
+		f->v[f->n].size = m.size;
+		f->n++;
+		return;
+	}
+	if (!has_body)
+		return;
+	if (m.raw == NULL)
+		m.raw = "";	/* an empty literal or NIL */
+	m.keywords = f->kw.data;
+	m.headers_only = f->headers_only;
+	f->delivered++;
+	if (f->cb(&m, f->ctx) != 0) {
+		f->stopped = true;
+		f->stop_uid = m.uid;
+	}
+}
+
+/* Both progress callbacks must be set, or libetpan ignores the handler. */
+static void
+on_progress(size_t current, size_t maximum, void *ctx)
+{
+}
+
+static int
+uid_fetch(struct fetch *f, uint32_t first, uint32_t last, struct mailimap_fetch_type *ft,
+    struct mb_err *err)
+{
+	struct mb_imap *c = f->c;
+	struct mailimap_set *set = mailimap_set_new_interval(first, last);
+	clist *res = NULL;
+	int r;
+
+	mailimap_set_progress_callback(c->etpan, on_progress, on_progress, f);
+	mailimap_set_msg_att_handler(c->etpan, on_msg_att, f);
+	call_begin(c);
+	r = mailimap_uid_fetch(c->etpan, set, ft, &res);
+	call_end(c);
+	mailimap_set_msg_att_handler(c->etpan, NULL, NULL);
+	mailimap_set_progress_callback(c->etpan, NULL, NULL, NULL);
+	mailimap_set_free(set);
+	if (res != NULL)
+		mailimap_fetch_list_free(res);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r, "UID FETCH", err);
+	return 0;
+}
+
+static struct mailimap_fetch_type *
+message_fetch_type(struct mb_imap *c, bool headers_only)
+{
+	struct mailimap_fetch_type *ft = mailimap_fetch_type_new_fetch_att_list_empty();
+	struct mailimap_section *sec = headers_only ? mailimap_section_new_header() :
+	    mailimap_section_new(NULL);
+
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_uid());
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_flags());
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_internaldate());
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_rfc822_size());
+	if (c->sel_modseq)
+		mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_modseq());
+	/* PEEK, always: the read path never sets \Seen. */
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_body_peek_section(sec));
+	return ft;
+}
+
+static int
+fetch_run(struct fetch *f, uint32_t first, uint32_t last, bool headers_only, struct mb_err *err)
+{
+	struct mailimap_fetch_type *ft = message_fetch_type(f->c, headers_only);
+	int r;
+
+	f->pass = 2;
+	f->headers_only = headers_only;
+	r = uid_fetch(f, first, last, ft, err);
+	mailimap_fetch_type_free(ft);
+	return r;
+}
+
+static int
+cmp_uid_size(const void *a, const void *b)
+{
+	const struct uid_size *x = a, *y = b;
+
+	return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+int
+mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t size_cap,
+    mb_imap_message_cb cb, void *ctx, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct fetch f = { .c = c, .first = first, .last = last, .cb = cb, .ctx = ctx,
+	    .err = err, .kw = MB_BUF_INIT(IMAP_KEYWORDS_MAX) };
+	int r = 0;
+
+	if (check_usable(c, "UID FETCH", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID FETCH without an examined folder");
+	if (first == 0 || first > last)
+		return mb_err_set(err, MB_E_INVALID, "bad UID range %" PRIu32 ":%" PRIu32, first,
+		    last);
+	if (size_cap == UINT64_MAX) {	/* no cap: one round trip */
+		r = fetch_run(&f, first, last, false, err);
+		goto out;
+	}
+	/*
+	 * Sizes first (small: ~20 bytes a message), then the messages in runs
+	 * of consecutive UIDs on the same side of the cap: normally one run,
+	 * so two round trips per range, and callbacks stay in UID order.
+	 * The interval of a run holds no other UID: UIDs only grow.
+	 */
+	struct mailimap_fetch_type *ft = mailimap_fetch_type_new_fetch_att_list_empty();
+
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_uid());
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_rfc822_size());
+	f.pass = 1;
+	r = uid_fetch(&f, first, last, ft, err);
+	mailimap_fetch_type_free(ft);
+	if (r == -1)
+		goto out;
+	qsort(f.v, f.n, sizeof(*f.v), cmp_uid_size);
+	for (size_t i = 0; i < f.n && !f.stopped && r == 0;) {
+		bool big = f.v[i].size > size_cap;
+		size_t j = i;
+
+		while (j + 1 < f.n && (f.v[j + 1].size > size_cap) == big)
+			j++;
+		r = fetch_run(&f, f.v[i].uid, f.v[j].uid, big, err);
+		i = j + 1;
+	}
+out:
+	if (r == 0 && f.stopped)
+		r = mb_err_set(err, MB_E_INTERNAL, "message callback failed at UID %" PRIu32,
+		    f.stop_uid);
+	mb_buf_release(&f.kw);
+	free(f.v);
+	return r;
+}

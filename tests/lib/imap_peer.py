@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""A scripted IMAP peer for faults a real server will not produce on demand.
+
+    imap_peer.py --mode MODE --port-file FILE [--pid-file FILE]
+
+Listens on 127.0.0.1 (an ephemeral port, written to FILE once listening,
+and printed), serves one connection at a time, and speaks just enough
+IMAP4rev1 for the Mailbox interface: greeting, CAPABILITY, LOGIN, ENABLE,
+LIST, EXAMINE, STATUS, UID SEARCH, UID FETCH, NOOP, LOGOUT.  Its mailbox
+has three messages, UIDs 1..3.  Deliberately plain: no CONDSTORE, no
+UIDNEXT in the EXAMINE reply (so the client must ask STATUS), and
+"UID SEARCH UID n:*" answers the highest UID even when it is below n, as
+RFC 3501 says a server may.
+
+Modes (what goes wrong):
+  ok                 nothing
+  auth_fail          LOGIN gets NO [AUTHENTICATIONFAILED]
+  bye_mid_fetch      one message of the body FETCH, then BYE and close
+  close_mid_literal  half of the first body literal, then close
+  stall_mid_literal  half of the first body literal, then silence forever
+  garbage            an unparsable FETCH response
+  silent             accepts the connection, never sends a greeting
+Every line the client sends is appended to FILE.log next to --port-file
+(the transcript), so a test can check what was sent.
+
+Standard library only.
+"""
+import argparse
+import os
+import re
+import socket
+import sys
+import time
+
+MESSAGES = {
+    uid: (b"From: peer@example.org\r\nSubject: peer message %d\r\n"
+          b"Message-ID: <%d@peer.example>\r\n\r\nbody of message %d\r\n" % (uid, uid, uid))
+    for uid in (1, 2, 3)
+}
+UIDVALIDITY = 42
+# Per UID: FLAGS and the INTERNALDATE zone (the date is always 01-Jan-2024 10:00:00).
+FLAGS = {
+    1: (b"\\Seen", b"+0100"),
+    2: (b"\\Answered $Forwarded \\Recent Junk", b"-0530"),
+    3: (b"", b"+0000"),
+}
+
+
+class Conn:
+    def __init__(self, sock, log):
+        self.sock = sock
+        self.buf = b""
+        self.log = log
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def readline(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def command(self):
+        """One client command, synchronizing literals included."""
+        line = self.readline()
+        if line is None:
+            return None
+        while True:
+            m = re.search(rb"\{(\d+)(\+?)\}$", line)
+            if not m:
+                break
+            if not m.group(2):
+                self.send(b"+ go ahead\r\n")
+            lit = self.read_exact(int(m.group(1)))
+            rest = self.readline()
+            if lit is None or rest is None:
+                return None
+            line = line + b"<literal>" + rest
+        self.log.write(line.decode("utf-8", "replace") + "\n")
+        self.log.flush()
+        return line
+
+
+def uid_set(spec, uids):
+    out = set()
+    top = max(uids)
+    for part in spec.split(","):
+        if ":" in part:
+            a, b = part.split(":")
+            a = top if a == "*" else int(a)
+            b = top if b == "*" else int(b)
+            lo, hi = min(a, b), max(a, b)
+            got = [u for u in uids if lo <= u <= hi]
+            if not got and "*" in part:
+                got = [top]  # n:* always includes the highest UID
+            out.update(got)
+        else:
+            u = top if part == "*" else int(part)
+            if u in uids:
+                out.add(u)
+    return sorted(out)
+
+
+def fetch(conn, tag, args, mode):
+    m = re.match(rb"(\S+) \((.*)\)$", args)
+    uids = uid_set(m.group(1).decode(), sorted(MESSAGES))
+    items = m.group(2).upper()
+    body = b"BODY.PEEK[" in items
+    header_only = b"BODY.PEEK[HEADER]" in items
+    if mode == "garbage" and body:
+        conn.send(b"* 1 FETCH (UID 1 FLAGS (\\Seen)) )) this is not IMAP {{{\r\n")
+        conn.send(tag + b" OK done\r\n")
+        return True
+    for i, uid in enumerate(uids):
+        raw = MESSAGES[uid]
+        part = raw.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n" if header_only else raw
+        seq = uid
+        if not body:
+            conn.send(b"* %d FETCH (UID %d RFC822.SIZE %d)\r\n" % (seq, uid, len(raw)))
+            continue
+        flags, zone = FLAGS[uid]
+        head = (b"* %d FETCH (UID %d FLAGS (%s) INTERNALDATE \"01-Jan-2024 10:00:00 %s\" "
+                b"RFC822.SIZE %d BODY[%s] {%d}\r\n"
+                % (seq, uid, flags, zone, len(raw), b"HEADER" if header_only else b"", len(part)))
+        if mode in ("close_mid_literal", "stall_mid_literal"):
+            conn.send(head + part[: len(part) // 2])
+            if mode == "stall_mid_literal":
+                while True:
+                    time.sleep(3600)
+            return False
+        conn.send(head + part + b")\r\n")
+        if mode == "bye_mid_fetch" and i == 0:
+            conn.send(b"* BYE server shutting down\r\n")
+            return False
+    conn.send(tag + b" OK Fetch completed\r\n")
+    return True
+
+
+def serve(conn, mode):
+    if mode == "silent":
+        while True:
+            time.sleep(3600)
+    conn.send(b"* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] imap_peer ready\r\n")
+    while True:
+        line = conn.command()
+        if line is None:
+            return
+        parts = line.split(b" ", 2)
+        if len(parts) < 2:
+            conn.send(b"* BAD no command\r\n")
+            continue
+        tag, cmd = parts[0], parts[1].upper()
+        args = parts[2] if len(parts) > 2 else b""
+        if cmd == b"UID":
+            sub = args.split(b" ", 1)
+            cmd, args = b"UID " + sub[0].upper(), sub[1] if len(sub) > 1 else b""
+        if cmd == b"CAPABILITY":
+            conn.send(b"* CAPABILITY IMAP4rev1 UIDPLUS AUTH=PLAIN\r\n" + tag + b" OK done\r\n")
+        elif cmd == b"LOGIN":
+            if mode == "auth_fail":
+                conn.send(tag + b" NO [AUTHENTICATIONFAILED] Invalid credentials (peer)\r\n")
+            else:
+                conn.send(tag + b" OK LOGIN completed\r\n")
+        elif cmd == b"LIST":
+            conn.send(b'* LIST (\\HasNoChildren) "/" INBOX\r\n'
+                      b'* LIST (\\Noselect \\HasChildren) "/" Parent\r\n'
+                      b'* LIST (\\HasNoChildren \\sent) "/" Parent/Gesendet\r\n'
+                      b'* LIST (\\NonExistent) "/" Gone\r\n'
+                      + tag + b" OK List completed\r\n")
+        elif cmd == b"EXAMINE":
+            conn.send(b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)\r\n"
+                      b"* 3 EXISTS\r\n* 0 RECENT\r\n"
+                      b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % UIDVALIDITY
+                      + tag + b" OK [READ-ONLY] Examine completed\r\n")
+        elif cmd == b"STATUS":
+            conn.send(b"* STATUS INBOX (UIDNEXT 4)\r\n" + tag + b" OK done\r\n")
+        elif cmd == b"UID SEARCH":
+            m = re.match(rb"UID (\S+)$", args)
+            uids = uid_set(m.group(1).decode(), sorted(MESSAGES)) if m else []
+            conn.send(b"* SEARCH" + b"".join(b" %d" % u for u in uids) + b"\r\n"
+                      + tag + b" OK Search completed\r\n")
+        elif cmd == b"UID FETCH":
+            if not fetch(conn, tag, args, mode):
+                return
+        elif cmd == b"LOGOUT":
+            conn.send(b"* BYE bye\r\n" + tag + b" OK Logout completed\r\n")
+            return
+        else:
+            conn.send(tag + b" OK done\r\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", default="ok", choices=[
+        "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
+        "garbage", "silent"])
+    ap.add_argument("--port-file", required=True)
+    a = ap.parse_args()
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d\n" % port)
+    os.rename(tmp, a.port_file)  # appears whole, only once listening
+    print(port, flush=True)
+    with open(a.port_file + ".log", "a") as log:
+        while True:
+            s, _ = srv.accept()
+            try:
+                serve(Conn(s, log), a.mode)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            finally:
+                s.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
