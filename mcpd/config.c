@@ -114,13 +114,6 @@ parse_listen(struct mcp_config *c, struct mb_err *err)
 			c->host = mb_xstrdup("127.0.0.1");
 		}
 	}
-	/* no authentication here yet: only loopback (or a unix socket behind the
-	 * proxy) may be served (DESIGN.md: refuse a public bind without auth) */
-	if (strncmp(c->host, "127.", 4) != 0 && strcmp(c->host, "::1") != 0)
-		return mb_err_set(err, MB_E_CONFIG,
-		    "MCP_LISTEN: refusing to listen on '%s': mcpd has no authentication of its own "
-		    "yet, so it serves loopback (127.x.x.x, [::1]) or unix:/path behind the proxy",
-		    c->host);
 	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
 	if (errno != 0 || *end != '\0' || colon[1] == '\0' || port > 65535)

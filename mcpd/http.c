@@ -25,6 +25,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
 #include "mailbox/util.h"
+#include "auth.h"
 #include "mcpd.h"
 
 struct mcp_http {
@@ -236,8 +237,53 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 	}
 	if (strcmp(url, "/healthz") == 0)
 		return handle_healthz(h, c, method);
+	if (h->srv->auth != NULL && mcp_auth_is_metadata_path(h->srv->auth, url)) {
+		/* RFC 9728 protected resource metadata: public, no token */
+		char *doc = mcp_auth_metadata_json(h->srv->auth);
+		struct MHD_Response *r;
+		enum MHD_Result ret;
+
+		if (doc == NULL)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(strlen(doc), doc, MHD_RESPMEM_MUST_FREE);
+		if (r == NULL) {
+			free(doc);
+			return MHD_NO;
+		}
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+		MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+		ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	if (strcmp(url, "/mcp") != 0)
 		return send_error(c, 404, -32000, "Not found: the MCP endpoint is /mcp");
+	if (h->srv->auth != NULL) {
+		/* the bearer token on every request, sessions or not (MCP-NOTES §9) */
+		struct mcp_auth_result res;
+		const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    mcp_auth_header_name(h->srv->auth));
+
+		mcp_auth_check(h->srv->auth, v, NULL, &res);
+		if (res.status != 200) {
+			struct MHD_Response *r = MHD_create_response_from_buffer(0, (char *)"",
+			    MHD_RESPMEM_PERSISTENT);
+			enum MHD_Result ret;
+
+			if (r == NULL) {
+				mcp_auth_result_release(&res);
+				return MHD_NO;
+			}
+			if (res.www_authenticate != NULL)
+				MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				    res.www_authenticate);
+			ret = MHD_queue_response(c, res.status, r);
+			MHD_destroy_response(r);
+			mcp_auth_result_release(&res);
+			return ret;
+		}
+		mcp_auth_result_release(&res);
+	}
 	if (strcmp(method, "DELETE") == 0)
 		return handle_delete(h, c);
 	if (strcmp(method, "POST") != 0)

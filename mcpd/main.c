@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mailbox/log.h"
+#include "auth.h"
 #include "mcpd.h"
 
 static const char *
@@ -28,7 +29,7 @@ usage(void)
 	    "Settings come from the environment: MCP_LISTEN (127.0.0.1:8765 or unix:/path),\n"
 	    "MCP_INDEX or DATA_DIR, MCP_ALLOWED_HOSTS, MCP_ALLOWED_ORIGINS, MCP_THREADS,\n"
 	    "MCP_MAX_CONNECTIONS, MCP_TIMEOUT, MCP_MAX_SESSIONS, MCP_RATE_LIMIT, MCP_PORT_FILE,\n"
-	    "LOG_LEVEL.\n"
+	    "LOG_LEVEL, and the MCP_AUTH* / MCP_OAUTH_* keys of docs/auth.md.\n"
 	    "See docs/mcpd.md.\n");
 	exit(2);
 }
@@ -52,6 +53,8 @@ main(int argc, char **argv)
 	struct mcp_config conf;
 	struct mcp_server srv;
 	struct mcp_http *http;
+	struct mcp_auth_conf ac;
+	struct mcp_auth *auth = NULL;
 	struct mb_err err = { 0 };
 	sigset_t set;
 	unsigned port;
@@ -63,6 +66,14 @@ main(int argc, char **argv)
 	if (mcp_config_load(&conf, env_lookup, &err) == -1)
 		mb_fatalx("%s", err.msg);
 	mb_log_set_level((enum mb_log_level)conf.log_level);
+	/* OAuth resource server (docs/auth.md); MCP_AUTH=none only on loopback/unix: */
+	if (mcp_auth_conf_load(&ac, env_lookup, &err) == -1 ||
+	    mcp_auth_listen_check(ac.mode, conf.listen, &err) == -1 ||
+	    mcp_auth_new(&ac, &auth, &err) == -1)
+		mb_fatalx("%s", err.msg);
+	mcp_auth_conf_release(&ac);
+	if (mcp_auth_prefetch(auth, &err) == -1)
+		mb_log_warnx("auth: %s; will retry on requests", err.msg);
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -74,6 +85,7 @@ main(int argc, char **argv)
 
 	if (mcp_server_init(&srv, &conf, &err) == -1)
 		mb_fatalx("%s", err.msg);
+	srv.auth = auth;
 	http = mcp_http_start(&srv, &port, &err);
 	if (http == NULL)
 		mb_fatalx("%s", err.msg);
@@ -94,6 +106,7 @@ main(int argc, char **argv)
 	}
 	mb_log_info("shutting down");
 	mcp_http_stop(&http);
+	mcp_auth_free(&auth);
 	mcp_server_release(&srv);
 	mcp_config_release(&conf);
 	return 0;

@@ -88,8 +88,11 @@ bool	mcp_session_allow(struct mcp_sessions *s, const char *id);
 
 /* ---- the server: what every request handler shares */
 
+struct mcp_auth;
+
 struct mcp_server {
 	const struct mcp_config	*conf;		/* borrowed */
+	struct mcp_auth		*auth;		/* borrowed (auth.h); NULL: no checks (tests) */
 	struct mcp_sessions	*sessions;	/* owned */
 	unsigned char		 cursor_key[32];	/* HMAC key for cursors, random per process */
 	pthread_key_t		 idx_key;	/* per-thread read-only index connection */

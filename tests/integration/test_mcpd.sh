@@ -42,7 +42,7 @@ build_index() {
 
 start_mcpd() {	# extra env assignments...
 	rm -f "$work/port"
-	env MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port" \
+	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port" \
 	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 MCP_RATE_LIMIT=1000 "$@" \
 	    "$build/mcpd" 2>>"$work/mcpd.log" &
 	pid=$!
@@ -283,7 +283,7 @@ grep -q "shutting down" "$work/mcpd.log" || fail "no shutdown line in the log"
 
 # --- a unix socket listener (for a reverse proxy)
 sock=$work/mcpd.sock
-env MCP_LISTEN="unix:$sock" MCP_INDEX="$work/index.db" "$build/mcpd" 2>>"$work/mcpd.log" &
+env MCP_AUTH=none MCP_LISTEN="unix:$sock" MCP_INDEX="$work/index.db" "$build/mcpd" 2>>"$work/mcpd.log" &
 pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 status=$(curl -s -o "$work/body" -w '%{http_code}' --unix-socket "$sock" -H "$ACCEPT" -H "$CT" \
@@ -297,15 +297,43 @@ wait "$pid" || fail "mcpd (unix) exit status"
 pid=
 [ ! -e "$sock" ] || fail "unix socket left behind"
 
-# --- a public address is refused: mcpd has no authentication of its own yet
-if env MCP_LISTEN=0.0.0.0:0 MCP_INDEX="$work/index.db" "$build/mcpd" 2>"$work/public.log"; then
-	fail "mcpd listened on 0.0.0.0"
+# --- without token checks (MCP_AUTH=none) a public address is refused
+if env MCP_AUTH=none MCP_LISTEN=0.0.0.0:0 MCP_INDEX="$work/index.db" "$build/mcpd" \
+    2>"$work/public.log"; then
+	fail "mcpd listened on 0.0.0.0 with MCP_AUTH=none"
 fi
-grep -q "refusing to listen on '0.0.0.0'" "$work/public.log" || fail "no reason given for 0.0.0.0"
+grep -q "MCP_AUTH=none would serve" "$work/public.log" || fail "no reason given for 0.0.0.0"
+
+# --- with MCP_AUTH=jwt (the default) every /mcp request needs a token; the
+# RFC 9728 metadata is public.  (Token validation against a real
+# authorization server is test_auth.sh's; the issuer here does not exist.)
+env MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port3" \
+    MCP_RESOURCE_URL=http://127.0.0.1:1/mcp MCP_OAUTH_ISSUER=http://127.0.0.1:1 \
+    MCP_JWKS_URL=http://127.0.0.1:1/jwks "$build/mcpd" 2>>"$work/mcpd.log" &
+pid=$!
+for _ in $(seq 1 100); do [ -s "$work/port3" ] && break; sleep 0.1; done
+base=http://127.0.0.1:$(cat "$work/port3")
+post '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+    -H "$ACCEPT" -H "$CT"
+expect_status 401 "jwt mode: no token"
+[[ $headers =~ [Ww][Ww][Ww]-[Aa]uthenticate:\ Bearer\ resource_metadata=\"http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp\" ]] ||
+	fail "jwt mode: WWW-Authenticate: $(printf '%s' "$headers" | grep -i www-auth)"
+post '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+    -H "$ACCEPT" -H "$CT" -H "Authorization: Bearer not.a.jwt"
+[ "$status" = 401 ] || [ "$status" = 503 ] || fail "jwt mode: a bad token got $status"
+status=$(curl -s -o "$work/body" -D "$work/headers" -w '%{http_code}' \
+    "$base/.well-known/oauth-protected-resource/mcp")
+[ "$status" = 200 ] || fail "protected resource metadata: $status"
+grep -q '"resource":"http://127.0.0.1:1/mcp"' "$work/body" || fail "metadata body: $(cat "$work/body")"
+grep -qi '^Access-Control-Allow-Origin: \*' "$work/headers" || fail "metadata without CORS header"
+kill -TERM "$pid"
+wait "$pid" || fail "mcpd (jwt) exit status"
+pid=
 
 # --- the index missing: healthz says so, tools answer with an error, no crash;
 # and the per-session rate limit (1 call a second, bursts of 2)
-env MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/absent.db" MCP_PORT_FILE="$work/port2" MCP_RATE_LIMIT=1 \
+env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/absent.db" MCP_PORT_FILE="$work/port2" \
+    MCP_RATE_LIMIT=1 \
     "$build/mcpd" 2>>"$work/mcpd.log" &
 pid=$!
 for _ in $(seq 1 100); do [ -s "$work/port2" ] && break; sleep 0.1; done
