@@ -39,6 +39,7 @@ struct mcp_http {
 /* Per-request state, in *req_cls; freed in request_completed(). */
 struct req {
 	struct mb_buf	body;
+	char		*owner;		/* owned; the token subject, or NULL */
 	bool		too_large;
 	bool		early;		/* a response was queued before the body */
 };
@@ -167,13 +168,13 @@ handle_healthz(struct mcp_http *h, struct MHD_Connection *c, const char *method)
 }
 
 static enum MHD_Result
-handle_delete(struct mcp_http *h, struct MHD_Connection *c)
+handle_delete(struct mcp_http *h, struct MHD_Connection *c, const char *owner)
 {
 	const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
 
 	if (sid == NULL)
 		return send_error(c, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
-	if (!mcp_session_delete(h->srv->sessions, sid))
+	if (!mcp_session_delete(h->srv->sessions, sid, owner))
 		return send_error(c, 404, -32001, "Session not found");
 	return send_body(c, 200, NULL, NULL, 0, NULL);
 }
@@ -191,6 +192,7 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 	memset(&post, 0, sizeof(post));
 	post.session_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
 	post.proto_header = pv;
+	post.owner = rq->owner;
 	mcp_rpc_post(h->srv, rq->body.data, rq->body.len, &post);
 	status = (unsigned)post.status;
 	if (post.body == NULL)
@@ -220,7 +222,7 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 /* The checks every /mcp request passes before its body is read. */
 static enum MHD_Result
 early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, const char *method,
-    bool *handled_r)
+    struct req *rq, bool *handled_r)
 {
 	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
@@ -282,10 +284,11 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 			mcp_auth_result_release(&res);
 			return ret;
 		}
+		rq->owner = mb_xstrdup(res.sub);	/* sessions are bound to it */
 		mcp_auth_result_release(&res);
 	}
 	if (strcmp(method, "DELETE") == 0)
-		return handle_delete(h, c);
+		return handle_delete(h, c, rq->owner);
 	if (strcmp(method, "POST") != 0)
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
 		    "Method not allowed: this server sends no server-initiated stream; use POST");
@@ -319,7 +322,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url, const char *method
 		rq = mb_xcalloc(1, sizeof(*rq));
 		mb_buf_init(&rq->body, MCP_MAX_BODY);
 		*req_cls = rq;
-		ret = early_checks(h, c, url, method, &handled);
+		ret = early_checks(h, c, url, method, rq, &handled);
 		if (handled) {
 			rq->early = true;
 			return ret;
@@ -357,6 +360,7 @@ request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	if (rq == NULL)
 		return;
 	mb_buf_release(&rq->body);
+	free(rq->owner);
 	free(rq);
 	*req_cls = NULL;
 }

@@ -66,17 +66,20 @@ struct mcp_sessions;
 struct mcp_sessions	*mcp_sessions_new(unsigned max);	/* caller frees with _free */
 void	mcp_sessions_free(struct mcp_sessions **sp);
 /*
- * Create a session negotiated at version (a static string); writes its id
+ * Create a session negotiated at version (a static string) for owner (the
+ * token subject, copied; NULL without authentication); writes its id
  * (2*MCP_SESSION_ID_BYTES hex digits + NUL) into id_r.  Returns 0, or -1 when
  * the random source fails.  The least recently used session is evicted when
- * the map is full.
+ * the map is full.  Every lookup below takes the owner too: a session made
+ * under another subject is "not found".
  */
-int	mcp_session_create(struct mcp_sessions *s, const char *version, char *id_r,
-	    size_t id_size);
+int	mcp_session_create(struct mcp_sessions *s, const char *version, const char *owner,
+	    char *id_r, size_t id_size);
 /* The negotiated version of a live session (static string), or NULL. */
-const char	*mcp_session_touch(struct mcp_sessions *s, const char *id);
-bool	mcp_session_delete(struct mcp_sessions *s, const char *id);
-void	mcp_session_set_level(struct mcp_sessions *s, const char *id, int level);
+const char	*mcp_session_touch(struct mcp_sessions *s, const char *id, const char *owner);
+bool	mcp_session_delete(struct mcp_sessions *s, const char *id, const char *owner);
+void	mcp_session_set_level(struct mcp_sessions *s, const char *id, const char *owner,
+	    int level);
 size_t	mcp_session_count(struct mcp_sessions *s);
 /*
  * Tool-call rate limit (MCP: servers MUST rate-limit tool invocations): a
@@ -84,7 +87,7 @@ size_t	mcp_session_count(struct mcp_sessions *s);
  * that.  mcp_session_allow() takes a token; false when the bucket is empty.
  */
 void	mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second);
-bool	mcp_session_allow(struct mcp_sessions *s, const char *id);
+bool	mcp_session_allow(struct mcp_sessions *s, const char *id, const char *owner);
 
 /* ---- the server: what every request handler shares */
 
@@ -126,6 +129,7 @@ struct mcp_post {
 	/* in */
 	const char	*session_id;	/* Mcp-Session-Id header, or NULL */
 	const char	*proto_header;	/* MCP-Protocol-Version header, or NULL (validated) */
+	const char	*owner;		/* the token subject, or NULL (no authentication) */
 	/* out */
 	int		 status;	/* HTTP status */
 	char		*body;		/* owned; NULL: no body */

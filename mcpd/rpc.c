@@ -112,7 +112,7 @@ session_check(struct mcp_server *srv, struct mcp_post *post)
 		    "Bad Request: Mcp-Session-Id header is required (send initialize first)"));
 		return NULL;
 	}
-	v = mcp_session_touch(srv->sessions, post->session_id);
+	v = mcp_session_touch(srv->sessions, post->session_id, post->owner);
 	if (v == NULL)
 		set_answer(post, 404, mcp_rpc_error(NULL, RPC_SESSION_NOT_FOUND,
 		    "Session not found: initialize a new session"));
@@ -126,7 +126,7 @@ do_initialize(struct mcp_server *srv, json_t *params, struct mcp_post *post, int
 	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *version = negotiate(asked);
 
-	if (mcp_session_create(srv->sessions, version, post->new_session,
+	if (mcp_session_create(srv->sessions, version, post->owner, post->new_session,
 	    sizeof(post->new_session)) == -1) {
 		*code_r = RPC_INTERNAL;
 		*msg_r = "internal error; see the server log";
@@ -192,7 +192,7 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			code = RPC_INVALID_PARAMS;
 			msg = "tools/call params.arguments must be an object";
 		} else if (post->session_id != NULL &&
-		    !mcp_session_allow(srv->sessions, post->session_id))
+		    !mcp_session_allow(srv->sessions, post->session_id, post->owner))
 			result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
 			    "rate limit: too many tool calls on this session; wait a second and retry",
 			    "isError", 1);
@@ -218,7 +218,8 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			    "alert, emergency";
 		} else {
 			if (post->session_id)
-				mcp_session_set_level(srv->sessions, post->session_id, (int)i);
+				mcp_session_set_level(srv->sessions, post->session_id, post->owner,
+				    (int)i);
 			result = json_object();
 		}
 	}
@@ -401,7 +402,7 @@ mcp_rpc_post(struct mcp_server *srv, const char *body, size_t len, struct mcp_po
 		params = json_object_get(m, "params");
 		if (strcmp(method, "initialize") == 0) {
 			if (post->session_id != NULL &&
-			    mcp_session_touch(srv->sessions, post->session_id) != NULL) {
+			    mcp_session_touch(srv->sessions, post->session_id, post->owner) != NULL) {
 				set_answer(post, 400, mcp_rpc_error(id, RPC_INVALID_REQUEST,
 				    "Invalid Request: Server already initialized"));
 				break;

@@ -18,6 +18,7 @@
 struct mcp_session {
 	char		 id[2 * MCP_SESSION_ID_BYTES + 1];
 	const char	*version;	/* static string */
+	char		*owner;		/* owned; the token subject that made it, or NULL */
 	long long	 last_used_ms;
 	int		 level;		/* logging/setLevel, enum mb_log_level */
 	double		 tokens;	/* rate limit: a token bucket of tool calls */
@@ -49,15 +50,28 @@ mcp_sessions_free(struct mcp_sessions **sp)
 
 	if (s == NULL)
 		return;
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].owner);
 	pthread_mutex_destroy(&s->lock);
 	free(s->v);
 	free(s);
 	*sp = NULL;
 }
 
-/* Index of id, or -1.  Called with the lock held; constant time per entry. */
+/* Same owner: both NULL (no authentication) or the same subject. */
+static bool
+same_owner(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * Index of id, or -1; a session made under another token subject is not
+ * found (MCP security best practices: bind sessions to the user, so a
+ * leaked id is useless to anyone else).  Called with the lock held.
+ */
 static long
-find(struct mcp_sessions *s, const char *id)
+find(struct mcp_sessions *s, const char *id, const char *owner)
 {
 	size_t len = strlen(id);
 
@@ -65,12 +79,21 @@ find(struct mcp_sessions *s, const char *id)
 		return -1;
 	for (size_t i = 0; i < s->n; i++)
 		if (CRYPTO_memcmp(s->v[i].id, id, len) == 0)
-			return (long)i;
+			return same_owner(s->v[i].owner, owner) ? (long)i : -1;
 	return -1;
 }
 
+/* Remove entry i.  Called with the lock held. */
+static void
+drop(struct mcp_sessions *s, size_t i)
+{
+	free(s->v[i].owner);
+	s->v[i] = s->v[--s->n];
+}
+
 int
-mcp_session_create(struct mcp_sessions *s, const char *version, char *id_r, size_t id_size)
+mcp_session_create(struct mcp_sessions *s, const char *version, const char *owner, char *id_r,
+    size_t id_size)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char raw[MCP_SESSION_ID_BYTES];
@@ -91,11 +114,12 @@ mcp_session_create(struct mcp_sessions *s, const char *version, char *id_r, size
 		for (i = 1; i < s->n; i++)
 			if (s->v[i].last_used_ms < s->v[lru].last_used_ms)
 				lru = i;
-		s->v[lru] = s->v[--s->n];
+		drop(s, lru);
 	}
 	e = &s->v[s->n++];
 	memcpy(e->id, id_r, sizeof(e->id));
 	e->version = version;
+	e->owner = mb_xstrdup(owner);
 	e->last_used_ms = mb_now_ms();
 	e->level = 6;
 	e->tokens = 2.0 * s->rate;	/* the burst */
@@ -105,13 +129,13 @@ mcp_session_create(struct mcp_sessions *s, const char *version, char *id_r, size
 }
 
 const char *
-mcp_session_touch(struct mcp_sessions *s, const char *id)
+mcp_session_touch(struct mcp_sessions *s, const char *id, const char *owner)
 {
 	const char *v = NULL;
 	long i;
 
 	pthread_mutex_lock(&s->lock);
-	i = find(s, id);
+	i = find(s, id, owner);
 	if (i >= 0) {
 		s->v[i].last_used_ms = mb_now_ms();
 		v = s->v[i].version;
@@ -121,25 +145,25 @@ mcp_session_touch(struct mcp_sessions *s, const char *id)
 }
 
 bool
-mcp_session_delete(struct mcp_sessions *s, const char *id)
+mcp_session_delete(struct mcp_sessions *s, const char *id, const char *owner)
 {
 	long i;
 
 	pthread_mutex_lock(&s->lock);
-	i = find(s, id);
+	i = find(s, id, owner);
 	if (i >= 0)
-		s->v[i] = s->v[--s->n];
+		drop(s, (size_t)i);
 	pthread_mutex_unlock(&s->lock);
 	return i >= 0;
 }
 
 void
-mcp_session_set_level(struct mcp_sessions *s, const char *id, int level)
+mcp_session_set_level(struct mcp_sessions *s, const char *id, const char *owner, int level)
 {
 	long i;
 
 	pthread_mutex_lock(&s->lock);
-	i = find(s, id);
+	i = find(s, id, owner);
 	if (i >= 0)
 		s->v[i].level = level;
 	pthread_mutex_unlock(&s->lock);
@@ -154,13 +178,13 @@ mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second)
 }
 
 bool
-mcp_session_allow(struct mcp_sessions *s, const char *id)
+mcp_session_allow(struct mcp_sessions *s, const char *id, const char *owner)
 {
 	bool ok = true;
 	long i;
 
 	pthread_mutex_lock(&s->lock);
-	i = find(s, id);
+	i = find(s, id, owner);
 	if (i >= 0 && s->rate > 0) {
 		struct mcp_session *e = &s->v[i];
 		long long now = mb_now_ms();
