@@ -1,0 +1,89 @@
+/*
+ * The search query language, compiled to an FTS5 MATCH expression plus SQL
+ * filters.  Every user term becomes a quoted FTS5 string, so no input can
+ * produce an FTS5 syntax error: operators, column names, '^', '*', ':' and
+ * parentheses typed by a user are searched as text, never interpreted.
+ *
+ * Grammar (whitespace separated; ASCII field names are case-insensitive):
+ *   word            a term ("" is doubled inside the FTS5 string)
+ *   "a phrase"      a phrase; an unbalanced quote runs to the end of input
+ *   word*           a prefix query: "word"*
+ *   -term           excludes messages matching term (needs a positive term)
+ *   a OR b          either term (OR in capitals, between two terms)
+ *   from:x to:x cc:x subject:x body:x   the term in that column only
+ *                   (to: and cc: both search the recipients column)
+ *   folder:NAME     only that folder (exact name; quote names with spaces)
+ *   after:YYYY-MM-DD   on or after that day (UTC)
+ *   before:YYYY-MM-DD  before that day (UTC)
+ *   has:attachment  -has:attachment
+ *   is:unread is:read is:flagged is:answered (and -is:...)
+ * A single CJK character becomes a prefix query, because the index holds
+ * CJK text as overlapping bigrams.  NUL, control characters and bytes that
+ * are not UTF-8 separate words.
+ */
+#ifndef MAILBOX_QUERY_H
+#define MAILBOX_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mailbox/err.h"
+
+#define MB_QUERY_MAX_LEN	1024	/* bytes of query text */
+#define MB_QUERY_MAX_TERMS	32
+
+struct mb_query {
+	char	*match;		/* owned; FTS5 MATCH expression; NULL: no text terms */
+	char	*folder;	/* owned; exact folder name, or NULL for all */
+	int64_t	 since;		/* unix seconds, inclusive; INT64_MIN: no bound */
+	int64_t	 until;		/* unix seconds, exclusive; INT64_MAX: no bound */
+	unsigned flags_set;	/* enum mb_flag bits that must be set */
+	unsigned flags_clear;	/* enum mb_flag bits that must be clear */
+	int	 has_attachment;	/* -1 either, 0 none, 1 at least one */
+	size_t	 n_terms;	/* positive text terms in match */
+	char	**hl;		/* owned; the positive terms' words, for highlighting */
+	size_t	 n_hl;
+};
+
+/* An empty query (no terms, no filters). */
+void	mb_query_init(struct mb_query *q);
+
+/*
+ * Compile text (len bytes, not necessarily NUL-terminated or valid UTF-8)
+ * into q, which must have been initialised; filters already set in q (the
+ * structured arguments of a tool) are narrowed, never widened.  On error
+ * returns -1 with err (MB_E_INVALID) saying what to change, in words a
+ * model can act on; q is then released.  The caller releases q.
+ */
+int	mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb_err *err);
+
+/* True when q has neither text terms nor any filter. */
+bool	mb_query_empty(const struct mb_query *q);
+
+/*
+ * Parse YYYY-MM-DD (a real calendar date, years 1970..9999) into the unix
+ * time of that day's 00:00 UTC.  Returns 0, or -1 when s is not such a date.
+ */
+int	mb_query_parse_date(const char *s, size_t len, int64_t *t_r);
+
+/* Append the FTS5 string literal for s (len bytes) to out: "s" with " doubled. */
+struct mb_buf;
+int	mb_query_quote(struct mb_buf *out, const char *s, size_t len);
+
+void	mb_query_release(struct mb_query *q);	/* frees strings; q becomes empty */
+
+/*
+ * A short excerpt of text (len bytes of valid UTF-8) around the first place
+ * a word of q's positive terms starts (case-insensitive for ASCII; every
+ * term matches as a prefix, which covers most stemmed forms), about max_chars
+ * characters, cut at word boundaries with "…" where text was cut, and every
+ * occurrence inside marked **like this**.  Returns 0 with the excerpt
+ * appended to out, or -1 when no term occurs literally (the caller falls back
+ * to FTS5's snippet(), which knows stemming and diacritic folding).  A cheap
+ * substitute for snippet(), which re-tokenizes the whole message.
+ */
+int	mb_query_excerpt(const struct mb_query *q, const char *text, size_t len,
+	    size_t max_chars, struct mb_buf *out);
+
+#endif

@@ -1,0 +1,679 @@
+/*
+ * The search query compiler (include/mailbox/query.h).  The input is hostile
+ * text typed by a user or a model; the output is an FTS5 expression in which
+ * every user term is a quoted string, so the only FTS5 syntax in it is ours.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/msg.h"
+#include "mailbox/query.h"
+#include "mailbox/utf8.h"
+#include "mailbox/util.h"
+
+enum q_field {
+	QF_NONE,
+	QF_FROM,
+	QF_TO,
+	QF_CC,
+	QF_SUBJECT,
+	QF_BODY,
+	QF_FOLDER,
+	QF_AFTER,
+	QF_BEFORE,
+	QF_HAS,
+	QF_IS,
+};
+
+static const struct {
+	const char	*name;
+	enum q_field	 field;
+	const char	*column;	/* FTS5 column, for text fields */
+} q_fields[] = {
+	{ "from", QF_FROM, "from_text" },
+	{ "to", QF_TO, "recipients" },
+	{ "cc", QF_CC, "recipients" },
+	{ "subject", QF_SUBJECT, "subject" },
+	{ "body", QF_BODY, "body" },
+	{ "folder", QF_FOLDER, NULL },
+	{ "in", QF_FOLDER, NULL },
+	{ "after", QF_AFTER, NULL },
+	{ "since", QF_AFTER, NULL },
+	{ "before", QF_BEFORE, NULL },
+	{ "has", QF_HAS, NULL },
+	{ "is", QF_IS, NULL },
+};
+
+struct q_term {
+	const char	*column;	/* NULL: all columns */
+	char		*text;		/* owned, NUL-terminated */
+	size_t		 len;
+	bool		 prefix;
+	bool		 neg;
+	bool		 or_next;	/* joined to the next term by OR */
+};
+
+struct q_state {
+	struct q_term	terms[MB_QUERY_MAX_TERMS * 2];
+	size_t		n;
+	size_t		n_pos;
+};
+
+void
+mb_query_init(struct mb_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->since = INT64_MIN;
+	q->until = INT64_MAX;
+	q->has_attachment = -1;
+}
+
+void
+mb_query_release(struct mb_query *q)
+{
+	free(q->match);
+	free(q->folder);
+	for (size_t i = 0; i < q->n_hl; i++)
+		free(q->hl[i]);
+	free(q->hl);
+	mb_query_init(q);
+}
+
+bool
+mb_query_empty(const struct mb_query *q)
+{
+	return q->match == NULL && q->folder == NULL && q->since == INT64_MIN &&
+	    q->until == INT64_MAX && q->flags_set == 0 && q->flags_clear == 0 &&
+	    q->has_attachment == -1;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0; *cp_r its code point. */
+static size_t
+u8_decode(const unsigned char *s, size_t len, uint32_t *cp_r)
+{
+	uint32_t cp;
+	size_t n, i;
+
+	if (len == 0)
+		return 0;
+	if (s[0] < 0x80) {
+		*cp_r = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*cp_r = cp;
+	return n;
+}
+
+static bool
+is_cjk(uint32_t cp)
+{
+	return (cp >= 0x3040 && cp <= 0x30ff) ||	/* hiragana, katakana */
+	    (cp >= 0x3400 && cp <= 0x4dbf) ||		/* CJK extension A */
+	    (cp >= 0x4e00 && cp <= 0x9fff) ||		/* CJK unified */
+	    (cp >= 0xac00 && cp <= 0xd7af) ||		/* hangul syllables */
+	    (cp >= 0xf900 && cp <= 0xfaff) ||		/* compatibility ideographs */
+	    (cp >= 0x20000 && cp <= 0x3134f);		/* extensions B..G */
+}
+
+/*
+ * Copy text into out with every NUL, control character and byte that is not
+ * part of valid UTF-8 turned into a space: the parser below then only ever
+ * sees valid UTF-8 words separated by ASCII spaces.
+ */
+static int
+sanitize(const char *text, size_t len, struct mb_buf *out)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, n;
+	uint32_t cp;
+
+	while (i < len) {
+		n = u8_decode(s + i, len - i, &cp);
+		if (n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) ||
+		    cp == 0x2028 || cp == 0x2029 || mb_utf8_is_invisible(cp)) {
+			if (mb_buf_addc(out, ' ') == -1)
+				return -1;
+			i += n ? n : 1;
+			continue;
+		}
+		if (mb_buf_add(out, s + i, n) == -1)
+			return -1;
+		i += n;
+	}
+	return 0;
+}
+
+/* True when the term has something a tokenizer would index (a letter or digit, roughly). */
+static bool
+searchable(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (isalnum((unsigned char)s[i]) || (unsigned char)s[i] >= 0x80)
+			return true;
+	return false;
+}
+
+/* A single CJK character: the index holds bigrams, so it must be a prefix. */
+static bool
+single_cjk(const char *s, size_t len)
+{
+	uint32_t cp;
+	size_t n = u8_decode((const unsigned char *)s, len, &cp);
+
+	return n != 0 && n == len && is_cjk(cp);
+}
+
+int
+mb_query_parse_date(const char *s, size_t len, int64_t *t_r)
+{
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, m, d, dim;
+	size_t i;
+	struct tm tm;
+
+	if (len != 10 || s[4] != '-' || s[7] != '-')
+		return -1;
+	for (i = 0; i < len; i++)
+		if (i != 4 && i != 7 && !isdigit((unsigned char)s[i]))
+			return -1;
+	y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+	m = (s[5] - '0') * 10 + (s[6] - '0');
+	d = (s[8] - '0') * 10 + (s[9] - '0');
+	if (y < 1970 || m < 1 || m > 12)
+		return -1;
+	dim = mdays[m - 1];
+	if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		dim = 29;
+	if (d < 1 || d > dim)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = m - 1;
+	tm.tm_mday = d;
+	*t_r = (int64_t)timegm(&tm);
+	return 0;
+}
+
+int
+mb_query_quote(struct mb_buf *out, const char *s, size_t len)
+{
+	size_t i;
+
+	if (mb_buf_addc(out, '"') == -1)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] == '"' && mb_buf_addc(out, '"') == -1)
+			return -1;
+		if (mb_buf_addc(out, s[i]) == -1)
+			return -1;
+	}
+	return mb_buf_addc(out, '"');
+}
+
+/* The field named s (len bytes), with its canonical name and FTS5 column. */
+static enum q_field
+field_lookup(const char *s, size_t len, const char **name_r, const char **column_r)
+{
+	size_t i;
+
+	for (i = 0; i < MB_ARRAY_LEN(q_fields); i++)
+		if (strlen(q_fields[i].name) == len && strncasecmp(q_fields[i].name, s, len) == 0) {
+			*name_r = q_fields[i].name;
+			*column_r = q_fields[i].column;
+			return q_fields[i].field;
+		}
+	*name_r = NULL;
+	*column_r = NULL;
+	return QF_NONE;
+}
+
+static int
+add_term(struct q_state *st, const char *column, const char *s, size_t len, bool prefix,
+    bool neg, struct mb_err *err)
+{
+	struct q_term *t;
+
+	if (!searchable(s, len))
+		return 0;	/* punctuation only: nothing a tokenizer would index */
+	if (st->n == MB_ARRAY_LEN(st->terms) || (!neg && st->n_pos == MB_QUERY_MAX_TERMS))
+		return mb_err_set(err, MB_E_INVALID,
+		    "too many search terms (at most %d): keep the few most distinctive words",
+		    MB_QUERY_MAX_TERMS);
+	t = &st->terms[st->n++];
+	t->column = column;
+	t->text = mb_xstrndup(s, len);
+	t->len = len;
+	t->prefix = prefix || single_cjk(s, len);
+	t->neg = neg;
+	t->or_next = false;
+	if (!neg)
+		st->n_pos++;
+	return 0;
+}
+
+/* A filter field (folder:, after:, before:, has:, is:) and its value. */
+static int
+apply_filter(struct mb_query *q, enum q_field f, const char *name, const char *v, size_t vlen,
+    bool neg, struct mb_err *err)
+{
+	int64_t t;
+
+	if (vlen == 0)
+		return mb_err_set(err, MB_E_INVALID, "%s: needs a value, e.g. %s", name,
+		    f == QF_FOLDER ? "folder:INBOX" : f == QF_HAS ? "has:attachment" :
+		    f == QF_IS ? "is:unread" : "after:2024-01-31");
+	switch (f) {
+	case QF_FOLDER:
+		if (neg)
+			return mb_err_set(err, MB_E_INVALID,
+			    "folder: cannot be negated; name the folder to search instead");
+		if (q->folder != NULL && (strlen(q->folder) != vlen ||
+		    memcmp(q->folder, v, vlen) != 0))
+			return mb_err_set(err, MB_E_INVALID,
+			    "two different folders given; a search covers one folder or all");
+		if (q->folder == NULL)
+			q->folder = mb_xstrndup(v, vlen);
+		return 0;
+	case QF_AFTER:
+	case QF_BEFORE:
+		if (neg)
+			return mb_err_set(err, MB_E_INVALID,
+			    "%s: cannot be negated; use %s: instead", name,
+			    f == QF_AFTER ? "before" : "after");
+		if (mb_query_parse_date(v, vlen, &t) == -1)
+			return mb_err_set(err, MB_E_INVALID,
+			    "%s: wants a date written YYYY-MM-DD (e.g. %s:2024-01-31), got '%.*s'",
+			    name, name, (int)(vlen > 40 ? 40 : vlen), v);
+		if (f == QF_AFTER && t > q->since)
+			q->since = t;
+		if (f == QF_BEFORE && t < q->until)
+			q->until = t;
+		return 0;
+	case QF_HAS:
+		if ((vlen == 10 && strncasecmp(v, "attachment", 10) == 0) ||
+		    (vlen == 11 && strncasecmp(v, "attachments", 11) == 0)) {
+			if (q->has_attachment != -1 && q->has_attachment != !neg)
+				return mb_err_set(err, MB_E_INVALID,
+				    "has:attachment and -has:attachment contradict each other");
+			q->has_attachment = !neg;
+			return 0;
+		}
+		return mb_err_set(err, MB_E_INVALID,
+		    "unknown has: value '%.*s'; the only one is has:attachment",
+		    (int)(vlen > 40 ? 40 : vlen), v);
+	case QF_IS: {
+		unsigned bit;
+		bool set;
+
+		if (vlen == 6 && strncasecmp(v, "unread", 6) == 0) {
+			bit = MB_FLAG_SEEN;
+			set = false;
+		} else if (vlen == 4 && strncasecmp(v, "read", 4) == 0) {
+			bit = MB_FLAG_SEEN;
+			set = true;
+		} else if ((vlen == 7 && strncasecmp(v, "flagged", 7) == 0) ||
+		    (vlen == 7 && strncasecmp(v, "starred", 7) == 0)) {
+			bit = MB_FLAG_FLAGGED;
+			set = true;
+		} else if ((vlen == 8 && strncasecmp(v, "answered", 8) == 0) ||
+		    (vlen == 7 && strncasecmp(v, "replied", 7) == 0)) {
+			bit = MB_FLAG_ANSWERED;
+			set = true;
+		} else
+			return mb_err_set(err, MB_E_INVALID,
+			    "unknown is: value '%.*s'; use is:unread, is:read, is:flagged or is:answered",
+			    (int)(vlen > 40 ? 40 : vlen), v);
+		if (neg)
+			set = !set;
+		if (set)
+			q->flags_set |= bit;
+		else
+			q->flags_clear |= bit;
+		if (q->flags_set & q->flags_clear)
+			return mb_err_set(err, MB_E_INVALID,
+			    "contradictory is: filters (e.g. is:read with is:unread)");
+		return 0;
+	}
+	default:
+		return mb_err_set(err, MB_E_INTERNAL, "query: field %d is not a filter", (int)f);
+	}
+}
+
+static int
+render_term(struct mb_buf *out, const struct q_term *t)
+{
+	if (t->column != NULL && mb_buf_addf(out, "{%s} : ", t->column) == -1)
+		return -1;
+	if (mb_query_quote(out, t->text, t->len) == -1)
+		return -1;
+	return t->prefix ? mb_buf_addc(out, '*') : 0;
+}
+
+/* Positive groups joined by AND (OR within a group), then NOT (negatives). */
+static int
+render(const struct q_state *st, struct mb_buf *out)
+{
+	size_t i, n_neg = 0;
+	bool first = true, in_group = false;
+
+	for (i = 0; i < st->n; i++) {
+		const struct q_term *t = &st->terms[i];
+
+		if (t->neg)
+			continue;
+		if (!in_group) {
+			if (!first && mb_buf_adds(out, " AND ") == -1)
+				return -1;
+			if (t->or_next && mb_buf_addc(out, '(') == -1)
+				return -1;
+		}
+		first = false;
+		if (render_term(out, t) == -1)
+			return -1;
+		if (t->or_next) {
+			if (mb_buf_adds(out, " OR ") == -1)
+				return -1;
+			in_group = true;
+		} else {
+			if (in_group && mb_buf_addc(out, ')') == -1)
+				return -1;
+			in_group = false;
+		}
+	}
+	for (i = 0; i < st->n; i++) {
+		if (!st->terms[i].neg)
+			continue;
+		if (mb_buf_adds(out, n_neg == 0 ? " NOT (" : " OR ") == -1 ||
+		    render_term(out, &st->terms[i]) == -1)
+			return -1;
+		n_neg++;
+	}
+	if (n_neg > 0 && mb_buf_addc(out, ')') == -1)
+		return -1;
+	return 0;
+}
+
+static int
+parse(struct mb_query *q, const char *s, size_t len, struct q_state *st, struct mb_err *err)
+{
+	size_t i = 0, start, j;
+	bool pending_or = false;
+
+	while (i < len) {
+		bool neg = false, prefix = false, phrase = false;
+		const char *column = NULL, *fname = NULL;
+		enum q_field f = QF_NONE;
+		const char *v;
+		size_t vlen;
+
+		while (i < len && s[i] == ' ')
+			i++;
+		if (i == len)
+			break;
+		if (s[i] == '-' && i + 1 < len && s[i + 1] != ' ') {
+			neg = true;
+			i++;
+		}
+		/* field:value (an ASCII name that we know, then a colon) */
+		for (j = i; j < len && isalpha((unsigned char)s[j]); j++)
+			;
+		if (j > i && j < len && s[j] == ':') {
+			f = field_lookup(s + i, j - i, &fname, &column);
+			if (f != QF_NONE)
+				i = j + 1;
+		}
+		if (i < len && s[i] == '"') {
+			phrase = true;
+			start = ++i;
+			while (i < len && s[i] != '"')
+				i++;
+			v = s + start;
+			vlen = i - start;
+			if (i < len)
+				i++;	/* the closing quote */
+			if (i < len && s[i] == '*') {
+				prefix = true;
+				while (i < len && s[i] == '*')
+					i++;
+			}
+		} else {
+			start = i;
+			while (i < len && s[i] != ' ')
+				i++;
+			v = s + start;
+			vlen = i - start;
+			while (vlen > 0 && v[vlen - 1] == '*') {
+				prefix = true;
+				vlen--;
+			}
+		}
+		if (f != QF_NONE && column == NULL) {
+			if (apply_filter(q, f, fname, v, vlen, neg, err) == -1)
+				return -1;
+			pending_or = false;
+			continue;
+		}
+		if (f == QF_NONE && !neg && !phrase && !prefix && vlen == 2 &&
+		    memcmp(v, "OR", 2) == 0) {
+			/* OR between two positive terms; a dangling OR is dropped. */
+			if (st->n_pos > 0)
+				pending_or = true;
+			continue;
+		}
+		if (pending_or && !neg && searchable(v, vlen)) {
+			/* join the last positive term to this one */
+			for (j = st->n; j-- > 0;)
+				if (!st->terms[j].neg) {
+					st->terms[j].or_next = true;
+					break;
+				}
+		}
+		if (!neg)
+			pending_or = false;
+		if (add_term(st, column, v, vlen, prefix, neg, err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb_err *err)
+{
+	struct mb_buf clean = MB_BUF_INIT(MB_QUERY_MAX_LEN * 3 + 16);
+	struct mb_buf out = MB_BUF_INIT(64 * 1024);
+	struct q_state *st;
+	size_t i;
+	int rc = -1;
+
+	if (len > MB_QUERY_MAX_LEN) {
+		mb_err_set(err, MB_E_INVALID,
+		    "query too long (%zu bytes; at most %d): keep the few most distinctive words",
+		    len, MB_QUERY_MAX_LEN);
+		mb_query_release(q);
+		return -1;
+	}
+	st = mb_xcalloc(1, sizeof(*st));
+	if (sanitize(text, len, &clean) == -1) {
+		mb_err_set(err, MB_E_INTERNAL, "query: out of buffer space");
+		goto out;
+	}
+	if (parse(q, clean.data, clean.len, st, err) == -1)
+		goto out;
+	if (st->n_pos == 0 && st->n > 0) {
+		mb_err_set(err, MB_E_INVALID,
+		    "a query cannot consist only of excluded terms (-word): add a word to search for");
+		goto out;
+	}
+	if (st->n_pos > 0) {
+		if (render(st, &out) == -1) {
+			mb_err_set(err, MB_E_INTERNAL, "query: out of buffer space");
+			goto out;
+		}
+		free(q->match);
+		q->match = mb_buf_detach(&out, NULL);
+		q->n_terms = st->n_pos;
+		/* the words of the positive terms, for mb_query_excerpt() */
+		for (i = 0; i < st->n; i++) {
+			const char *w = st->terms[i].text, *end = w + st->terms[i].len;
+
+			if (st->terms[i].neg)
+				continue;
+			while (w < end) {
+				const char *b;
+
+				while (w < end && (unsigned char)*w < 0x80 && !isalnum((unsigned char)*w))
+					w++;
+				b = w;
+				while (w < end && ((unsigned char)*w >= 0x80 || isalnum((unsigned char)*w)))
+					w++;
+				if (w > b && q->n_hl < 2 * MB_QUERY_MAX_TERMS) {
+					q->hl = mb_xrealloc(q->hl, (q->n_hl + 1) * sizeof(*q->hl));
+					q->hl[q->n_hl++] = mb_xstrndup(b, (size_t)(w - b));
+				}
+			}
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < st->n; i++)
+		free(st->terms[i].text);
+	free(st);
+	mb_buf_release(&clean);
+	mb_buf_release(&out);
+	if (rc == -1)
+		mb_query_release(q);
+	return rc;
+}
+
+static bool
+word_byte(unsigned char c)
+{
+	return c >= 0x80 || isalnum(c);
+}
+
+/* Length of the highlight term matching at text[i], or 0. */
+static size_t
+match_at(const struct mb_query *q, const char *text, size_t len, size_t i)
+{
+	bool cjk_or_start = i == 0 || !word_byte((unsigned char)text[i - 1]);
+
+	for (size_t k = 0; k < q->n_hl; k++) {
+		size_t n = strlen(q->hl[k]);
+		uint32_t cp = 0;
+
+		if (n == 0 || n > len - i)
+			continue;
+		/* CJK has no word boundaries: a CJK term may start anywhere */
+		if (!cjk_or_start && !(u8_decode((const unsigned char *)q->hl[k], n, &cp) &&
+		    is_cjk(cp)))
+			continue;
+		if (strncasecmp(text + i, q->hl[k], n) == 0)
+			return n;
+	}
+	return 0;
+}
+
+int
+mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t max_chars,
+    struct mb_buf *out)
+{
+	size_t i, first = len, start, end, chars, m;
+
+	for (i = 0; i < len && first == len; i++)
+		if (((unsigned char)text[i] & 0xc0) != 0x80 && match_at(q, text, len, i) > 0)
+			first = i;
+	if (first == len)
+		return -1;
+	/* back up about a quarter of the budget, to a word start */
+	start = first;
+	for (chars = 0; start > 0 && chars < max_chars / 4; chars++) {
+		start--;
+		while (start > 0 && ((unsigned char)text[start] & 0xc0) == 0x80)
+			start--;
+	}
+	if (start > 0) {
+		size_t s2 = start;
+
+		while (s2 < first && word_byte((unsigned char)text[s2]))
+			s2++;	/* skip the partial word */
+		start = s2 < first ? s2 : start;
+		while (start < first && (text[start] == ' ' || text[start] == '\n'))
+			start++;
+	}
+	/* forward to max_chars characters, then back to a word end */
+	end = start;
+	for (chars = 0; end < len && chars < max_chars; chars++) {
+		end++;
+		while (end < len && ((unsigned char)text[end] & 0xc0) == 0x80)
+			end++;
+	}
+	if (end < len) {
+		size_t e2 = end;
+
+		while (e2 > first && word_byte((unsigned char)text[e2 - 1]) &&
+		    word_byte((unsigned char)text[e2]))
+			e2--;
+		if (e2 > first)
+			end = e2;
+	}
+	if (start > 0 && mb_buf_adds(out, "\xe2\x80\xa6") == -1)
+		return -1;
+	for (i = start; i < end;) {
+		m = ((unsigned char)text[i] & 0xc0) != 0x80 ? match_at(q, text, len, i) : 0;
+		if (m > 0) {
+			size_t w = i + m;
+
+			/* mark the rest of the word (meeting -> **meetings**), but not
+			 * into CJK, which has no spaces between words */
+			while (w < end) {
+				uint32_t cp = 0;
+				size_t n = u8_decode((const unsigned char *)text + w, len - w, &cp);
+
+				if (n == 0 || !word_byte((unsigned char)text[w]) || is_cjk(cp))
+					break;
+				w += n;
+			}
+			if (mb_buf_adds(out, "**") == -1 || mb_buf_add(out, text + i, w - i) == -1 ||
+			    mb_buf_adds(out, "**") == -1)
+				return -1;
+			i = w;
+			continue;
+		}
+		if (mb_buf_addc(out, text[i] == '\r' ? ' ' : text[i]) == -1)
+			return -1;
+		i++;
+	}
+	if (end < len && mb_buf_adds(out, "\xe2\x80\xa6") == -1)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,224 @@
+/*
+ * Mail text is untrusted: a message can say "ignore your instructions".
+ * Every piece of mail-derived text in a tool answer is wrapped in
+ *   <untrusted-mail nonce="N"> ... </untrusted-mail nonce="N">
+ * with a fresh random N per response, so a model can tell where mail ends;
+ * a fence tag written inside the mail itself is neutralised (its '<' becomes
+ * U+2039) so it cannot close the fence early, even without knowing N.
+ * Also here: strings for JSON and the signed cursors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/log.h"
+#include "mailbox/util.h"
+#include "mcpd.h"
+
+static const char hexd[] = "0123456789abcdef";
+
+void
+mcp_fence_nonce(char nonce[25])
+{
+	unsigned char raw[12];
+
+	if (RAND_bytes(raw, sizeof(raw)) != 1)
+		mb_fatalx("RAND_bytes failed");
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		nonce[2 * i] = hexd[raw[i] >> 4];
+		nonce[2 * i + 1] = hexd[raw[i] & 15];
+	}
+	nonce[24] = '\0';
+}
+
+int
+mcp_fence_add(struct mb_buf *out, const char *nonce, const char *s, size_t len)
+{
+	static const char tag[] = "untrusted-mail";
+	size_t i, start = 0;
+
+	if (mb_buf_addf(out, "<untrusted-mail nonce=\"%s\">\n", nonce) == -1)
+		return -1;
+	for (i = 0; i < len; i++) {
+		size_t k = i + 1;
+
+		if (s[i] != '<')
+			continue;
+		if (k < len && s[k] == '/')
+			k++;
+		if (len - k >= sizeof(tag) - 1 && strncasecmp(s + k, tag, sizeof(tag) - 1) == 0) {
+			if (mb_buf_add(out, s + start, i - start) == -1 ||
+			    mb_buf_adds(out, "\xe2\x80\xb9") == -1)	/* U+2039 */
+				return -1;
+			start = i + 1;
+		}
+	}
+	if (mb_buf_add(out, s + start, len - start) == -1)
+		return -1;
+	if (len > 0 && s[len - 1] != '\n' && mb_buf_addc(out, '\n') == -1)
+		return -1;
+	return mb_buf_addf(out, "</untrusted-mail nonce=\"%s\">\n", nonce);
+}
+
+/* Length of the valid UTF-8 sequence at u (1..4), or 0. */
+static size_t
+u8_len(const unsigned char *u, size_t len)
+{
+	size_t n, i;
+	unsigned cp;
+
+	if (u[0] < 0x80)
+		return 1;
+	if (u[0] >= 0xc2 && u[0] <= 0xdf)
+		n = 2, cp = u[0] & 0x1f;
+	else if (u[0] >= 0xe0 && u[0] <= 0xef)
+		n = 3, cp = u[0] & 0x0f;
+	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
+		n = 4, cp = u[0] & 0x07;
+	else
+		return 0;
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (u[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+json_t *
+mcp_json_text(const char *s, size_t len)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX / 2);
+	const unsigned char *u = (const unsigned char *)s;
+	json_t *j;
+	size_t i = 0;
+
+	if (s == NULL)
+		return json_null();
+	j = json_stringn(s, len);	/* the common case: valid UTF-8 */
+	if (j != NULL)
+		return j;
+	while (i < len) {
+		size_t n = u8_len(u + i, len - i);
+
+		if (n == 0) {
+			mb_buf_adds(&b, "\xef\xbf\xbd");	/* U+FFFD */
+			i++;
+			continue;
+		}
+		mb_buf_add(&b, u + i, n);
+		i += n;
+	}
+	j = json_stringn(b.data, b.len);
+	mb_buf_release(&b);
+	return j ? j : json_string("");
+}
+
+/*
+ * A cursor is hex(payload) "." hex(HMAC-SHA256(key, payload)[0..12)), the
+ * payload being "<kind>:<offset>:<qhash>".  The key is random per process,
+ * so a cursor is valid only against the server that issued it, which is what
+ * MCP asks (clients must not persist cursors).
+ */
+static void
+cursor_mac(struct mcp_server *srv, const char *payload, size_t len, unsigned char mac[32])
+{
+	unsigned int mac_len = 32;
+
+	HMAC(EVP_sha256(), srv->cursor_key, sizeof(srv->cursor_key),
+	    (const unsigned char *)payload, len, mac, &mac_len);
+}
+
+char *
+mcp_cursor_make(struct mcp_server *srv, char kind, int64_t offset, uint64_t qhash)
+{
+	char payload[64];
+	unsigned char mac[32];
+	struct mb_buf b = MB_BUF_INIT(512);
+	int n;
+
+	n = snprintf(payload, sizeof(payload), "%c:%lld:%016llx", kind, (long long)offset,
+	    (unsigned long long)qhash);
+	cursor_mac(srv, payload, (size_t)n, mac);
+	for (int i = 0; i < n; i++) {
+		mb_buf_addc(&b, hexd[(unsigned char)payload[i] >> 4]);
+		mb_buf_addc(&b, hexd[(unsigned char)payload[i] & 15]);
+	}
+	mb_buf_addc(&b, '.');
+	for (int i = 0; i < 12; i++) {
+		mb_buf_addc(&b, hexd[mac[i] >> 4]);
+		mb_buf_addc(&b, hexd[mac[i] & 15]);
+	}
+	return mb_buf_detach(&b, NULL);
+}
+
+static int
+unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int
+mcp_cursor_parse(struct mcp_server *srv, const char *cursor, char kind, int64_t *offset_r,
+    uint64_t *qhash_r)
+{
+	const char *dot = strchr(cursor, '.');
+	char payload[64], k, *end;
+	unsigned char mac[32], given[12];
+	size_t plen, i;
+	long long off;
+	unsigned long long h;
+
+	if (dot == NULL || (size_t)(dot - cursor) % 2 != 0 || strlen(dot + 1) != 24)
+		return -1;
+	plen = (size_t)(dot - cursor) / 2;
+	if (plen == 0 || plen >= sizeof(payload))
+		return -1;
+	for (i = 0; i < plen; i++) {
+		int hi = unhex(cursor[2 * i]), lo = unhex(cursor[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		payload[i] = (char)(hi << 4 | lo);
+	}
+	payload[plen] = '\0';
+	for (i = 0; i < 12; i++) {
+		int hi = unhex(dot[1 + 2 * i]), lo = unhex(dot[2 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		given[i] = (unsigned char)(hi << 4 | lo);
+	}
+	cursor_mac(srv, payload, plen, mac);
+	if (CRYPTO_memcmp(mac, given, sizeof(given)) != 0)
+		return -1;
+	/* signed by us: the shape is ours, but check it anyway */
+	k = payload[0];
+	if (k != kind || payload[1] != ':')
+		return -1;
+	off = strtoll(payload + 2, &end, 10);
+	if (*end != ':' || off < 0)
+		return -1;
+	h = strtoull(end + 1, &end, 16);
+	if (*end != '\0')
+		return -1;
+	*offset_r = off;
+	*qhash_r = h;
+	return 0;
+}

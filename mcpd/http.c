@@ -1,0 +1,508 @@
+/*
+ * The HTTP transport: libmicrohttpd with an internal thread pool.  This file
+ * is the only one that knows libmicrohttpd.  It enforces what the MCP
+ * Streamable HTTP transport asks of the HTTP layer, in this order:
+ *   Host allow-list (DNS rebinding) -> 403, Origin allow-list -> 403,
+ *   path (/mcp, /healthz) -> 404, method -> 405, Accept -> 406,
+ *   Content-Type -> 415, MCP-Protocol-Version -> 400, body size -> 413;
+ * and hands the body to rpc.c.  Limits: connections, per-connection idle
+ * timeout, per-connection memory, body size.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/log.h"
+#include "mailbox/util.h"
+#include "auth.h"
+#include "mcpd.h"
+
+struct mcp_http {
+	struct MHD_Daemon	*daemon;
+	struct mcp_server	*srv;
+	char			**hosts;	/* owned, NULL-terminated: allowed Host values */
+	char			**origins;	/* owned, NULL-terminated: allowed Origin values */
+	int			 unix_fd;	/* -1 unless listening on a unix socket */
+};
+
+/* Per-request state, in *req_cls; freed in request_completed(). */
+struct req {
+	struct mb_buf	body;
+	char		*owner;		/* owned; the token subject, or NULL */
+	bool		too_large;
+	bool		early;		/* a response was queued before the body */
+};
+
+static void
+list_add(char ***listp, size_t *np, const char *s)
+{
+	*listp = mb_xrealloc(*listp, (*np + 2) * sizeof(**listp));
+	(*listp)[(*np)++] = mb_xstrdup(s);
+	(*listp)[*np] = NULL;
+}
+
+static void
+list_free(char ***listp)
+{
+	if (*listp == NULL)
+		return;
+	for (size_t i = 0; (*listp)[i]; i++)
+		free((*listp)[i]);
+	free(*listp);
+	*listp = NULL;
+}
+
+static bool
+list_has(char **list, const char *s, bool nocase)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		if (nocase ? strcasecmp(list[i], s) == 0 : strcmp(list[i], s) == 0)
+			return true;
+	return false;
+}
+
+static enum MHD_Result
+send_body(struct MHD_Connection *c, unsigned status, const char *ctype, char *body,
+    size_t len, const char *session)	/* takes body (malloc'd or NULL) */
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body ? body : (char *)"",
+	    body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r == NULL) {
+		free(body);
+		return MHD_NO;
+	}
+	if (ctype)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (session && *session)
+		MHD_add_response_header(r, "Mcp-Session-Id", session);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* A JSON-RPC error body with id null (transport errors). */
+static enum MHD_Result
+send_error(struct MHD_Connection *c, unsigned status, int code, const char *message)
+{
+	json_t *e = mcp_rpc_error(NULL, code, message);
+	char *s = json_dumps(e, JSON_COMPACT);
+
+	json_decref(e);
+	return send_body(c, status, "application/json", s, s ? strlen(s) : 0, NULL);
+}
+
+/* Accept must name both application/json and text/event-stream (or their wildcards). */
+static bool
+accept_ok(const char *accept)
+{
+	bool json = false, sse = false;
+	const char *p = accept;
+
+	if (accept == NULL)
+		return false;
+	while (*p) {
+		const char *end = strchr(p, ','), *semi;
+		size_t n;
+
+		if (end == NULL)
+			end = p + strlen(p);
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		semi = memchr(p, ';', (size_t)(end - p));
+		n = (size_t)((semi ? semi : end) - p);
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if ((n == 16 && strncasecmp(p, "application/json", 16) == 0) ||
+		    (n == 13 && strncasecmp(p, "application/*", 13) == 0))
+			json = true;
+		if ((n == 17 && strncasecmp(p, "text/event-stream", 17) == 0) ||
+		    (n == 6 && strncasecmp(p, "text/*", 6) == 0))
+			sse = true;
+		if (n == 3 && strncmp(p, "*/*", 3) == 0)
+			json = sse = true;
+		p = *end ? end + 1 : end;
+	}
+	return json && sse;
+}
+
+static bool
+content_type_ok(const char *ct)
+{
+	size_t n;
+
+	if (ct == NULL)
+		return false;
+	while (*ct == ' ')
+		ct++;
+	n = strcspn(ct, "; \t");
+	return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
+}
+
+static enum MHD_Result
+handle_healthz(struct mcp_http *h, struct MHD_Connection *c, const char *method)
+{
+	int status;
+	char *s;
+
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "Method not allowed");
+	s = mcp_healthz(h->srv, &status);
+	return send_body(c, (unsigned)status, "application/json", s, s ? strlen(s) : 0, NULL);
+}
+
+static enum MHD_Result
+handle_delete(struct mcp_http *h, struct MHD_Connection *c, const char *owner)
+{
+	const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+
+	if (sid == NULL)
+		return send_error(c, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
+	if (!mcp_session_delete(h->srv->sessions, sid, owner))
+		return send_error(c, 404, -32001, "Session not found");
+	return send_body(c, 200, NULL, NULL, 0, NULL);
+}
+
+static enum MHD_Result
+handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
+{
+	struct mcp_post post;
+	const char *pv = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
+	unsigned status;
+
+	if (rq->too_large)
+		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, -32600,
+		    "Request body too large (limit 1 MiB)");
+	memset(&post, 0, sizeof(post));
+	post.session_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+	post.proto_header = pv;
+	post.owner = rq->owner;
+	mcp_rpc_post(h->srv, rq->body.data, rq->body.len, &post);
+	status = (unsigned)post.status;
+	if (post.body == NULL)
+		return send_body(c, status, NULL, NULL, 0, post.new_session);
+	if (post.sse) {
+		struct MHD_Response *r = MHD_create_response_from_buffer(strlen(post.body),
+		    post.body, MHD_RESPMEM_MUST_FREE);
+		enum MHD_Result ret;
+
+		if (r == NULL) {
+			free(post.body);
+			return MHD_NO;
+		}
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");
+		MHD_add_response_header(r, "X-Accel-Buffering", "no");
+		if (post.new_session[0])
+			MHD_add_response_header(r, "Mcp-Session-Id", post.new_session);
+		ret = MHD_queue_response(c, status, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
+	return send_body(c, status, "application/json", post.body, strlen(post.body),
+	    post.new_session);
+}
+
+/* The checks every /mcp request passes before its body is read. */
+static enum MHD_Result
+early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, const char *method,
+    struct req *rq, bool *handled_r)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *pv;
+
+	*handled_r = true;
+	if (host == NULL || !list_has(h->hosts, host, true)) {
+		mb_log_info("refused a request for a Host that is not allowed");
+		return send_error(c, 403, -32000, "Forbidden: Host not allowed");
+	}
+	if (origin != NULL && !list_has(h->origins, origin, true)) {
+		mb_log_info("refused a request from an Origin that is not allowed");
+		return send_error(c, 403, -32000, "Forbidden: Origin not allowed");
+	}
+	if (strcmp(url, "/healthz") == 0)
+		return handle_healthz(h, c, method);
+	if (h->srv->auth != NULL && mcp_auth_is_metadata_path(h->srv->auth, url)) {
+		/* RFC 9728 protected resource metadata: public, no token */
+		char *doc = mcp_auth_metadata_json(h->srv->auth);
+		struct MHD_Response *r;
+		enum MHD_Result ret;
+
+		if (doc == NULL)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(strlen(doc), doc, MHD_RESPMEM_MUST_FREE);
+		if (r == NULL) {
+			free(doc);
+			return MHD_NO;
+		}
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+		MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+		ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
+	if (strcmp(url, "/mcp") != 0)
+		return send_error(c, 404, -32000, "Not found: the MCP endpoint is /mcp");
+	if (h->srv->auth != NULL) {
+		/* the bearer token on every request, sessions or not (MCP-NOTES §9) */
+		struct mcp_auth_result res;
+		const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    mcp_auth_header_name(h->srv->auth));
+
+		mcp_auth_check(h->srv->auth, v, NULL, &res);
+		if (res.status != 200) {
+			struct MHD_Response *r = MHD_create_response_from_buffer(0, (char *)"",
+			    MHD_RESPMEM_PERSISTENT);
+			enum MHD_Result ret;
+
+			if (r == NULL) {
+				mcp_auth_result_release(&res);
+				return MHD_NO;
+			}
+			if (res.www_authenticate != NULL)
+				MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				    res.www_authenticate);
+			ret = MHD_queue_response(c, res.status, r);
+			MHD_destroy_response(r);
+			mcp_auth_result_release(&res);
+			return ret;
+		}
+		rq->owner = mb_xstrdup(res.sub);	/* sessions are bound to it */
+		mcp_auth_result_release(&res);
+	}
+	if (strcmp(method, "DELETE") == 0)
+		return handle_delete(h, c, rq->owner);
+	if (strcmp(method, "POST") != 0)
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
+		    "Method not allowed: this server sends no server-initiated stream; use POST");
+	if (!accept_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT)))
+		return send_error(c, 406, -32000,
+		    "Not Acceptable: Accept must include application/json and text/event-stream");
+	if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return send_error(c, 415, -32000,
+		    "Unsupported Media Type: Content-Type must be application/json");
+	pv = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
+	if (pv != NULL && !mcp_proto_supported(pv))
+		return send_error(c, 400, -32000, "Bad Request: Unsupported protocol version "
+		    "(supported versions: 2025-11-25, 2025-06-18, 2025-03-26)");
+	*handled_r = false;
+	return MHD_YES;
+}
+
+static enum MHD_Result
+handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+    const char *version, const char *upload, size_t *upload_size, void **req_cls)
+{
+	struct mcp_http *h = cls;
+	struct req *rq = *req_cls;
+	bool handled;
+	enum MHD_Result ret;
+
+	if (rq == NULL) {
+		const char *cl;
+
+		rq = mb_xcalloc(1, sizeof(*rq));
+		mb_buf_init(&rq->body, MCP_MAX_BODY);
+		*req_cls = rq;
+		ret = early_checks(h, c, url, method, rq, &handled);
+		if (handled) {
+			rq->early = true;
+			return ret;
+		}
+		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl != NULL && strtoull(cl, NULL, 10) > MCP_MAX_BODY) {
+			rq->early = true;
+			return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, -32600,
+			    "Request body too large (limit 1 MiB)");
+		}
+		return MHD_YES;
+	}
+	if (rq->early) {	/* answered already: drain what the client still sends */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		if (!rq->too_large && mb_buf_add(&rq->body, upload, *upload_size) == -1) {
+			rq->too_large = true;
+			mb_buf_release(&rq->body);
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	return handle_post(h, c, rq);
+}
+
+static void
+request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *req_cls;
+
+	if (rq == NULL)
+		return;
+	mb_buf_release(&rq->body);
+	free(rq->owner);
+	free(rq);
+	*req_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) MB_PRINTF(2, 0);
+
+/* libmicrohttpd's own errors, into our log (its format strings are its own). */
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	mb_log_warnx("http: %s", line);
+}
+
+static int
+open_unix(const char *path, struct mb_err *err)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: unix socket path too long");
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return mb_err_set(err, MB_E_INTERNAL, "socket: %s", strerror(errno));
+	/* a live instance answers connect(); only a stale path is removed */
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		close(fd);
+		return mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: %s is in use by a live server",
+		    path);
+	}
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chmod(path, 0660) == -1 || listen(fd, 64) == -1) {
+		mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct mcp_http *
+mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
+{
+	const struct mcp_config *conf = srv->conf;
+	struct mcp_http *h = mb_xcalloc(1, sizeof(*h));
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	const union MHD_DaemonInfo *info;
+	size_t nh = 0, no = 0;
+	char buf[300];
+	unsigned port = 0;
+
+	h->srv = srv;
+	h->unix_fd = -1;
+	memset(&ss, 0, sizeof(ss));
+	if (conf->listen_unix) {
+		h->unix_fd = open_unix(conf->unix_path, err);
+		if (h->unix_fd == -1)
+			goto fail;
+	} else if (inet_pton(AF_INET, conf->host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)conf->port);
+	} else if (inet_pton(AF_INET6, conf->host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)conf->port);
+		flags |= MHD_USE_IPv6;
+	} else {
+		mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: '%s' is not an IP address", conf->host);
+		goto fail;
+	}
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+	    conf->listen_unix ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
+	    conf->listen_unix ? (void *)(intptr_t)h->unix_fd : (void *)&ss,
+	    MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
+	    MHD_OPTION_CONNECTION_LIMIT, conf->max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, conf->timeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+	    MHD_OPTION_END);
+	if (h->daemon == NULL) {
+		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
+		goto fail;
+	}
+	h->unix_fd = -1;	/* the daemon owns (and closes) a socket it was given */
+	if (!conf->listen_unix) {
+		info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+		port = info ? info->port : conf->port;
+	}
+	/* Allowed Host values: loopback names on our port, plus MCP_ALLOWED_HOSTS. */
+	if (conf->listen_unix)
+		list_add(&h->hosts, &nh, "localhost");
+	else {
+		const char *names[] = { "127.0.0.1", "localhost", "[::1]" };
+
+		for (size_t i = 0; i < MB_ARRAY_LEN(names); i++) {
+			snprintf(buf, sizeof(buf), "%s:%u", names[i], port);
+			list_add(&h->hosts, &nh, buf);
+			snprintf(buf, sizeof(buf), "http://%s:%u", names[i], port);
+			list_add(&h->origins, &no, buf);
+		}
+	}
+	for (size_t i = 0; conf->allowed_hosts && conf->allowed_hosts[i]; i++)
+		list_add(&h->hosts, &nh, conf->allowed_hosts[i]);
+	for (size_t i = 0; conf->allowed_origins && conf->allowed_origins[i]; i++)
+		list_add(&h->origins, &no, conf->allowed_origins[i]);
+	if (h->origins == NULL)
+		h->origins = mb_xcalloc(1, sizeof(*h->origins));
+	*port_r = port;
+	return h;
+fail:
+	mcp_http_stop(&h);
+	return NULL;
+}
+
+void
+mcp_http_stop(struct mcp_http **hp)
+{
+	struct mcp_http *h = *hp;
+
+	if (h == NULL)
+		return;
+	if (h->daemon)
+		MHD_stop_daemon(h->daemon);
+	if (h->unix_fd != -1)
+		close(h->unix_fd);
+	if (h->srv->conf->listen_unix && h->daemon)
+		unlink(h->srv->conf->unix_path);
+	list_free(&h->hosts);
+	list_free(&h->origins);
+	free(h);
+	*hp = NULL;
+}
