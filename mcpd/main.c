@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mailbox/log.h"
+#include "mailbox/notify.h"
 #include "auth.h"
 #include "mcpd.h"
 
@@ -97,13 +99,17 @@ main(int argc, char **argv)
 	if (conf.port_file)
 		write_port_file(conf.port_file, port);
 
-	for (;;) {
-		if (sigwait(&set, &sig) != 0)
-			continue;
+	(void)mb_notify("READY=1\nSTATUS=serving MCP");	/* systemd Type=notify */
+	for (;;) {	/* WATCHDOG=1 every half WATCHDOG_USEC while waiting */
+		int wd = mb_notify_watchdog();
+		struct timespec ts = { .tv_sec = wd / 1000, .tv_nsec = (long)(wd % 1000) * 1000000L };
+
+		sig = sigtimedwait(&set, NULL, wd < 0 ? NULL : &ts);
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
 		/* HUP: nothing to reload (settings are read at start); PIPE: ignored */
 	}
+	(void)mb_notify("STOPPING=1");
 	mb_log_info("shutting down");
 	mcp_http_stop(&http);
 	mcp_auth_free(&auth);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mailbox/log.h"
+#include "mailbox/notify.h"
 #include "syncd.h"
 
 #define PROGRESS_TTY_MS		500
@@ -238,9 +239,10 @@ sd_run(struct sd *sd)
 	sd->run_started_ms = mb_now_ms();
 	sd->next_tick_ms = sd->run_started_ms;
 	sd->progress_tty = isatty(STDOUT_FILENO);
+	(void)mb_notify("READY=1\nSTATUS=syncing");	/* systemd Type=notify */
 	while (!sd->quit) {
 		long long now = mb_now_ms();
-		int timeout = -1, wait_ms, dl;
+		int timeout = -1, wait_ms, dl, wd = mb_notify_watchdog();
 		nfds_t n = 0;
 
 		sd_signals(sd);
@@ -279,6 +281,8 @@ sd_run(struct sd *sd)
 			timeout = 1000;	/* workers starting: look again soon */
 		if (timeout < 0)
 			timeout = 0;
+		if (wd >= 0 && wd < timeout)
+			timeout = wd;	/* the next WATCHDOG=1 */
 
 		pfd[n++] = (struct pollfd){ .fd = sd->sigfd, .events = POLLIN };
 		for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
@@ -310,6 +314,7 @@ sd_run(struct sd *sd)
 			}
 		}
 	}
+	(void)mb_notify("STOPPING=1");
 	sd_pool_stop(sd);
 	if (sd->mode == SD_BACKFILL && sd->n_progress > 0 && !sd->tick_converged)
 		progress_draw(sd, true);
