@@ -33,11 +33,81 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { :; }
 
-# The index mcpd serves.  One function, so the lead can swap it for an index
-# built by syncd from a real Dovecot: it must leave $work/index.db behind
-# holding tests/fixtures/mcpd (INBOX 7 mails, Sent 1) and 200 "Bulk" mails.
+# The index mcpd serves, built the way a deployment builds it: the fixtures
+# (tests/fixtures/mcpd: INBOX 7 mails, Sent 1; ",SF" name suffixes are flags)
+# and 200 generated "Bulk" mails (the same as mkindex --synthetic 200: every
+# third unread, the first with a 30,000-character body) are loaded into a
+# private Dovecot, `syncd --backfill` indexes them over IMAP, and
+# `syncd --backup` copies the index to $work/index.db (the copy must hold
+# every row, which also tests the backup).
 build_index() {
-	"$build/tests/mkindex" "$work/index.db" "$src/tests/fixtures/mcpd" --synthetic 200
+	# shellcheck source=../lib/dovecot.sh
+	. "$src/tests/lib/dovecot.sh"
+	# shellcheck source=../lib/syncd.sh
+	. "$src/tests/lib/syncd.sh"
+	mkdir -p "$work/dovecot" "$work/sync" "$work/mail/Bulk"
+	dovecot_start "$work/dovecot" >/dev/null
+	python3 - "$work/mail/Bulk" <<'PY'
+import email.utils, os, sys
+words = ["alpha", "report", "quarterly", "meeting", "invoice", "travel", "garden", "project",
+         "summary", "delta", "orange", "river", "mountain", "schedule", "update", "review",
+         "coffee", "design", "market", "policy"]
+seed = 12345
+for i in range(200):
+    if i == 0:
+        body = ""
+        while len(body.encode()) < 30000:
+            body += "Longbody text with é and 会議 repeated. "
+        body += "tailword zyzzyva"
+    else:
+        ws = []
+        for _ in range(300):
+            seed = (seed * 1103515245 + 12345) & 0xffffffff
+            ws.append(words[(seed >> 16) % 20])
+        body = " ".join(ws)
+    msg = ("From: Bulk Sender <sender%d@bulk.example>\nTo: alice@example.com\n"
+           "Subject: Bulk report %d %s\nDate: %s\nMIME-Version: 1.0\n"
+           "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n%s\n"
+           % (i % 50, i, words[i % 20], email.utils.formatdate(1600000000 + i * 3600), body))
+    flags = ",S" if i % 3 else ""
+    open(os.path.join(sys.argv[1], "%05d%s.eml" % (i, flags)), "w").write(msg)
+PY
+	local folder dir
+	for folder in INBOX Sent Bulk; do
+		dir=$src/tests/fixtures/mcpd/$folder
+		[ "$folder" = Bulk ] && dir=$work/mail/Bulk
+		[ "$folder" = INBOX ] || dovecot_create_folder "$folder"
+		# Like dovecot_load_maildir, with each file's flags from its name.
+		python3 - "$(dovecot_doveadm mailbox path -u "$DOVECOT_USER" "$folder")" \
+		    "$DOVECOT_MAIL_UID" "$DOVECOT_MAIL_GID" "$dir" <<'PY'
+import os, re, sys
+path, uid, gid, src = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+for sub in ("cur", "new", "tmp"):
+    os.makedirs(os.path.join(path, sub), exist_ok=True)
+    os.chown(os.path.join(path, sub), uid, gid)
+for seq, name in enumerate(sorted(os.listdir(src)), 1):
+    data = re.sub(rb"\r?\n", b"\r\n", open(os.path.join(src, name), "rb").read())
+    stem = name[:-4]
+    flags = stem.rsplit(",", 1)[1] if "," in stem else ""
+    base = "%d.M%dP%d.mbtest,S=%d,W=%d" % (1500000000 + seq, seq, os.getpid(), len(data), len(data))
+    tmp = os.path.join(path, "tmp", base)
+    open(tmp, "wb").write(data)
+    os.chown(tmp, uid, gid)
+    os.rename(tmp, os.path.join(path, "cur", base + ":2," + "".join(sorted(flags))))
+PY
+	done
+	syncd_init "$work/sync" SYNC_WORKERS=2 LOG_LEVEL=info SYNC_FOLDERS=INBOX,Sent,Bulk
+	syncd --backfill >/dev/null || { cat "$SYNCD_LOG"; echo "syncd --backfill failed"; exit 1; }
+	syncd --backup "$work/index.db" || { cat "$SYNCD_LOG"; echo "syncd --backup failed"; exit 1; }
+	dovecot_stop
+	trap cleanup EXIT	# dovecot.sh chained its own
+	local q="SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM folders),
+	    (SELECT group_concat(name) FROM folders)"
+	[ "$(sqlite3 "$work/index.db" "$q")" = "$(sqlite3 "$SYNCD_DATA/index.db" "$q")" ] ||
+	    { echo "the backup differs from the index"; exit 1; }
+	[ "$(sqlite3 "$work/index.db" 'SELECT count(*) FROM messages')" = 208 ] ||
+	    { echo "the index does not hold the 208 messages"; exit 1; }
+	syncd_log_clean "$SYNCD_LOG"
 }
 
 start_mcpd() {	# extra env assignments...
