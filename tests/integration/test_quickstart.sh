@@ -109,6 +109,43 @@ curl -s -m 2 -o /dev/null "$url" && fail "mcpd still answers at $url"
 grep -q 'stopped; the index stays in' "$work/out" || fail "quickstart says it stopped"
 qpid=
 
+# --- with a mailbox configured (QUICKSTART_ENV, as .env would be): that
+# mailbox is indexed and served instead of the demo, MCP_* keys ignored.
+. "$src/tests/lib/dovecot.sh"
+mkdir -p "$work/imap"
+dovecot_start "$work/imap" >/dev/null
+trap 'dovecot_stop; cleanup' EXIT
+dovecot_load_maildir INBOX "$src"/tests/fixtures/mcpd/INBOX/*.eml
+cat > "$work/env" <<ENV
+IMAP_HOST=127.0.0.1
+IMAP_PORT=$DOVECOT_IMAPS_PORT
+IMAP_TLS=implicit
+IMAP_CA_FILE=$DOVECOT_CA
+IMAP_USER=$DOVECOT_USER
+IMAP_PASSWORD_FILE=$DOVECOT_PASSWORD_FILE
+MCP_AUTH=jwt
+MCP_RESOURCE_URL=https://mail.example.com/mcp
+ENV
+rc=0
+QUICKSTART_ENV=$work/env QUICKSTART_DATA=$work/mine QUICKSTART_PORT=0 QUICKSTART_BUILD_DIR=$build \
+    QUICKSTART_SKIP_DEPS=1 QUICKSTART_QUERY=zebrafish QUICKSTART_EXIT_AFTER_READY=1 \
+    timeout 240 "$src/scripts/quickstart" > "$work/out2" 2>&1 < /dev/null || rc=$?
+[ "$rc" -eq 0 ] || fail ".env mode: exit status $rc"
+grep -q "using the mailbox in $work/env" "$work/out2" || fail ".env mode announced"
+grep -qE '^    hit [0-9]+ \| 2024-03-01 \| INBOX \| .* \| Budget review for 2024$' "$work/out2" ||
+    fail ".env mode: the example search finds the fixture"
+grep -q 'demo' "$work/out2" && fail ".env mode mentions the demo"
+[ -s "$work/mine/index/index.db" ] || fail ".env mode: index under QUICKSTART_DATA/index"
+sleep 1.2
+# syncd gone: nobody holds its data directory's lock; mcpd gone: its port is closed.
+flock -n "$work/mine/index/syncd.lock" true || fail ".env mode: a syncd still holds the lock"
+curl -s -m 2 -o /dev/null "http://127.0.0.1:$(cat "$work/mine/mcpd.port")/mcp" &&
+    fail ".env mode: mcpd still answers"
+[ ! -e "$work/mine/quickstart.pids" ] || fail ".env mode: pid file left"
+if ((fails)); then
+	echo "---- .env mode output"; cat "$work/out2"
+fi
+
 if ((fails)); then
 	echo "---- quickstart output"
 	cat "$work/out"
