@@ -79,7 +79,8 @@ kill -TERM "$mpid"; wait "$mpid" || true
 . "$src/tests/lib/syncd.sh"
 mkdir -p "$work/dovecot"
 dovecot_start "$work/dovecot" >/dev/null
-prev=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/"); trap "cleanup; $prev" EXIT
+# Dovecot first (cleanup removes its directory), keeping the exit status.
+trap 'rc=$?; dovecot_stop; (exit $rc); cleanup' EXIT
 dovecot_load_maildir INBOX "$src"/tests/fixtures/mcpd/INBOX/*.eml
 mkdir -p "$work/sync"
 syncd_init "$work/sync" SYNC_INTERVAL=3600

@@ -114,7 +114,7 @@ qpid=
 . "$src/tests/lib/dovecot.sh"
 mkdir -p "$work/imap"
 dovecot_start "$work/imap" >/dev/null
-trap 'dovecot_stop; cleanup' EXIT
+trap 'rc=$?; dovecot_stop; (exit $rc); cleanup' EXIT
 dovecot_load_maildir INBOX "$src"/tests/fixtures/mcpd/INBOX/*.eml
 cat > "$work/env" <<ENV
 IMAP_HOST=127.0.0.1
