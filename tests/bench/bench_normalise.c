@@ -30,7 +30,9 @@
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 
+#ifndef BATCH
 #define BATCH	1000
+#endif
 
 struct corpus {
 	char	**msgs;		/* owned raw messages */
@@ -222,6 +224,8 @@ main(int argc, char **argv)
 	if (mb_index_open(argv[3], MB_INDEX_RW, &idx, &err) == -1 ||
 	    mb_index_folder_ensure(idx, "INBOX", NULL, &folder_id, &err) == -1)
 		mb_fatalx("index: %s", err.msg);
+	if (getenv("BENCH_SQL") != NULL)	/* experiments: PRAGMAs, FTS5 settings */
+		sqlite3_exec(mb_index_db(idx), getenv("BENCH_SQL"), NULL, NULL, NULL);
 	t0 = now_s();
 	c0 = cpu_s();
 	struct mb_index_row *rows = mb_xcalloc(BATCH, sizeof(*rows));
