@@ -129,6 +129,7 @@ tick_start(struct sd *sd)
 	sd->sync_now = false;
 	sd->tick_started_ms = mb_now_ms();
 	sd->auth_blocked = false;
+	sd->write_failed = false;
 	sd->spawn_failures = 0;
 	sd->tick_rows = 0;
 	sd->tick_dead = 0;
@@ -172,7 +173,7 @@ tick_drained(struct sd *sd, int *wait_ms_r)
 	struct mb_err err = { 0 };
 
 	*wait_ms_r = -1;
-	if (sd->auth_blocked || sd->quit)
+	if (sd->auth_blocked || sd->write_failed || sd->quit)
 		return sd_pool_busy(sd) == 0 || sd->quit;
 	if (sd_pool_busy(sd) > 0)
 		return false;
@@ -192,9 +193,25 @@ tick_drained(struct sd *sd, int *wait_ms_r)
 	return false;
 }
 
+/*
+ * Commit the writer's open group when it is due, or when no range is in
+ * flight (nothing more would join it soon, and readers should see the rows).
+ */
+static void
+writer_tend(struct sd *sd, bool force)
+{
+	struct mb_err err = { 0 };
+
+	if (!sd->txn_open)
+		return;
+	if (force || sd_pool_busy(sd) == 0 || mb_now_ms() >= sd->txn_deadline_ms)
+		(void)sd_writer_flush(sd, &err);	/* logged there; the tick then ends */
+}
+
 static void
 tick_end(struct sd *sd)
 {
+	writer_tend(sd, true);
 	sd_pool_stop(sd);
 	sd->in_tick = false;
 	sd->next_tick_ms = sd->sync_now ? 0 :
@@ -208,7 +225,7 @@ tick_end(struct sd *sd)
 	if (sd->mode != SD_BACKFILL)
 		return;
 	progress_draw(sd, true);
-	if (sd->auth_blocked) {
+	if (sd->auth_blocked || sd->write_failed) {
 		sd->exit_code = 1;
 		sd->quit = true;
 	} else if (sd->tick_converged) {
@@ -258,6 +275,7 @@ sd_run(struct sd *sd)
 			continue;
 		}
 		if (sd->in_tick) {
+			writer_tend(sd, false);
 			sd_pool_dispatch(sd);
 			if (tick_drained(sd, &wait_ms)) {
 				tick_end(sd);
@@ -270,6 +288,13 @@ sd_run(struct sd *sd)
 		dl = sd_pool_deadlines(sd);
 		if (dl >= 0 && (timeout < 0 || dl < timeout))
 			timeout = dl;
+		if (sd->txn_open) {
+			long long due = sd->txn_deadline_ms - mb_now_ms();
+
+			dl = due < 0 ? 0 : (int)due;
+			if (timeout < 0 || dl < timeout)
+				timeout = dl;
+		}
 		if (sd->mode == SD_BACKFILL) {
 			progress_draw(sd, false);
 			if (timeout < 0 || timeout > (int)(sd->progress_next_ms - mb_now_ms()))
@@ -315,6 +340,8 @@ sd_run(struct sd *sd)
 		}
 	}
 	(void)mb_notify("STOPPING=1");
+	/* Stopping: the ranges in the open group are complete; keep them. */
+	writer_tend(sd, true);
 	sd_pool_stop(sd);
 	if (sd->mode == SD_BACKFILL && sd->n_progress > 0 && !sd->tick_converged)
 		progress_draw(sd, true);

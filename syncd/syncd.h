@@ -153,6 +153,13 @@ struct sd {
 	bool			 progress_tty;
 	unsigned		 progress_lines;	/* lines drawn last time (tty) */
 
+	/* The writer's open transaction (writer.c): completed ranges are grouped
+	 * into one transaction, committed by size, age or an idle pool. */
+	bool			 txn_open;
+	long long		 txn_deadline_ms;	/* commit by then (monotonic) */
+	uint64_t		 txn_rows;	/* rows written in it so far */
+	bool			 write_failed;	/* a group commit failed: end the tick */
+
 	/* Test hook: _exit() at this commit point (0: never).  Odd points are just
 	 * before a COMMIT, even ones just after (main.c reads SYNCD_TEST_CRASH_AT_COMMIT). */
 	unsigned		 crash_at;
@@ -216,11 +223,24 @@ int	sd_blob_store(const char *data_dir, const void *data, size_t len, char sha25
 
 /* ---- writer.c */
 
-/* BEGIN, with the crash hook's commit counting around sd_commit(). */
+/*
+ * BEGIN (first committing the writer's open group, if any), with the crash
+ * hook's commit counting around sd_commit().
+ */
 int	sd_begin(struct sd *sd, struct mb_err *err);
 int	sd_commit(struct sd *sd, struct mb_err *err);
-/* Upsert w's rows and ack its range, in one transaction. */
+/*
+ * Upsert w's rows and ack its range in the writer's transaction (begun here
+ * if none is open), so the range leaves work_queue exactly when its rows are
+ * committed.  The transaction is committed once it holds SD_TXN_ROWS rows or
+ * is SD_TXN_MS old; otherwise it stays open for the next range.  On failure
+ * the whole open group is rolled back (its ranges are queued again) and -1.
+ */
 int	sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err);
+/* Commit the open group now (no-op when none); -1: rolled back, ranges requeued. */
+int	sd_writer_flush(struct sd *sd, struct mb_err *err);
+#define SD_TXN_ROWS	1000	/* rows per group commit: ~5 MB staged in the scheduler */
+#define SD_TXN_MS	1000	/* the oldest uncommitted row waits at most this (plus a range) */
 
 /* ---- loop.c */
 

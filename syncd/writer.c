@@ -1,9 +1,20 @@
 /*
  * The single writer.  Workers never touch the index: they send rows, and the
- * scheduler writes a whole range in one transaction, acknowledging the range
- * (removing it from work_queue) in that same transaction.  A crash before
- * COMMIT leaves the range queued and the rows unwritten; after it, both are
- * done.  There is no state in between to repair.
+ * scheduler writes a whole range and acknowledges it (removes it from
+ * work_queue) in one transaction.  Several completed ranges share a
+ * transaction: it is committed when it holds SD_TXN_ROWS rows, when it is
+ * SD_TXN_MS old, when no worker has a range in flight (loop.c), and before
+ * any other transaction begins.  A crash before COMMIT leaves every range of
+ * the group queued and its rows unwritten; after it, all are done.  There is
+ * no state in between to repair.
+ *
+ * The rows of the group are staged (mb_index_stage) as each range completes
+ * and moved into messages with one statement (mb_index_flush) just before the
+ * COMMIT, so FTS5 writes one segment per group.  Why: FTS5 flushes its
+ * in-memory terms at every statement savepoint, so a range per statement was
+ * a 100-row segment per range and the writer spent its time merging them;
+ * and each commit writes every page it dirtied to the WAL, FTS5's structure
+ * record and the b-tree interiors included (docs/benchmarks.md).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,6 +35,8 @@ crash_point(struct sd *sd)
 int
 sd_begin(struct sd *sd, struct mb_err *err)
 {
+	if (sd_writer_flush(sd, err) == -1)
+		return -1;
 	return mb_index_begin(sd->idx, err);
 }
 
@@ -40,20 +53,59 @@ sd_commit(struct sd *sd, struct mb_err *err)
 }
 
 int
+sd_writer_flush(struct sd *sd, struct mb_err *err)
+{
+	if (!sd->txn_open)
+		return 0;
+	sd->txn_open = false;
+	if (mb_index_flush(sd->idx, err) == 0 && sd_commit(sd, err) == 0) {
+		sd->tick_rows += sd->txn_rows;
+		sd->txn_rows = 0;
+		return 0;
+	}
+	mb_index_rollback(sd->idx);	/* no-op when sd_commit already rolled back */
+	/* Its ranges are queued again.  A disk that refuses one commit will likely
+	 * refuse the next, so the tick ends (loop.c) instead of refetching them. */
+	mb_log_error("writing the index: %s; %llu rows rolled back, stopping this tick",
+	    err->msg, (unsigned long long)sd->txn_rows);
+	sd->write_failed = true;
+	sd->txn_rows = 0;
+	return -1;
+}
+
+/*
+ * The range's rows are staged, not upserted one statement each: a statement
+ * per row was an FTS5 segment per message (557 msg/s end to end at 10,000
+ * messages; docs/benchmarks.md).
+ */
+int
 sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err)
 {
-	if (sd_begin(sd, err) == -1)
-		return -1;
+	struct mb_index_row *rows = mb_xcalloc(w->n_rows ? w->n_rows : 1, sizeof(*rows));
+
 	for (size_t i = 0; i < w->n_rows; i++)
-		if (mb_index_upsert(sd->idx, &w->rows[i].row, NULL, err) == -1)
+		rows[i] = w->rows[i].row;	/* shallow: the pointers stay w's */
+	if (!sd->txn_open) {
+		if (mb_index_begin(sd->idx, err) == -1)
 			goto fail;
+		sd->txn_open = true;
+		sd->txn_rows = 0;
+		sd->txn_deadline_ms = mb_now_ms() + SD_TXN_MS;
+	}
+	if (mb_index_stage(sd->idx, rows, w->n_rows, err) == -1)
+		goto fail;
 	if (sd_queue_ack(sd->idx, w->range.id, err) == -1)
 		goto fail;
-	if (sd_commit(sd, err) == -1)
-		return -1;
-	sd->tick_rows += w->n_rows;
+	free(rows);
+	sd->txn_rows += w->n_rows;
+	if (sd->txn_rows >= SD_TXN_ROWS || mb_now_ms() >= sd->txn_deadline_ms)
+		return sd_writer_flush(sd, err);
 	return 0;
 fail:
+	free(rows);
+	/* The whole group goes: its ranges are back in work_queue, and due. */
+	sd->txn_open = false;
+	sd->txn_rows = 0;
 	mb_index_rollback(sd->idx);
 	return -1;
 }

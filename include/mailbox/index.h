@@ -102,6 +102,21 @@ int	mb_index_upsert(struct mb_index *idx, const struct mb_index_row *row, int64_
 int	mb_index_upsert_batch(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
 	    struct mb_err *err);
 /*
+ * The two halves of mb_index_upsert_batch, for a writer that groups several
+ * batches into one transaction (syncd): mb_index_stage assigns the rows'
+ * thread ids and stages them; mb_index_flush moves everything staged into
+ * messages with one statement, so FTS5 writes one segment for the whole
+ * group instead of one per batch.  Both need the caller's open transaction
+ * (MB_E_INVALID otherwise), and staged rows are part of it: a rollback drops
+ * them.  After a failure of either, roll the transaction back.  Rows are
+ * copied into the stage: they may be freed once mb_index_stage returns.
+ * Readers see nothing until the flush and the COMMIT.  mb_index_upsert and
+ * mb_index_upsert_batch start from an empty stage: flush before calling them.
+ */
+int	mb_index_stage(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
+	    struct mb_err *err);
+int	mb_index_flush(struct mb_index *idx, struct mb_err *err);
+/*
  * Flag sync (FETCH FLAGS, CONDSTORE CHANGEDSINCE): set flags, keywords (borrowed,
  * may be NULL) and modseq of one indexed message.  Touches no indexed text, so
  * the FTS index is not rewritten.  MB_E_NOTFOUND when the key is not indexed.

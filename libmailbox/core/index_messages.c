@@ -354,6 +354,30 @@ mb_index_upsert_batch(struct mb_index *idx, const struct mb_index_row *rows, siz
 }
 
 int
+mb_index_stage(struct mb_index *idx, const struct mb_index_row *rows, size_t n,
+    struct mb_err *err)
+{
+	if (idx->mode != MB_INDEX_RW)
+		return mb_err_set(err, MB_E_INVALID, "index: opened read-only");
+	if (sqlite3_get_autocommit(idx->db))
+		return mb_err_set(err, MB_E_INVALID, "index: stage: no transaction open");
+	for (size_t i = 0; i < n; i++)
+		if (stage_one(idx, &rows[i], err) == -1)
+			return -1;
+	return 0;
+}
+
+int
+mb_index_flush(struct mb_index *idx, struct mb_err *err)
+{
+	if (idx->mode != MB_INDEX_RW)
+		return mb_err_set(err, MB_E_INVALID, "index: opened read-only");
+	if (sqlite3_get_autocommit(idx->db))
+		return mb_err_set(err, MB_E_INVALID, "index: flush: no transaction open");
+	return flush_stage(idx, err);
+}
+
+int
 mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, uint32_t uid,
     struct mb_err *err)
 {

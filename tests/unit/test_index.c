@@ -740,6 +740,54 @@ batch_is_all_or_none(void **state)
 		mb_msg_free(&m[i]);
 }
 
+/*
+ * syncd's writer: several batches staged in one transaction, then one flush.
+ * Staging needs the caller's transaction; a rollback drops what was staged;
+ * a key staged twice is one row; the flushed rows are searchable and threaded.
+ */
+static void
+stage_then_flush_in_one_transaction(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_index_row rows[4];
+	struct mb_msg *m[4];
+
+	m[0] = msg("grouped one", "alpha", "g1@x", NULL, NULL);
+	m[1] = msg("grouped two", "beta", "g2@x", "g1@x", NULL);
+	m[2] = msg("grouped three", "gamma", "g3@x", NULL, NULL);
+	m[3] = msg("grouped three again", "delta", "g3@x", NULL, NULL);
+	for (int i = 0; i < 4; i++)
+		rows[i] = (struct mb_index_row){ .folder_id = f->inbox, .uidvalidity = 7,
+		    .uid = (uint32_t)(i < 3 ? i + 1 : 3), .msg = m[i] };
+	assert_int_equal(mb_index_stage(f->idx, rows, 2, &err), -1);	/* no transaction */
+	assert_int_equal(err.code, MB_E_INVALID);
+	mb_err_clear(&err);
+	assert_int_equal(mb_index_flush(f->idx, &err), -1);
+	mb_err_clear(&err);
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	assert_int_equal(mb_index_stage(f->idx, rows, 2, &err), 0);
+	mb_index_rollback(f->idx);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 0);
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	assert_int_equal(mb_index_stage(f->idx, rows, 2, &err), 0);	/* one range */
+	assert_int_equal(mb_index_stage(f->idx, rows + 2, 2, &err), 0);	/* another */
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 0);
+	assert_int_equal(mb_index_flush(f->idx, &err), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE ?1 = 0", NULL, 0), 3);
+	assert_int_equal(hits(f->idx, "grouped"), 3);
+	assert_int_equal(hits(f->idx, "delta"), 1);	/* the later staging of uid 3 won */
+	assert_int_equal(hits(f->idx, "gamma"), 0);
+	assert_int_equal(thread_of(f, 1), thread_of(f, 2));
+	assert_true(thread_of(f, 1) != thread_of(f, 3));
+	fts_consistent(f->idx);
+	for (int i = 0; i < 4; i++)
+		mb_msg_free(&m[i]);
+}
+
 static void
 folder_state_round_trip(void **state)
 {
@@ -838,6 +886,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(thread_never_by_subject, setup, teardown),
 		cmocka_unit_test_setup_teardown(attachments_replaced_and_cascade, setup, teardown),
 		cmocka_unit_test_setup_teardown(batch_is_all_or_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(stage_then_flush_in_one_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(folder_state_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(backup_is_a_readable_copy, setup, teardown),
 	};

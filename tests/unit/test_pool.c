@@ -256,6 +256,15 @@ pool_good_range_is_written_and_acked(void **state)
 	pump(fx, w);
 	assert_int_equal(w->pid, pid);		/* still alive, idle */
 	assert_false(w->busy);
+	/* The writer groups ranges: commit the open group, then nothing is pending. */
+	{
+		struct mb_err err = { 0 };
+
+		assert_int_equal(sd_writer_flush(&fx->sd, &err), 0);
+		assert_false(fx->sd.txn_open);
+		assert_true(sqlite3_get_autocommit(mb_index_db(fx->sd.idx)));
+		assert_int_equal(fx->sd.tick_rows, 3);
+	}
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM messages WHERE uidvalidity = 7"), 3);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM work_queue"), 0);
 	/* The same range again (at-least-once): still three rows. */
