@@ -42,8 +42,8 @@ static const char tools_json[] =
 "{\"tools\":["
 "{\"name\":\"search_messages\",\"title\":\"Search mail\","
 "\"description\":\"Full-text search over the mailbox, best matches first (BM25, subject "
-"weighted over body; ties newest first; words in more than 2,000 messages rank only the "
-"newest 2,000 matches). The query takes words, \\\"exact phrases\\\", "
+"weighted over body; ties newest first; words in more than 500 messages rank only the "
+"newest 500 matches). The query takes words, \\\"exact phrases\\\", "
 "prefix* terms, -excluded words, a OR b, and filters: from:, to:, cc:, subject:, body:, "
 "folder:NAME, after:YYYY-MM-DD, before:YYYY-MM-DD, has:attachment, is:unread, is:read, "
 "is:flagged, is:answered (filters can be negated with -). A query of filters alone lists "
@@ -434,7 +434,7 @@ query_hash(const struct mb_query *q)
  * statistics for BM25 (IDF, average lengths) still come from the whole index.
  */
 #define SEARCH_TIE_WINDOW	64
-#define SEARCH_RANK_CAP		2000
+#define SEARCH_RANK_CAP		500
 static const char search_sql_bound[] =
 	"SELECT messages_fts.rowid "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "

@@ -54,7 +54,8 @@ list_dir(const char *dir, size_t *n_r)
 		v[n++] = mb_xstrdup(e->d_name);
 	}
 	closedir(d);
-	qsort(v, n, sizeof(*v), cmp);
+	if (n > 1)	/* v is NULL for an empty directory */
+		qsort(v, n, sizeof(*v), cmp);
 	*n_r = n;
 	return v;
 }
