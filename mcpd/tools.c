@@ -42,7 +42,8 @@ static const char tools_json[] =
 "{\"tools\":["
 "{\"name\":\"search_messages\",\"title\":\"Search mail\","
 "\"description\":\"Full-text search over the mailbox, best matches first (BM25, subject "
-"weighted over body; ties newest first). The query takes words, \\\"exact phrases\\\", "
+"weighted over body; ties newest first; words in more than 500 messages rank only the "
+"newest 500 matches). The query takes words, \\\"exact phrases\\\", "
 "prefix* terms, -excluded words, a OR b, and filters: from:, to:, cc:, subject:, body:, "
 "folder:NAME, after:YYYY-MM-DD, before:YYYY-MM-DD, has:attachment, is:unread, is:read, "
 "is:flagged, is:answered (filters can be negated with -). A query of filters alone lists "
@@ -75,7 +76,8 @@ FENCE_NOTE_JSON "\","
 "\"attachment_count\":{\"type\":\"integer\"},\"thread_id\":{\"type\":\"integer\"},"
 "\"snippet\":{\"type\":\"string\"}},"
 "\"required\":[\"id\",\"folder\",\"flags\",\"attachment_count\",\"snippet\"]}},"
-"\"next_cursor\":{\"type\":\"string\"},\"hint\":{\"type\":\"string\"}},"
+"\"next_cursor\":{\"type\":\"string\"},\"hint\":{\"type\":\"string\"},"
+"\"ranked_newest\":{\"type\":\"integer\"}},"
 "\"required\":[\"results\"]},"
 "\"annotations\":{\"title\":\"Search mail\",\"readOnlyHint\":true,"
 "\"openWorldHint\":false,\"idempotentHint\":true}},"
@@ -420,18 +422,55 @@ query_hash(const struct mb_query *q)
  * outer query re-sorts that window by rank, then date, so equal scores come
  * newest first.  The window (?10) is the page plus 64 rows, so the order is
  * exact unless more than 64 messages tie at a page boundary.
+ *
+ * BM25 scores every match, so a word in thousands of messages costs
+ * milliseconds however few rows are returned.  The ranking is therefore
+ * bounded: search_sql_bound walks the matches (filters applied) newest
+ * first by rowid -- cheap, no scoring -- and finds the rowid of the
+ * SEARCH_RANK_CAP-th; the ranked query then scores only rowids from there
+ * up (?11, a range FTS5 seeks to in its doclists).  With fewer matches the
+ * bound finds no row and everything is ranked, exactly as before; past the
+ * cap the answer says that only the newest matches were ranked.  Column
+ * statistics for BM25 (IDF, average lengths) still come from the whole index.
  */
 #define SEARCH_TIE_WINDOW	64
+#define SEARCH_RANK_CAP		500
+static const char search_sql_bound[] =
+	"SELECT messages_fts.rowid "
+	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 "
+	"AND (?2 IS NULL OR m.folder_id = ?2) "
+	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
+	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
+	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?10";
+
 static const char search_sql_match[] =
 	"SELECT id FROM (SELECT m.id AS id, m.date AS date, messages_fts.rank AS r "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
 	"WHERE messages_fts MATCH ?1 AND messages_fts.rank MATCH '" RANK_CONFIG "' "
+	"AND messages_fts.rowid >= ?11 "
 	"AND (?2 IS NULL OR m.folder_id = ?2) "
 	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
 	"ORDER BY messages_fts.rank LIMIT ?10) "
 	"ORDER BY r, date DESC, id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * The same two without filters: FTS5 alone ranks and bounds, and messages is
+ * read only for the window's rows (the join above fetches a messages row for
+ * every match, which for a common word cost more than the ranking).
+ */
+static const char search_sql_bound_nf[] =
+	"SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 "
+	"ORDER BY rowid DESC LIMIT 1 OFFSET ?10";
+static const char search_sql_match_nf[] =
+	"SELECT m.id FROM (SELECT rowid AS id, rank AS r FROM messages_fts "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rank MATCH '" RANK_CONFIG "' "
+	"AND rowid >= ?11 ORDER BY rank LIMIT ?10) AS c "
+	"CROSS JOIN messages AS m ON m.id = c.id "
+	"ORDER BY c.r, m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 static const char search_sql_filter[] =
 	"SELECT m.id FROM messages AS m "
@@ -531,6 +570,24 @@ structured_filters(json_t *args, struct mb_query *q, char *msg, size_t msgsize)
 	return 0;
 }
 
+/* Bind the query text and the filters (?1-?7) shared by the search statements. */
+static void
+bind_filters(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id)
+{
+	if (q->match)
+		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+	if (q->folder)
+		sqlite3_bind_int64(st, 2, folder_id);
+	if (q->since != INT64_MIN)
+		sqlite3_bind_int64(st, 3, q->since);
+	if (q->until != INT64_MAX)
+		sqlite3_bind_int64(st, 4, q->until);
+	sqlite3_bind_int64(st, 5, q->flags_set);
+	sqlite3_bind_int64(st, 6, q->flags_clear);
+	if (q->has_attachment >= 0)
+		sqlite3_bind_int(st, 7, q->has_attachment);
+}
+
 static json_t *
 search_messages(struct mcp_server *srv, json_t *args)
 {
@@ -541,8 +598,10 @@ search_messages(struct mcp_server *srv, json_t *args)
 	struct mb_index *idx;
 	struct answer a;
 	sqlite3 *db;
-	sqlite3_stmt *st = NULL, *hit = NULL, *snip = NULL;
+	sqlite3_stmt *st = NULL, *hit = NULL, *snip = NULL, *bound = NULL;
 	const char *text, *cursor;
+	int64_t min_rowid = INT64_MIN;
+	bool capped = false, filtered;
 	char msg[512];
 	long long limit;
 	int64_t offset = 0, folder_id = 0;
@@ -613,28 +672,38 @@ search_messages(struct mcp_server *srv, json_t *args)
 			return e;
 		}
 	}
-	if ((st = mcp_server_stmt(srv, q.match ? search_sql_match : search_sql_filter)) == NULL ||
+	filtered = q.folder || q.since != INT64_MIN || q.until != INT64_MAX || q.flags_set ||
+	    q.flags_clear || q.has_attachment >= 0;
+	if ((st = mcp_server_stmt(srv, !q.match ? search_sql_filter :
+	    filtered ? search_sql_match : search_sql_match_nf)) == NULL ||
 	    (hit = mcp_server_stmt(srv, hit_sql)) == NULL ||
-	    (snip = mcp_server_stmt(srv, q.match ? snippet_sql : preview_sql)) == NULL) {
+	    (snip = mcp_server_stmt(srv, q.match ? snippet_sql : preview_sql)) == NULL ||
+	    (q.match && (bound = mcp_server_stmt(srv,
+	    filtered ? search_sql_bound : search_sql_bound_nf)) == NULL)) {
 		r = db_failure(db, "search: prepare");
 		goto out;
 	}
-	if (q.match)
-		sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
-	if (q.folder)
-		sqlite3_bind_int64(st, 2, folder_id);
-	if (q.since != INT64_MIN)
-		sqlite3_bind_int64(st, 3, q.since);
-	if (q.until != INT64_MAX)
-		sqlite3_bind_int64(st, 4, q.until);
-	sqlite3_bind_int64(st, 5, q.flags_set);
-	sqlite3_bind_int64(st, 6, q.flags_clear);
-	if (q.has_attachment >= 0)
-		sqlite3_bind_int(st, 7, q.has_attachment);
+	bind_filters(st, &q, folder_id);
 	sqlite3_bind_int64(st, 8, limit + 1);
 	sqlite3_bind_int64(st, 9, offset);
-	if (q.match)
-		sqlite3_bind_int64(st, 10, offset + limit + 1 + SEARCH_TIE_WINDOW);
+	if (q.match) {
+		int64_t window = offset + limit + 1 + SEARCH_TIE_WINDOW;
+
+		/* the rowid of the cap-th newest match, if there are that many */
+		bind_filters(bound, &q, folder_id);
+		sqlite3_bind_int64(bound, 10,
+		    (window > SEARCH_RANK_CAP ? window : SEARCH_RANK_CAP) - 1);
+		rc = sqlite3_step(bound);
+		if (rc == SQLITE_ROW) {
+			min_rowid = sqlite3_column_int64(bound, 0);
+			capped = true;
+		} else if (rc != SQLITE_DONE) {
+			r = db_failure(db, "search: bound");
+			goto out;
+		}
+		sqlite3_bind_int64(st, 10, window);
+		sqlite3_bind_int64(st, 11, min_rowid);
+	}
 
 	answer_init(&a);
 	results = json_array();
@@ -735,6 +804,12 @@ search_messages(struct mcp_server *srv, json_t *args)
 		    json_integer_value(json_object_get(h, "attachment_count")));
 		add_fenced_fields(&a, h, keys, labels, MB_ARRAY_LEN(keys));
 	}
+	if (capped && n > 0) {
+		json_object_set_new(a.data, "ranked_newest", json_integer(SEARCH_RANK_CAP));
+		mb_buf_addf(&a.text, "\nThese words match more than %d messages: only the newest "
+		    "%d matches were ranked. Add words or filters (after:, from:, folder:) to reach "
+		    "older mail.\n", SEARCH_RANK_CAP, SEARCH_RANK_CAP);
+	}
 	if (more) {
 		char *c = mcp_cursor_make(srv, 's', offset + (int64_t)n_ranked, qhash);
 
@@ -748,6 +823,7 @@ out:
 	mcp_server_stmt_done(st);
 	mcp_server_stmt_done(hit);
 	mcp_server_stmt_done(snip);
+	mcp_server_stmt_done(bound);
 	mb_query_release(&q);
 	return r;
 }

@@ -11,8 +11,13 @@
  * the first has a body of over 26,000 characters.  --bench N adds N
  * messages in folder "Bench" whose words follow a Zipf law over a 20,000
  * word vocabulary, about 2 KB each, closer to real mail for timing searches.
+ * --corpus CORPUS N adds N messages in folder "Corpus": the .txt files under
+ * CORPUS (the SpamAssassin corpus from scripts/deps) parsed in name order and
+ * cloned round-robin with fresh Message-IDs until there are N.
  */
 #include <dirent.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +54,8 @@ list_dir(const char *dir, size_t *n_r)
 		v[n++] = mb_xstrdup(e->d_name);
 	}
 	closedir(d);
-	qsort(v, n, sizeof(*v), cmp);
+	if (n > 1)	/* v is NULL for an empty directory */
+		qsort(v, n, sizeof(*v), cmp);
 	*n_r = n;
 	return v;
 }
@@ -260,6 +266,113 @@ bench(struct mb_index *idx, unsigned n)
 	finish_folder(idx, "Bench", n + 1);
 }
 
+/* The .txt files under dir, recursively, appended to *v (sorted per directory). */
+static void
+corpus_files(const char *dir, char ***v, size_t *n)
+{
+	size_t k;
+	char **names = list_dir(dir, &k);
+
+	for (size_t i = 0; i < k; i++) {
+		char path[4096];
+		struct stat st;
+		size_t len = strlen(names[i]);
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			corpus_files(path, v, n);
+		else if (len > 4 && strcmp(names[i] + len - 4, ".txt") == 0) {
+			*v = mb_xrealloc(*v, (*n + 1) * sizeof(**v));
+			(*v)[(*n)++] = mb_xstrdup(path);
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* raw with its Message-ID replaced by a fresh one; caller frees. */
+static char *
+clone_message(const char *raw, size_t len, size_t serial, size_t *len_r)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX);
+	const char *p = raw, *end = raw + len;
+	int skipping = 0;
+
+	mb_buf_addf(&b, "Message-ID: <clone-%zu@bench.imap-mcp>\n", serial);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *next = nl ? nl + 1 : end;
+
+		if (p[0] == '\n' || (p[0] == '\r' && p + 1 < end && p[1] == '\n')) {
+			mb_buf_add(&b, p, (size_t)(end - p));
+			break;
+		}
+		if (p[0] != ' ' && p[0] != '\t')
+			skipping = (size_t)(end - p) >= 11 && strncasecmp(p, "Message-ID:", 11) == 0;
+		if (!skipping)
+			mb_buf_add(&b, p, (size_t)(next - p));
+		p = next;
+	}
+	return mb_buf_detach(&b, len_r);
+}
+
+static void
+corpus(struct mb_index *idx, const char *dir, unsigned n)
+{
+	struct mb_mime_opts opts = MB_MIME_OPTS_DEFAULT;
+	struct mb_err err = { 0 };
+	char **files = NULL;
+	size_t nf = 0;
+	int64_t folder;
+
+	opts.keep_attachment_data = false;
+	corpus_files(dir, &files, &nf);
+	if (nf == 0) {
+		fprintf(stderr, "mkindex: no .txt messages under %s (run scripts/deps)\n", dir);
+		exit(1);
+	}
+	if (mb_index_folder_ensure(idx, "Corpus", NULL, &folder, &err) == -1) {
+		fprintf(stderr, "mkindex: %s\n", err.msg);
+		exit(1);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct mb_msg *m = NULL;
+		struct mb_index_row row = { 0 };
+		size_t len, clen;
+		char *raw = slurp(files[i % nf], &len);
+		char *c = clone_message(raw, len, i, &clen);
+
+		if (i % 5000 == 0 && mb_index_begin(idx, &err) == -1)
+			goto fail;
+		if (mb_mime_parse(c, clen, &opts, &m, &err) == -1) {
+			fprintf(stderr, "mkindex: %s: %s\n", files[i % nf], err.msg);
+			exit(1);
+		}
+		row.folder_id = folder;
+		row.uidvalidity = 1;
+		row.uid = i + 1;
+		row.flags = (i % 4) ? MB_FLAG_SEEN : 0;
+		row.internaldate = m->has_date ? m->date : 0;
+		row.size = clen;
+		row.msg = m;
+		if (mb_index_upsert(idx, &row, NULL, &err) == -1)
+			goto fail;
+		mb_msg_free(&m);
+		free(c);
+		free(raw);
+		if ((i % 5000 == 4999 || i + 1 == n) && mb_index_commit(idx, &err) == -1)
+			goto fail;
+	}
+	for (size_t i = 0; i < nf; i++)
+		free(files[i]);
+	free(files);
+	finish_folder(idx, "Corpus", n + 1);
+	return;
+fail:
+	fprintf(stderr, "mkindex: %s\n", err.msg);
+	exit(1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -270,8 +383,10 @@ main(int argc, char **argv)
 	size_t nf;
 
 	if (argc != 3 && !(argc == 5 && (strcmp(argv[3], "--synthetic") == 0 ||
-	    strcmp(argv[3], "--bench") == 0))) {
-		fprintf(stderr, "usage: mkindex INDEX DIR [--synthetic N | --bench N]\n");
+	    strcmp(argv[3], "--bench") == 0)) &&
+	    !(argc == 6 && strcmp(argv[3], "--corpus") == 0)) {
+		fprintf(stderr, "usage: mkindex INDEX DIR [--synthetic N | --bench N | "
+		    "--corpus CORPUS N]\n");
 		return 2;
 	}
 	mb_mime_global_init();
@@ -328,6 +443,8 @@ main(int argc, char **argv)
 	free(folders);
 	if (argc == 5 && strcmp(argv[3], "--synthetic") == 0)
 		synthetic(idx, (unsigned)strtoul(argv[4], NULL, 10));
+	else if (argc == 6)
+		corpus(idx, argv[4], (unsigned)strtoul(argv[5], NULL, 10));
 	else if (argc == 5)
 		bench(idx, (unsigned)strtoul(argv[4], NULL, 10));
 	mb_index_close(&idx);
