@@ -45,7 +45,11 @@ mcp_ctl_call(const char *path, const struct mb_ctl_request *rq, unsigned timeout
 		return -1;
 	}
 	mb_ipc_conn_init(&conn, fd, MB_IPC_BIT(MB_IPC_CTL_REPLY));
-	if (mb_ctl_put_request(&o, id, rq, err) == -1 || mb_ipc_send(&conn, &o, err) == -1)
+	if (mb_ctl_put_request(&o, id, rq, err) == -1) {
+		mb_ipc_out_release(&o);
+		goto out;
+	}
+	if (mb_ipc_send(&conn, &o, err) == -1)
 		goto out;
 	for (;;) {
 		ssize_t n;

@@ -289,7 +289,13 @@ sd_control_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *r
 
 	if (cl->fd < 0)
 		return;
-	if (mb_ctl_put_reply(&o, id, rp, &err) == -1 || mb_ipc_queue(&cl->conn, &o, &err) == -1) {
+	if (mb_ctl_put_reply(&o, id, rp, &err) == -1) {
+		mb_ipc_out_release(&o);
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_queue(&cl->conn, &o, &err) == -1) {
 		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
 		client_close(cl);
 		return;

@@ -268,6 +268,8 @@ child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_
 	mb_ipc_put_bool(&o, used_move);
 	if (mb_ipc_out_finish(&o, &err) == 0)
 		mb_ipc_send(&c, &o, &err);
+	else
+		mb_ipc_out_release(&o);
 	mb_ipc_conn_release(&c);
 }
 
@@ -328,9 +330,7 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 		}
 		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
 	} else {
-		bool allow_move = getenv("SYNCD_TEST_NO_MOVE") == NULL;
-
-		if (mb_imap_move(imap, j->uid, j->dest, allow_move, &mv, &err) == -1) {
+		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
 			child_send(fd, err.code == MB_E_CONFIG ? MB_CTL_REFUSED : MB_CTL_FAILED,
 			    err.msg, 0, 0, 0, false);
 			mb_imap_close(&imap);

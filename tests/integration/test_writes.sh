@@ -147,12 +147,32 @@ PY
 [ "$(cat "$work/bad.out")" = "7 99 True" ] || fail "malformed frame: reply $(cat "$work/bad.out")"
 kill -0 "$daemon" || fail "syncd died on a malformed frame"
 
-# A server without MOVE: COPY + STORE \Deleted + UID EXPUNGE of that UID only.
-kill -TERM "$daemon"; wait "$daemon" || true; daemon=
+# A server without MOVE (Dovecot with imap_capability overridden to drop it):
+# COPY + STORE \Deleted + UID EXPUNGE of that UID only.
+caps() {
+	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" <<'PY'
+import imaplib, sys
+m = imaplib.IMAP4('127.0.0.1', int(sys.argv[1])); m.login(sys.argv[2], sys.argv[3])
+caps = m.capability()[1][0].decode().split()
+print(' '.join(c for c in caps if c.upper() != 'MOVE'))
+m.logout()
+PY
+}
+nomove=$(caps)
+printf 'protocol imap {\n  imap_capability = %s\n}\n' "$nomove" >> "$DOVECOT_CONF"
+dovecot_doveadm reload
+python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" <<'PY' || fail "Dovecot still offers MOVE"
+import imaplib, sys, time
+for _ in range(50):
+    m = imaplib.IMAP4('127.0.0.1', int(sys.argv[1])); m.login(sys.argv[2], sys.argv[3])
+    caps = m.capability()[1][0].decode().upper().split()
+    m.logout()
+    if 'MOVE' not in caps and 'UIDPLUS' in caps:
+        sys.exit(0)
+    time.sleep(0.2)
+sys.exit(1)
+PY
 dovecot_doveadm flags add -u "$DOVECOT_USER" '\Deleted' mailbox INBOX uid 6
-export SYNCD_TEST_NO_MOVE=1
-start_daemon
-unset SYNCD_TEST_NO_MOVE
 id1=$(id_of INBOX 1)
 call move_message "{\"id\":$id1,\"destination\":\"Archive\"}" > "$work/r.json"
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "copy move: $(cat "$work/r.json")"
