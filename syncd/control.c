@@ -319,13 +319,36 @@ client_bad(struct sd_client *cl, uint32_t id, const char *why)
 		client_close(cl);
 }
 
+/* Act on buffered frames while the connection is free: one write in flight at a time. */
 static void
-client_input(struct sd *sd, struct sd_client *cl)
+client_frames(struct sd *sd, struct sd_client *cl)
 {
 	struct mb_ipc_frame f;
 	struct mb_err err = { 0 };
-	ssize_t n;
 	int r;
+
+	while (cl->fd >= 0 && !cl->closing && cl->job.pid == 0) {
+		struct mb_ctl_request rq;
+
+		if ((r = mb_ipc_next(&cl->conn, &f, &err)) == 0)
+			return;
+		if (r == -1) {
+			client_bad(cl, 0, err.msg);
+			return;
+		}
+		if (mb_ctl_get_request(&f.cur, &rq, &err) == -1) {
+			client_bad(cl, f.hdr.id, err.msg);
+			return;
+		}
+		sd_write_start(sd, cl, f.hdr.id, &rq);
+	}
+}
+
+static void
+client_input(struct sd *sd, struct sd_client *cl)
+{
+	struct mb_err err = { 0 };
+	ssize_t n;
 
 	n = mb_ipc_read(&cl->conn, &err);
 	if (n == -1 && errno == EAGAIN && err.code == 0)
@@ -334,22 +357,9 @@ client_input(struct sd *sd, struct sd_client *cl)
 		client_bad(cl, 0, err.msg);
 		return;
 	}
-	r = mb_ipc_next(&cl->conn, &f, &err);
-	if (r == -1) {
-		client_bad(cl, 0, err.msg);
-		return;
-	}
-	if (r == 1) {
-		struct mb_ctl_request rq;
-
-		if (mb_ctl_get_request(&f.cur, &rq, &err) == -1) {
-			client_bad(cl, f.hdr.id, err.msg);
-			return;
-		}
-		sd_write_start(sd, cl, f.hdr.id, &rq);
-		return;
-	}
-	if (n == 0) {	/* EOF: a client that is done, or one that sent half a frame */
+	client_frames(sd, cl);
+	if (n == 0 && cl->fd >= 0 && cl->job.pid == 0 && !cl->closing) {
+		/* EOF: a client that is done, or one that sent half a frame */
 		if (mb_ipc_pending_input(&cl->conn))
 			mb_log_warnx("control: pid %ld closed mid-frame", (long)cl->pid);
 		client_close(cl);
@@ -398,9 +408,16 @@ sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
 			break;
 		}
 	}
-	for (size_t i = 0; i < SD_CTL_CLIENTS; i++)
-		if (ctl->clients[i].job.pid != 0 && mb_now_ms() >= ctl->clients[i].job.deadline_ms)
-			sd_write_expire(sd, &ctl->clients[i]);
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		struct sd_client *cl = &ctl->clients[i];
+
+		if (cl->job.pid != 0 && mb_now_ms() >= cl->job.deadline_ms)
+			sd_write_expire(sd, cl);
+		/* a request that arrived behind the one just answered */
+		if (cl->fd >= 0 && cl->job.pid == 0 && !cl->closing &&
+		    mb_ipc_pending_input(&cl->conn))
+			client_frames(sd, cl);
+	}
 }
 
 int

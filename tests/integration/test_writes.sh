@@ -147,6 +147,32 @@ PY
 [ "$(cat "$work/bad.out")" = "7 99 True" ] || fail "malformed frame: reply $(cat "$work/bad.out")"
 kill -0 "$daemon" || fail "syncd died on a malformed frame"
 
+# Two requests in one write: each answered, in order, with its own id.
+python3 - "$sock" "$id2" > "$work/two.out" <<'PY'
+import socket, struct, sys
+def s(x):
+    b = x.encode(); return b'\1' + struct.pack('=I', len(b)) + b
+def req(rid, add, rem):
+    p = struct.pack('=I', 1) + s('pipelined') + struct.pack('=QII', int(sys.argv[2]), add, rem) + b'\0'
+    return struct.pack('=IIII', 6, 16 + len(p), rid, 1) + p
+c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.settimeout(20)
+c.sendall(req(41, 2, 0) + req(42, 0, 2))   # +\Answered, then -\Answered
+data = b''
+out = []
+while len(out) < 2:
+    b = c.recv(4096)
+    if not b: break
+    data += b
+    while len(data) >= 16:
+        t, l, i, v = struct.unpack('=IIII', data[:16])
+        if len(data) < l: break
+        out.append('%d:%d' % (i, struct.unpack('=I', data[16:20])[0])); data = data[l:]
+print(' '.join(out))
+PY
+[ "$(cat "$work/two.out")" = "41:0 42:0" ] || fail "pipelined requests: $(cat "$work/two.out")"
+[ "$(idx "SELECT count(*) FROM write_log WHERE requested_by='pipelined' AND outcome='ok'")" = 2 ] ||
+    fail "pipelined requests not both logged ok"
+
 # A server without MOVE (Dovecot with imap_capability overridden to drop it):
 # COPY + STORE \Deleted + UID EXPUNGE of that UID only.
 caps() {
