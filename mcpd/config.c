@@ -164,6 +164,11 @@ mcp_config_load(struct mcp_config *c, const char *(*lookup)(const char *), struc
 		goto fail;
 	}
 	c->log_level = (int)level;
+	v = lookup("SYNCD_SOCKET");
+	c->syncd_socket = mb_xstrdup(v && *v ? v : "/run/imap-mcp/syncd.sock");
+	v = lookup("MCP_READ_ONLY");
+	c->read_only = v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+	    strcmp(v, "yes") == 0);
 	return 0;
 fail:
 	mcp_config_release(c);
@@ -178,6 +183,7 @@ mcp_config_release(struct mcp_config *c)
 	free(c->host);
 	free(c->index_path);
 	free(c->port_file);
+	free(c->syncd_socket);
 	free_list(&c->allowed_origins);
 	free_list(&c->allowed_hosts);
 	memset(c, 0, sizeof(*c));

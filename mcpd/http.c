@@ -40,6 +40,7 @@ struct mcp_http {
 struct req {
 	struct mb_buf	body;
 	char		*owner;		/* owned; the token subject, or NULL */
+	bool		may_write;	/* the write scope (always without auth) */
 	bool		too_large;
 	bool		early;		/* a response was queued before the body */
 };
@@ -193,6 +194,7 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 	post.session_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
 	post.proto_header = pv;
 	post.owner = rq->owner;
+	post.may_write = rq->may_write;
 	mcp_rpc_post(h->srv, rq->body.data, rq->body.len, &post);
 	status = (unsigned)post.status;
 	if (post.body == NULL)
@@ -260,6 +262,7 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 	}
 	if (strcmp(url, "/mcp") != 0)
 		return send_error(c, 404, -32000, "Not found: the MCP endpoint is /mcp");
+	rq->may_write = true;
 	if (h->srv->auth != NULL) {
 		/* the bearer token on every request, sessions or not (MCP-NOTES §9) */
 		struct mcp_auth_result res;
@@ -285,6 +288,7 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 			return ret;
 		}
 		rq->owner = mb_xstrdup(res.sub);	/* sessions are bound to it */
+		rq->may_write = res.may_write;
 		mcp_auth_result_release(&res);
 	}
 	if (strcmp(method, "DELETE") == 0)

@@ -48,6 +48,8 @@ struct mcp_config {
 	unsigned	 rate;		/* MCP_RATE_LIMIT: tool calls a second per session */
 	char		*port_file;	/* owned; MCP_PORT_FILE: write the bound port here */
 	int		 log_level;	/* enum mb_log_level */
+	char		*syncd_socket;	/* owned; SYNCD_SOCKET: the write tools' way to syncd */
+	bool		 read_only;	/* MCP_READ_ONLY=1: no write tools at all */
 };
 
 /*
@@ -130,6 +132,7 @@ struct mcp_post {
 	const char	*session_id;	/* Mcp-Session-Id header, or NULL */
 	const char	*proto_header;	/* MCP-Protocol-Version header, or NULL (validated) */
 	const char	*owner;		/* the token subject, or NULL (no authentication) */
+	bool		 may_write;	/* the token has the write scope (always without auth) */
 	/* out */
 	int		 status;	/* HTTP status */
 	char		*body;		/* owned; NULL: no body */
@@ -167,6 +170,22 @@ json_t	*mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r,
 	    const char **message_r);
 /* /healthz: JSON text (caller frees) and the HTTP status. */
 char	*mcp_healthz(struct mcp_server *srv, int *status_r);
+
+/* ---- tools_write.c: the write tools, forwarded to syncd (docs/writes.md) */
+
+/* Append the write tools to a tools/list result (not for read-only or no write scope). */
+void	mcp_tools_write_list(struct mcp_server *srv, json_t *list, bool may_write);
+/* True when name is a write tool or list_recent_writes: mcp_tools_write_call answers it. */
+bool	mcp_tools_write_is(const char *name);
+json_t	*mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
+	    const char *owner, bool may_write);
+
+/* ---- ctl_client.c: one request to syncd's control socket, blocking, with a timeout */
+
+struct mb_ctl_request;
+struct mb_ctl_reply;
+int	mcp_ctl_call(const char *path, const struct mb_ctl_request *rq, unsigned timeout_s,
+	    struct mb_ctl_reply *rp, struct mb_err *err);
 
 /* ---- fence.c: mail text is untrusted */
 

@@ -179,8 +179,10 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			/* one page only: any cursor is one we never issued */
 			code = RPC_INVALID_PARAMS;
 			msg = "invalid cursor";
-		} else
+		} else {
 			result = mcp_tools_list();
+			mcp_tools_write_list(srv, result, post->may_write);
+		}
 	} else if (strcmp(method, "tools/call") == 0) {
 		json_t *name = json_object_get(params, "name");
 		json_t *args = json_object_get(params, "arguments");
@@ -196,6 +198,9 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
 			    "rate limit: too many tool calls on this session; wait a second and retry",
 			    "isError", 1);
+		else if (mcp_tools_write_is(json_string_value(name)))
+			result = mcp_tools_write_call(srv, json_string_value(name),
+			    json_is_object(args) ? args : NULL, post->owner, post->may_write);
 		else
 			result = mcp_tools_call(srv, json_string_value(name),
 			    json_is_object(args) ? args : NULL, &code, &msg);

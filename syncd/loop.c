@@ -23,6 +23,7 @@
 
 #include "mailbox/log.h"
 #include "mailbox/notify.h"
+#include "control.h"
 #include "syncd.h"
 
 #define PROGRESS_TTY_MS		500
@@ -250,9 +251,14 @@ tick_end(struct sd *sd)
 int
 sd_run(struct sd *sd)
 {
-	struct pollfd *pfd = mb_xcalloc(1 + sd->conf->sync_workers, sizeof(*pfd));
+	struct pollfd *pfd = mb_xcalloc(1 + sd->conf->sync_workers + SD_CTL_POLLFDS, sizeof(*pfd));
+	nfds_t n_work;
 
 	sd_pool_init(sd);
+	if (sd->mode == SD_DAEMON && sd_control_open(sd) == -1) {
+		free(pfd);
+		return 1;
+	}
 	sd->run_started_ms = mb_now_ms();
 	sd->next_tick_ms = sd->run_started_ms;
 	sd->progress_tty = isatty(STDOUT_FILENO);
@@ -295,6 +301,9 @@ sd_run(struct sd *sd)
 			if (timeout < 0 || dl < timeout)
 				timeout = dl;
 		}
+		dl = sd_control_timeout(sd);
+		if (dl >= 0 && (timeout < 0 || dl < timeout))
+			timeout = dl;
 		if (sd->mode == SD_BACKFILL) {
 			progress_draw(sd, false);
 			if (timeout < 0 || timeout > (int)(sd->progress_next_ms - mb_now_ms()))
@@ -318,6 +327,8 @@ sd_run(struct sd *sd)
 			pfd[n++] = (struct pollfd){ .fd = w->conn.fd, .events = POLLIN |
 			    (mb_ipc_want_write(&w->conn) ? POLLOUT : 0) };
 		}
+		n_work = n;
+		n += sd_control_pollfds(sd, pfd + n);
 		if (poll(pfd, n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
@@ -325,7 +336,8 @@ sd_run(struct sd *sd)
 		}
 		if (pfd[0].revents & POLLIN)
 			sd_signals(sd);
-		for (nfds_t k = 1; k < n; k++) {
+		sd_control_dispatch(sd, pfd + n_work, n - n_work);
+		for (nfds_t k = 1; k < n_work; k++) {
 			for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
 				struct sd_worker *w = &sd->workers[i];
 
@@ -343,6 +355,7 @@ sd_run(struct sd *sd)
 	/* Stopping: the ranges in the open group are complete; keep them. */
 	writer_tend(sd, true);
 	sd_pool_stop(sd);
+	sd_control_close(sd);
 	if (sd->mode == SD_BACKFILL && sd->n_progress > 0 && !sd->tick_converged)
 		progress_draw(sd, true);
 	if (sd->quit && sd->mode == SD_BACKFILL && !sd->tick_converged && sd->exit_code == 0)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mailbox/log.h"
+#include "control.h"
 #include "syncd.h"
 
 #define FROM_WORKER	(MB_IPC_BIT(MB_IPC_READY) | MB_IPC_BIT(MB_IPC_ROW) | \
@@ -92,6 +93,8 @@ worker_spawn(struct sd *sd, struct sd_worker *w)
 		/* A worker outliving a killed scheduler must not keep the lock. */
 		if (sd->lock_fd >= 0)
 			close(sd->lock_fd);
+		/* Nor the control socket and its clients (workers parse hostile mail). */
+		sd_control_child_close(sd);
 		close(sv[0]);
 		a.fd = sv[1];
 		sd_worker_main(&a);

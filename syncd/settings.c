@@ -40,6 +40,12 @@ const struct mb_conf_key sd_conf_keys[] = {
 	K("DATA_DIR", MB_CONF_PATH, data_dir, "/var/lib/imap-mcp", 0, 0, 0, NULL,
 	    "index.db and blobs/"),
 	K("LOG_LEVEL", MB_CONF_ENUM, log_level, "info", 0, 0, 0, level_choices, NULL),
+	K("SYNCD_SOCKET", MB_CONF_PATH, syncd_socket, "/run/imap-mcp/syncd.sock", 0, 0, 0, NULL,
+	    "the control socket mcpd's write tools use (daemon mode)"),
+	K("SYNCD_ALLOWED_UIDS", MB_CONF_STR, syncd_allowed_uids, NULL, 0, 0, 0, NULL,
+	    "users (names or numbers) that may connect; empty: syncd's own"),
+	K("SYNC_WRITE_TIMEOUT", MB_CONF_UINT, write_timeout, "30", 2, 3600, 0, NULL,
+	    "seconds one write may take, then it is killed"),
 };
 const size_t sd_conf_nkeys = MB_ARRAY_LEN(sd_conf_keys);
 

@@ -45,6 +45,9 @@ struct sd_conf {
 	unsigned	 sync_max_message_size;	/* bytes; larger messages are indexed headers-only */
 	char		*data_dir;
 	unsigned	 log_level;		/* index into sd_log_levels */
+	char		*syncd_socket;		/* the control socket (docs/writes.md) */
+	char		*syncd_allowed_uids;	/* who may connect; empty: syncd's own uid */
+	unsigned	 write_timeout;		/* seconds one write may take */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];
@@ -164,6 +167,8 @@ struct sd {
 	 * before a COMMIT, even ones just after (main.c reads SYNCD_TEST_CRASH_AT_COMMIT). */
 	unsigned		 crash_at;
 	unsigned		 commit_points;
+
+	struct sd_ctl		*ctl;		/* the control socket (daemon mode); NULL: none */
 };
 
 /* Ask the index how many rows a folder has under a uidvalidity. */

@@ -113,4 +113,33 @@ int	mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uin
  */
 void	mb_imap_set_deadline(struct mb_imap *imap, long long deadline_ms);
 
+/*
+ * ---- Writes (syncd's write process only; docs/writes.md).  Sync never calls
+ * these: it EXAMINEs.  Each call names exactly one UID of the SELECTed folder.
+ */
+
+/* SELECT (read-write) the folder; as mb_imap_examine otherwise. */
+int	mb_imap_select(struct mb_imap *imap, const char *folder, struct mb_imap_status *st_r,
+	    struct mb_err *err);
+/* UID STORE uid +FLAGS.SILENT (add), then -FLAGS.SILENT (remove); enum mb_flag bits. */
+int	mb_imap_store_flags(struct mb_imap *imap, uint32_t uid, unsigned add, unsigned remove,
+	    struct mb_err *err);
+/* UID FETCH uid (UID FLAGS): *found_r false when the UID is gone. */
+int	mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool *found_r,
+	    struct mb_err *err);
+
+struct mb_imap_moved {
+	uint32_t	dest_uidvalidity;	/* from COPYUID; 0 when the server sent none */
+	uint32_t	dest_uid;		/* 0 when the server sent none */
+	bool		used_move;		/* UID MOVE (else COPY + STORE \Deleted + UID EXPUNGE) */
+};
+/*
+ * Move one UID of the selected folder to dest: UID MOVE when the server has
+ * MOVE (and allow_move), else UID COPY, UID STORE +FLAGS.SILENT (\Deleted) and
+ * UID EXPUNGE of that UID (never a bare EXPUNGE).  UIDPLUS is required
+ * (MB_E_CONFIG without it: nothing was sent).
+ */
+int	mb_imap_move(struct mb_imap *imap, uint32_t uid, const char *dest, bool allow_move,
+	    struct mb_imap_moved *r, struct mb_err *err);
+
 #endif

@@ -771,9 +771,26 @@ status_uidnext(struct mb_imap *c, const char *mb, uint32_t *uidnext_r, struct mb
 	return 0;
 }
 
+static int	folder_open(struct mb_imap *c, const char *folder, bool readwrite,
+		    struct mb_imap_status *st_r, struct mb_err *err);
+
 int
 mb_imap_examine(struct mb_imap *imap, const char *folder, struct mb_imap_status *st_r,
     struct mb_err *err)
+{
+	return folder_open(imap, folder, false, st_r, err);
+}
+
+int
+mb_imap_select(struct mb_imap *imap, const char *folder, struct mb_imap_status *st_r,
+    struct mb_err *err)
+{
+	return folder_open(imap, folder, true, st_r, err);
+}
+
+static int
+folder_open(struct mb_imap *imap, const char *folder, bool readwrite,
+    struct mb_imap_status *st_r, struct mb_err *err)
 {
 	struct mb_imap *c = imap;
 	struct mailimap_selection_info *si;
@@ -782,28 +799,31 @@ mb_imap_examine(struct mb_imap *imap, const char *folder, struct mb_imap_status 
 	int r;
 
 	memset(st_r, 0, sizeof(*st_r));
-	if (check_usable(c, "EXAMINE", err) == -1)
+	if (check_usable(c, readwrite ? "SELECT" : "EXAMINE", err) == -1)
 		return -1;
 	if (mb_mutf7_encode(folder, &mb, err) == -1)
 		return -1;
 	c->selected = false;
 	c->sel_modseq = false;
 	call_begin(c);
-	if (c->condstore)
+	if (readwrite)
+		r = c->condstore ? mailimap_select_condstore(c->etpan, mb, &hms) :
+		    mailimap_select(c->etpan, mb);
+	else if (c->condstore)
 		r = mailimap_examine_condstore(c->etpan, mb, &hms);
 	else
 		r = mailimap_examine(c->etpan, mb);
 	call_end(c);
 	if (r != MAILIMAP_NO_ERROR) {
 		free(mb);
-		if (r == MAILIMAP_ERROR_EXAMINE) {
+		if (r == MAILIMAP_ERROR_EXAMINE || r == MAILIMAP_ERROR_SELECT) {
 			char text[160];
 
 			peer_text(c, c->etpan->imap_response, text, sizeof(text));
 			return mb_err_set(err, MB_E_NOTFOUND, "%s: folder '%s': %s", c->host, folder,
 			    text);
 		}
-		return etpan_fail(c, r, "EXAMINE", err);
+		return etpan_fail(c, r, readwrite ? "SELECT" : "EXAMINE", err);
 	}
 	si = c->etpan->imap_selection_info;
 	if (si == NULL || si->sel_uidvalidity == 0) {
@@ -1163,5 +1183,208 @@ out:
 		    f.stop_uid);
 	mb_buf_release(&f.kw);
 	free(f.v);
+	return r;
+}
+
+/* ------------------------------------------------------------------ writes */
+
+/*
+ * The write calls (syncd's write process only).  Each names exactly one UID
+ * of the SELECTed folder; nothing here ever sends a bare EXPUNGE.
+ */
+
+static struct mailimap_flag_list *
+flag_list(unsigned bits)
+{
+	struct mailimap_flag_list *fl = mailimap_flag_list_new_empty();
+
+	if (bits & MB_FLAG_SEEN)
+		mailimap_flag_list_add(fl, mailimap_flag_new_seen());
+	if (bits & MB_FLAG_ANSWERED)
+		mailimap_flag_list_add(fl, mailimap_flag_new_answered());
+	if (bits & MB_FLAG_FLAGGED)
+		mailimap_flag_list_add(fl, mailimap_flag_new_flagged());
+	if (bits & MB_FLAG_DELETED)
+		mailimap_flag_list_add(fl, mailimap_flag_new_deleted());
+	if (bits & MB_FLAG_DRAFT)
+		mailimap_flag_list_add(fl, mailimap_flag_new_draft());
+	return fl;
+}
+
+static int
+store_one(struct mb_imap *c, uint32_t uid, unsigned bits, bool add, struct mb_err *err)
+{
+	struct mailimap_set *set;
+	struct mailimap_store_att_flags *sa;
+	int r;
+
+	if (bits == 0)
+		return 0;
+	set = mailimap_set_new_single(uid);
+	sa = add ? mailimap_store_att_flags_new_add_flags_silent(flag_list(bits)) :
+	    mailimap_store_att_flags_new_remove_flags_silent(flag_list(bits));
+	call_begin(c);
+	r = mailimap_uid_store(c->etpan, set, sa);
+	call_end(c);
+	mailimap_store_att_flags_free(sa);
+	mailimap_set_free(set);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r, "UID STORE", err);
+	return 0;
+}
+
+int
+mb_imap_store_flags(struct mb_imap *imap, uint32_t uid, unsigned add, unsigned remove,
+    struct mb_err *err)
+{
+	if (check_usable(imap, "UID STORE", err) == -1)
+		return -1;
+	if (!imap->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID STORE without a selected folder");
+	if (store_one(imap, uid, add, true, err) == -1)
+		return -1;
+	return store_one(imap, uid, remove, false, err);
+}
+
+int
+mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool *found_r,
+    struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_fetch_type *ft;
+	struct mailimap_set *set;
+	struct fetch f = { .c = c, .kw = MB_BUF_INIT(IMAP_KEYWORDS_MAX) };
+	clist *res = NULL;
+	int r;
+
+	*flags_r = 0;
+	*found_r = false;
+	if (check_usable(c, "UID FETCH", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID FETCH without a selected folder");
+	ft = mailimap_fetch_type_new_fetch_att_list_empty();
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_uid());
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_flags());
+	set = mailimap_set_new_single(uid);
+	call_begin(c);
+	r = mailimap_uid_fetch(c->etpan, set, ft, &res);
+	call_end(c);
+	mailimap_set_free(set);
+	mailimap_fetch_type_free(ft);
+	if (r != MAILIMAP_NO_ERROR) {
+		if (res != NULL)
+			mailimap_fetch_list_free(res);
+		mb_buf_release(&f.kw);
+		return etpan_fail(c, r, "UID FETCH", err);
+	}
+	for (clistiter *it = res ? clist_begin(res) : NULL; it; it = clist_next(it)) {
+		struct mailimap_msg_att *att = clist_content(it);
+		struct mailimap_msg_att_dynamic *dyn = NULL;
+		bool match = false;
+
+		for (clistiter *i2 = att && att->att_list ? clist_begin(att->att_list) : NULL; i2;
+		    i2 = clist_next(i2)) {
+			struct mailimap_msg_att_item *item = clist_content(i2);
+
+			if (item->att_type == MAILIMAP_MSG_ATT_ITEM_DYNAMIC)
+				dyn = item->att_data.att_dyn;
+			else if (item->att_type == MAILIMAP_MSG_ATT_ITEM_STATIC &&
+			    item->att_data.att_static->att_type == MAILIMAP_MSG_ATT_UID &&
+			    item->att_data.att_static->att_data.att_uid == uid)
+				match = true;
+		}
+		if (match && dyn != NULL) {
+			add_flags(&f, dyn, flags_r);
+			*found_r = true;
+		}
+	}
+	if (res != NULL)
+		mailimap_fetch_list_free(res);
+	mb_buf_release(&f.kw);
+	return 0;
+}
+
+/* The single UID a COPYUID/APPENDUID set names, or 0. */
+static uint32_t
+set_single(struct mailimap_set *s)
+{
+	struct mailimap_set_item *it;
+
+	if (s == NULL || s->set_list == NULL || clist_count(s->set_list) != 1)
+		return 0;
+	it = clist_content(clist_begin(s->set_list));
+	return it->set_first == it->set_last ? it->set_first : 0;
+}
+
+int
+mb_imap_move(struct mb_imap *imap, uint32_t uid, const char *dest, bool allow_move,
+    struct mb_imap_moved *r_out, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_set *set, *src = NULL, *dst = NULL;
+	uint32_t uidv = 0;
+	char *mb = NULL;
+	int r;
+
+	memset(r_out, 0, sizeof(*r_out));
+	if (check_usable(c, "UID MOVE", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID MOVE without a selected folder");
+	if (!mailimap_has_extension(c->etpan, "UIDPLUS"))
+		return mb_err_set(err, MB_E_CONFIG,
+		    "%s: the server does not offer UIDPLUS, so a move cannot name the new UID "
+		    "or expunge only this message; refused", c->host);
+	if (mb_mutf7_encode(dest, &mb, err) == -1)
+		return -1;
+	set = mailimap_set_new_single(uid);
+	if (allow_move && mailimap_has_extension(c->etpan, "MOVE")) {
+		r_out->used_move = true;
+		call_begin(c);
+		r = mailimap_uidplus_uid_move(c->etpan, set, mb, &uidv, &src, &dst);
+		call_end(c);
+		if (r != MAILIMAP_NO_ERROR) {
+			mailimap_set_free(set);
+			free(mb);
+			return etpan_fail(c, r, "UID MOVE", err);
+		}
+	} else {
+		call_begin(c);
+		r = mailimap_uidplus_uid_copy(c->etpan, set, mb, &uidv, &src, &dst);
+		call_end(c);
+		if (r != MAILIMAP_NO_ERROR) {
+			mailimap_set_free(set);
+			free(mb);
+			return etpan_fail(c, r, "UID COPY", err);
+		}
+		if (store_one(c, uid, MB_FLAG_DELETED, true, err) == -1) {
+			mailimap_set_free(set);
+			free(mb);
+			goto out;
+		}
+		call_begin(c);
+		r = mailimap_uid_expunge(c->etpan, set);	/* this one UID, never a bare EXPUNGE */
+		call_end(c);
+		if (r != MAILIMAP_NO_ERROR) {
+			mailimap_set_free(set);
+			free(mb);
+			etpan_fail(c, r, "UID EXPUNGE", err);
+			goto out;
+		}
+	}
+	mailimap_set_free(set);
+	free(mb);
+	r_out->dest_uidvalidity = uidv;
+	r_out->dest_uid = set_single(dst);
+	r = 0;
+	goto done;
+out:
+	r = -1;
+done:
+	if (src != NULL)
+		mailimap_set_free(src);
+	if (dst != NULL)
+		mailimap_set_free(dst);
 	return r;
 }

@@ -114,7 +114,7 @@ PY
 start_mcpd() {	# extra env assignments...
 	rm -f "$work/port"
 	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port" \
-	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 MCP_RATE_LIMIT=1000 "$@" \
+	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 MCP_RATE_LIMIT=1000 MCP_READ_ONLY=1 "$@" \
 	    "$build/mcpd" 2>>"$work/mcpd.log" &
 	pid=$!
 	for _ in $(seq 1 100); do	# deadline: 10 s

@@ -21,7 +21,7 @@ syncd_init() {
 		# The defaults, unless an extra setting names the same key.
 		for line in "IMAP_HOST=127.0.0.1" "IMAP_PORT=$DOVECOT_IMAP_PORT" "IMAP_TLS=none" \
 		    "IMAP_USER=$DOVECOT_USER" "IMAP_PASSWORD_FILE=$DOVECOT_PASSWORD_FILE" \
-		    "DATA_DIR=$SYNCD_DATA" "LOG_LEVEL=debug"; do
+		    "DATA_DIR=$SYNCD_DATA" "LOG_LEVEL=debug" "SYNCD_SOCKET=$dir/syncd.sock"; do
 			skip=
 			for extra in "$@"; do
 				[ "${extra%%=*}" = "${line%%=*}" ] && skip=1

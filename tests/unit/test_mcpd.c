@@ -4,6 +4,7 @@
  * text, JSON strings from bytes that are not UTF-8, and the nesting pre-scan.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -152,6 +153,70 @@ depth_prescan_ignores_strings(void **state)
 	assert_int_equal(mcp_json_depth("]]]}}", 5, 64), 0);
 }
 
+static bool
+listed(json_t *list, const char *name)
+{
+	size_t i;
+	json_t *t;
+
+	json_array_foreach(json_object_get(list, "tools"), i, t)
+		if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0)
+			return true;
+	return false;
+}
+
+/* docs/writes.md: the write tools need the write scope and are gone with MCP_READ_ONLY=1. */
+static void
+write_tools_follow_scope_and_read_only(void **state)
+{
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10,
+	    .syncd_socket = (char *)"/nonexistent/syncd.sock" };
+	struct mcp_server srv;
+	struct mb_err err = { 0 };
+	json_t *l, *r;
+
+	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+	l = mcp_tools_list();
+	mcp_tools_write_list(&srv, l, true);
+	assert_true(listed(l, "flag_message") && listed(l, "move_message") &&
+	    listed(l, "trash_message") && listed(l, "list_recent_writes"));
+	json_decref(l);
+	l = mcp_tools_list();
+	mcp_tools_write_list(&srv, l, false);	/* a token without mail.write */
+	assert_false(listed(l, "flag_message") || listed(l, "move_message") ||
+	    listed(l, "trash_message"));
+	assert_true(listed(l, "list_recent_writes"));
+	json_decref(l);
+	/* and a call is refused without reaching syncd */
+	assert_true(mcp_tools_write_is("move_message"));
+	r = mcp_tools_write_call(&srv, "move_message", NULL, "bob", false);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text")), "write scope"));
+	json_decref(r);
+	conf.read_only = true;
+	l = mcp_tools_list();
+	mcp_tools_write_list(&srv, l, true);
+	assert_false(listed(l, "flag_message"));
+	json_decref(l);
+	r = mcp_tools_write_call(&srv, "flag_message", NULL, NULL, true);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text")), "read-only"));
+	json_decref(r);
+	/* \Draft and unknown flags are input errors; \Deleted goes to syncd (and its log) */
+	conf.read_only = false;
+	{
+		json_t *a = json_pack("{s:i, s:[s]}", "id", 1, "add", "\\Draft");
+
+		r = mcp_tools_write_call(&srv, "flag_message", a, NULL, true);
+		assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+		    json_object_get(r, "content"), 0), "text")), "refused: \\Draft"));
+		json_decref(r);
+		json_decref(a);
+	}
+	mcp_server_release(&srv);
+}
+
 int
 main(void)
 {
@@ -163,6 +228,7 @@ main(void)
 		cmocka_unit_test(fence_neutralises_tags_inside_mail),
 		cmocka_unit_test(json_text_repairs_bad_utf8),
 		cmocka_unit_test(depth_prescan_ignores_strings),
+		cmocka_unit_test(write_tools_follow_scope_and_read_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

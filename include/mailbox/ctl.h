@@ -1,0 +1,67 @@
+/*
+ * The control socket's requests and replies (mcpd -> syncd; docs/writes.md),
+ * carried in MB_IPC_CTL_REQUEST / MB_IPC_CTL_REPLY frames (ipc.h).  The
+ * frame id is the request id, echoed in the reply.  The peer's uid is never
+ * in a payload: syncd reads it from the kernel (SO_PEERCRED).
+ */
+#ifndef MAILBOX_CTL_H
+#define MAILBOX_CTL_H
+
+#include <stdint.h>
+
+#include "mailbox/err.h"
+#include "mailbox/ipc.h"
+
+enum mb_ctl_op {
+	MB_CTL_FLAG = 1,	/* message_id, add, remove (enum mb_flag bits) */
+	MB_CTL_MOVE,		/* message_id, dest */
+	MB_CTL_TRASH,		/* message_id (to the \Trash folder) */
+	MB_CTL_OP_MAX
+};
+
+enum mb_ctl_outcome {
+	MB_CTL_OK = 0,
+	MB_CTL_REFUSED,		/* not tried: bad request, stale id, not allowed */
+	MB_CTL_FAILED,		/* tried and failed (IMAP error, deadline) */
+};
+
+#define MB_CTL_WHO_MAX		256	/* bytes of "who asked" */
+#define MB_CTL_FOLDER_MAX	1024	/* bytes of a folder name */
+#define MB_CTL_DETAIL_MAX	1024	/* bytes of a reply's detail */
+
+struct mb_ctl_request {
+	uint32_t	 op;		/* enum mb_ctl_op */
+	char		*who;		/* owned; the OAuth subject, or "local" */
+	int64_t		 message_id;	/* messages.id */
+	uint32_t	 add, remove;	/* MB_CTL_FLAG */
+	char		*dest;		/* owned; MB_CTL_MOVE; NULL otherwise */
+};
+
+struct mb_ctl_reply {
+	uint32_t	 outcome;	/* enum mb_ctl_outcome */
+	char		*detail;	/* owned; never NULL after a decode */
+	int64_t		 message_id;	/* the row after the write (a move keeps or drops it: 0) */
+	uint32_t	 flags;		/* MB_CTL_FLAG: the flags the server reported after */
+	char		*folder;	/* owned; where the message is now; may be NULL */
+	int64_t		 log_id;	/* write_log.id */
+};
+
+/* Build a request or reply frame with request id id (mb_ipc_out_finish is called). */
+int	mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_request *rq,
+	    struct mb_err *err);
+int	mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_reply *rp,
+	    struct mb_err *err);
+/*
+ * Decode a payload (the frame's cursor), checking every field: the op, the
+ * string lengths, no unknown flag bits, dest present exactly for a move.
+ * -1 (MB_E_PROTO) on any failure; *rq is then released.
+ */
+int	mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_err *err);
+int	mb_ctl_get_reply(struct mb_ipc_cur *c, struct mb_ctl_reply *rp, struct mb_err *err);
+void	mb_ctl_request_release(struct mb_ctl_request *rq);	/* idempotent */
+void	mb_ctl_reply_release(struct mb_ctl_reply *rp);		/* idempotent */
+
+const char	*mb_ctl_op_name(uint32_t op);		/* "flag_message", ...; "?" */
+const char	*mb_ctl_outcome_name(uint32_t outcome);	/* "ok", "refused", "failed" */
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * Control-socket payloads (include/mailbox/ctl.h): typed fields over the
+ * IPC framing, checked field by field; the peer is untrusted.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mailbox/ctl.h"
+#include "mailbox/msg.h"
+#include "mailbox/util.h"
+
+#define FLAG_BITS	(MB_FLAG_SEEN | MB_FLAG_ANSWERED | MB_FLAG_FLAGGED | MB_FLAG_DELETED | \
+			 MB_FLAG_DRAFT)
+
+const char *
+mb_ctl_op_name(uint32_t op)
+{
+	switch (op) {
+	case MB_CTL_FLAG:	return "flag_message";
+	case MB_CTL_MOVE:	return "move_message";
+	case MB_CTL_TRASH:	return "trash_message";
+	default:		return "?";
+	}
+}
+
+const char *
+mb_ctl_outcome_name(uint32_t outcome)
+{
+	switch (outcome) {
+	case MB_CTL_OK:		return "ok";
+	case MB_CTL_REFUSED:	return "refused";
+	default:		return "failed";
+	}
+}
+
+int
+mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_request *rq,
+    struct mb_err *err)
+{
+	mb_ipc_out_begin(o, MB_IPC_CTL_REQUEST, id);
+	mb_ipc_put_u32(o, rq->op);
+	mb_ipc_put_str(o, rq->who);
+	mb_ipc_put_u64(o, (uint64_t)rq->message_id);
+	mb_ipc_put_u32(o, rq->add);
+	mb_ipc_put_u32(o, rq->remove);
+	mb_ipc_put_str(o, rq->dest);
+	return mb_ipc_out_finish(o, err);
+}
+
+int
+mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_reply *rp,
+    struct mb_err *err)
+{
+	mb_ipc_out_begin(o, MB_IPC_CTL_REPLY, id);
+	mb_ipc_put_u32(o, rp->outcome);
+	mb_ipc_put_str(o, rp->detail ? rp->detail : "");
+	mb_ipc_put_u64(o, (uint64_t)rp->message_id);
+	mb_ipc_put_u32(o, rp->flags);
+	mb_ipc_put_str(o, rp->folder);
+	mb_ipc_put_u64(o, (uint64_t)rp->log_id);
+	return mb_ipc_out_finish(o, err);
+}
+
+static bool
+str_ok(const char *s, size_t max)
+{
+	return s != NULL && *s != '\0' && strlen(s) <= max;
+}
+
+int
+mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_err *err)
+{
+	uint64_t mid;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->op = mb_ipc_get_u32(c);
+	rq->who = mb_ipc_get_strdup(c);
+	mid = mb_ipc_get_u64(c);
+	rq->add = mb_ipc_get_u32(c);
+	rq->remove = mb_ipc_get_u32(c);
+	rq->dest = mb_ipc_get_strdup(c);
+	if (mb_ipc_end(c, err) == -1)
+		goto bad;
+	if (rq->op == 0 || rq->op >= MB_CTL_OP_MAX || mid == 0 || mid > INT64_MAX ||
+	    !str_ok(rq->who, MB_CTL_WHO_MAX) || ((rq->add | rq->remove) & ~FLAG_BITS) != 0 ||
+	    (rq->op == MB_CTL_MOVE) != (rq->dest != NULL) ||
+	    (rq->dest != NULL && !str_ok(rq->dest, MB_CTL_FOLDER_MAX)) ||
+	    (rq->op != MB_CTL_FLAG && (rq->add | rq->remove) != 0) ||
+	    (rq->op == MB_CTL_FLAG && (rq->add | rq->remove) == 0)) {
+		mb_err_set(err, MB_E_PROTO, "control: malformed request");
+		goto bad;
+	}
+	rq->message_id = (int64_t)mid;
+	return 0;
+bad:
+	mb_ctl_request_release(rq);
+	return -1;
+}
+
+int
+mb_ctl_get_reply(struct mb_ipc_cur *c, struct mb_ctl_reply *rp, struct mb_err *err)
+{
+	memset(rp, 0, sizeof(*rp));
+	rp->outcome = mb_ipc_get_u32(c);
+	rp->detail = mb_ipc_get_strdup(c);
+	rp->message_id = (int64_t)mb_ipc_get_u64(c);
+	rp->flags = mb_ipc_get_u32(c);
+	rp->folder = mb_ipc_get_strdup(c);
+	rp->log_id = (int64_t)mb_ipc_get_u64(c);
+	if (mb_ipc_end(c, err) == -1)
+		goto bad;
+	if (rp->outcome > MB_CTL_FAILED || rp->detail == NULL ||
+	    strlen(rp->detail) > 4 * MB_CTL_DETAIL_MAX) {
+		mb_err_set(err, MB_E_PROTO, "control: malformed reply");
+		goto bad;
+	}
+	return 0;
+bad:
+	mb_ctl_reply_release(rp);
+	return -1;
+}
+
+void
+mb_ctl_request_release(struct mb_ctl_request *rq)
+{
+	free(rq->who);
+	free(rq->dest);
+	rq->who = rq->dest = NULL;
+}
+
+void
+mb_ctl_reply_release(struct mb_ctl_reply *rp)
+{
+	free(rp->detail);
+	free(rp->folder);
+	rp->detail = rp->folder = NULL;
+}

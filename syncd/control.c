@@ -1,0 +1,441 @@
+/*
+ * The control socket (STYLE B5; docs/writes.md): a Unix stream socket that
+ * mcpd's write tools reach syncd through.  Non-blocking, served from the
+ * main poll loop.  A peer is checked on accept with SO_PEERCRED against
+ * SYNCD_ALLOWED_UIDS; connections are capped in all and per uid.  Frames
+ * are checked by the IPC reader (version, length, type) and the request
+ * decoder; a bad one gets an error reply and a disconnect.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "mailbox/log.h"
+#include "mailbox/util.h"
+#include "control.h"
+#include "syncd.h"
+
+int
+sd_control_parse_uids(const char *spec, uid_t **uids_r, size_t *n_r, struct mb_err *err)
+{
+	char *copy = mb_xstrdup(spec ? spec : ""), *save = NULL, *tok;
+	uid_t *v = NULL;
+	size_t n = 0;
+
+	for (tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		unsigned long long u;
+		struct passwd *pw;
+
+		if (mb_conf_parse_uint(tok, 0, UINT_MAX - 1, &u) == 0)
+			;
+		else if ((pw = getpwnam(tok)) != NULL)
+			u = pw->pw_uid;
+		else {
+			free(copy);
+			free(v);
+			return mb_err_set(err, MB_E_CONFIG,
+			    "SYNCD_ALLOWED_UIDS: '%s' is neither a uid nor a user", tok);
+		}
+		v = mb_xrealloc(v, (n + 1) * sizeof(*v));
+		v[n++] = (uid_t)u;
+	}
+	free(copy);
+	if (n == 0) {	/* empty: syncd's own user only */
+		v = mb_xmalloc(sizeof(*v));
+		v[n++] = geteuid();
+	}
+	*uids_r = v;
+	*n_r = n;
+	return 0;
+}
+
+static bool
+uid_allowed(const struct sd_ctl *ctl, uid_t uid)
+{
+	for (size_t i = 0; i < ctl->n_allowed; i++)
+		if (ctl->allowed[i] == uid)
+			return true;
+	return false;
+}
+
+/*
+ * Bind the listener.  A socket file that answers connect() belongs to a live
+ * syncd: not stolen.  One that refuses (ECONNREFUSED) is a dead one's: replaced.
+ */
+static int
+listen_socket(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		mb_log_error("control: SYNCD_SOCKET is too long for a socket path");
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			mb_log_error("control: %s exists and is not a socket; not replacing it", path);
+			return -1;
+		}
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+			mb_log_warn("control: socket");
+			return -1;
+		}
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			close(fd);
+			mb_log_error("control: %s is live (another syncd answers); not taking it",
+			    path);
+			return -1;
+		}
+		close(fd);
+		mb_log_info("control: removing the stale socket %s", path);
+		if (unlink(path) == -1 && errno != ENOENT) {
+			mb_log_warn("control: unlink %s", path);
+			return -1;
+		}
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
+		mb_log_warn("control: socket");
+		return -1;
+	}
+	old = umask(0117);	/* 0660 from the start: no window with a wider mode */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		mb_log_warn("control: bind %s", path);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, 0660) == -1 || listen(fd, 16) == -1) {
+		mb_log_warn("control: %s", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return fd;
+}
+
+int
+sd_control_open(struct sd *sd)
+{
+	struct sd_ctl *ctl;
+	struct mb_err err = { 0 };
+
+	if (sd->conf->syncd_socket == NULL || *sd->conf->syncd_socket == '\0')
+		return 0;
+	ctl = mb_xcalloc(1, sizeof(*ctl));
+	ctl->lfd = -1;
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++)
+		ctl->clients[i].fd = -1;
+	if (sd_control_parse_uids(sd->conf->syncd_allowed_uids, &ctl->allowed, &ctl->n_allowed,
+	    &err) == -1) {
+		mb_log_error("%s", err.msg);
+		free(ctl);
+		return -1;
+	}
+	if ((ctl->lfd = listen_socket(sd->conf->syncd_socket)) == -1) {
+		free(ctl->allowed);
+		free(ctl);
+		return -1;
+	}
+	ctl->path = mb_xstrdup(sd->conf->syncd_socket);
+	sd->ctl = ctl;
+	mb_log_info("control: listening on %s", ctl->path);
+	return 0;
+}
+
+static void
+client_close(struct sd_client *cl)
+{
+	if (cl->fd < 0)
+		return;
+	close(cl->fd);
+	mb_ipc_conn_release(&cl->conn);
+	cl->fd = -1;
+	cl->closing = false;
+}
+
+/* A slot is free when no connection and no write use it. */
+static bool
+slot_free(const struct sd_client *cl)
+{
+	return cl->fd < 0 && cl->job.pid == 0;
+}
+
+void
+sd_control_close(struct sd *sd)
+{
+	struct sd_ctl *ctl = sd->ctl;
+
+	if (ctl == NULL)
+		return;
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		struct sd_client *cl = &ctl->clients[i];
+
+		if (cl->job.pid != 0)
+			sd_write_expire(sd, cl);	/* logged as failed: stopping */
+		client_close(cl);
+	}
+	if (ctl->lfd >= 0) {
+		close(ctl->lfd);
+		unlink(ctl->path);
+	}
+	free(ctl->path);
+	free(ctl->allowed);
+	free(ctl);
+	sd->ctl = NULL;
+}
+
+void
+sd_control_child_close(struct sd *sd)
+{
+	struct sd_ctl *ctl = sd->ctl;
+
+	if (ctl == NULL)
+		return;
+	close(ctl->lfd);
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		if (ctl->clients[i].fd >= 0)
+			close(ctl->clients[i].fd);
+		if (ctl->clients[i].job.pid != 0)
+			close(ctl->clients[i].job.conn.fd);
+	}
+}
+
+nfds_t
+sd_control_pollfds(struct sd *sd, struct pollfd *pfd)
+{
+	struct sd_ctl *ctl = sd->ctl;
+	nfds_t n = 0;
+
+	if (ctl == NULL)
+		return 0;
+	pfd[n++] = (struct pollfd){ .fd = ctl->lfd, .events = POLLIN };
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		struct sd_client *cl = &ctl->clients[i];
+
+		if (cl->fd >= 0) {
+			short ev = mb_ipc_want_write(&cl->conn) ? POLLOUT : 0;
+
+			if (!cl->closing && cl->job.pid == 0)
+				ev |= POLLIN;	/* one request at a time per connection */
+			pfd[n++] = (struct pollfd){ .fd = cl->fd, .events = ev };
+		}
+		if (cl->job.pid != 0)
+			pfd[n++] = (struct pollfd){ .fd = cl->job.conn.fd, .events = POLLIN };
+	}
+	return n;
+}
+
+static void
+do_accept(struct sd *sd)
+{
+	struct sd_ctl *ctl = sd->ctl;
+	struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+	socklen_t len = sizeof(cred);
+	struct sd_client *slot = NULL;
+	unsigned same = 0;
+	int fd;
+
+	if ((fd = accept4(ctl->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			mb_log_warn("control: accept");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    !uid_allowed(ctl, cred.uid)) {
+		mb_log_warnx("control: refused uid %ld pid %ld (not in SYNCD_ALLOWED_UIDS)",
+		    (long)cred.uid, (long)cred.pid);
+		close(fd);
+		return;
+	}
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		struct sd_client *cl = &ctl->clients[i];
+
+		if (cl->fd >= 0 && cl->uid == cred.uid)
+			same++;
+		if (slot == NULL && slot_free(cl))
+			slot = cl;
+	}
+	if (slot == NULL || same >= SD_CTL_PER_UID) {
+		mb_log_warnx("control: refused uid %ld pid %ld: too many connections",
+		    (long)cred.uid, (long)cred.pid);
+		close(fd);
+		return;
+	}
+	slot->fd = fd;
+	slot->uid = cred.uid;	/* write_log records the kernel's word, never the payload's */
+	slot->pid = cred.pid;
+	slot->closing = false;
+	mb_ipc_conn_init(&slot->conn, fd, MB_IPC_BIT(MB_IPC_CTL_REQUEST));
+	mb_log_debug("control: connection from uid %ld pid %ld", (long)cred.uid, (long)cred.pid);
+}
+
+void
+sd_control_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *rp)
+{
+	struct mb_ipc_out o;
+	struct mb_err err = { 0 };
+
+	if (cl->fd < 0)
+		return;
+	if (mb_ctl_put_reply(&o, id, rp, &err) == -1) {
+		mb_ipc_out_release(&o);
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_queue(&cl->conn, &o, &err) == -1) {
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_flush(&cl->conn, &err) == -1)
+		client_close(cl);
+}
+
+/* A bad frame: an error reply, then the connection is closed once it is sent. */
+static void
+client_bad(struct sd_client *cl, uint32_t id, const char *why)
+{
+	struct mb_ctl_reply rp = { .outcome = MB_CTL_REFUSED, .detail = (char *)why };
+
+	mb_log_warnx("control: uid %ld pid %ld: %s; disconnecting", (long)cl->uid, (long)cl->pid,
+	    why);
+	/* The input may hold anything: it is not read again. */
+	cl->closing = true;
+	sd_control_reply(cl, id, &rp);
+	if (cl->fd >= 0 && !mb_ipc_want_write(&cl->conn))
+		client_close(cl);
+}
+
+/* Act on buffered frames while the connection is free: one write in flight at a time. */
+static void
+client_frames(struct sd *sd, struct sd_client *cl)
+{
+	struct mb_ipc_frame f;
+	struct mb_err err = { 0 };
+	int r;
+
+	while (cl->fd >= 0 && !cl->closing && cl->job.pid == 0) {
+		struct mb_ctl_request rq;
+
+		if ((r = mb_ipc_next(&cl->conn, &f, &err)) == 0)
+			return;
+		if (r == -1) {
+			client_bad(cl, 0, err.msg);
+			return;
+		}
+		if (mb_ctl_get_request(&f.cur, &rq, &err) == -1) {
+			client_bad(cl, f.hdr.id, err.msg);
+			return;
+		}
+		sd_write_start(sd, cl, f.hdr.id, &rq);
+	}
+}
+
+static void
+client_input(struct sd *sd, struct sd_client *cl)
+{
+	struct mb_err err = { 0 };
+	ssize_t n;
+
+	n = mb_ipc_read(&cl->conn, &err);
+	if (n == -1 && errno == EAGAIN && err.code == 0)
+		return;
+	if (n == -1) {
+		client_bad(cl, 0, err.msg);
+		return;
+	}
+	client_frames(sd, cl);
+	if (n == 0 && cl->fd >= 0 && cl->job.pid == 0 && !cl->closing) {
+		/* EOF: a client that is done, or one that sent half a frame */
+		if (mb_ipc_pending_input(&cl->conn))
+			mb_log_warnx("control: pid %ld closed mid-frame", (long)cl->pid);
+		client_close(cl);
+	}
+}
+
+void
+sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
+{
+	struct sd_ctl *ctl = sd->ctl;
+
+	if (ctl == NULL)
+		return;
+	for (nfds_t k = 0; k < n; k++) {
+		if (pfd[k].revents == 0)
+			continue;
+		if (pfd[k].fd == ctl->lfd) {
+			do_accept(sd);
+			continue;
+		}
+		for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+			struct sd_client *cl = &ctl->clients[i];
+			struct mb_err err = { 0 };
+
+			if (cl->job.pid != 0 && cl->job.conn.fd == pfd[k].fd) {
+				sd_write_input(sd, cl);
+				break;
+			}
+			if (cl->fd != pfd[k].fd || cl->fd < 0)
+				continue;
+			if (pfd[k].revents & POLLOUT) {
+				if (mb_ipc_flush(&cl->conn, &err) == -1) {
+					client_close(cl);
+					break;
+				}
+				if (cl->closing && !mb_ipc_want_write(&cl->conn)) {
+					client_close(cl);
+					break;
+				}
+			}
+			if (!cl->closing && cl->job.pid == 0 &&
+			    (pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				client_input(sd, cl);
+			else if (pfd[k].revents & (POLLHUP | POLLERR))
+				client_close(cl);
+			break;
+		}
+	}
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		struct sd_client *cl = &ctl->clients[i];
+
+		if (cl->job.pid != 0 && mb_now_ms() >= cl->job.deadline_ms)
+			sd_write_expire(sd, cl);
+		/* a request that arrived behind the one just answered */
+		if (cl->fd >= 0 && cl->job.pid == 0 && !cl->closing &&
+		    mb_ipc_pending_input(&cl->conn))
+			client_frames(sd, cl);
+	}
+}
+
+int
+sd_control_timeout(struct sd *sd)
+{
+	long long best = -1, now = mb_now_ms();
+
+	if (sd->ctl == NULL)
+		return -1;
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
+		struct sd_wjob *j = &sd->ctl->clients[i].job;
+		long long left;
+
+		if (j->pid == 0)
+			continue;
+		left = j->deadline_ms > now ? j->deadline_ms - now : 0;
+		if (best < 0 || left < best)
+			best = left;
+	}
+	return best < 0 ? -1 : (int)(best > 60000 ? 60000 : best);
+}

@@ -1,0 +1,597 @@
+/*
+ * The writes (docs/writes.md).  A request from the control socket gets a
+ * write_log row ('pending') before anything is tried; the checks (message
+ * indexed, its folder's UIDVALIDITY unchanged, the flags allowed, a
+ * destination known) run against the index; then a forked write process
+ * with its own IMAP connection SELECTs the folder and does the one write,
+ * under a deadline, while the main loop keeps serving.  Its answer is
+ * applied to the index here, in the main loop, so it lands in the single
+ * writer's transaction order; the write_log row is completed in the same
+ * transaction.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/log.h"
+#include "mailbox/msg.h"
+#include "mailbox/util.h"
+#include "control.h"
+#include "syncd.h"
+
+#define ALLOWED_FLAGS	(MB_FLAG_SEEN | MB_FLAG_FLAGGED | MB_FLAG_ANSWERED)
+
+/* ---------------------------------------------------------------- write_log */
+
+static void
+json_str(struct mb_buf *b, const char *s)
+{
+	mb_buf_addc(b, '"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			mb_buf_addc(b, '\\');
+			mb_buf_addc(b, (char)ch);
+		} else if (ch < 0x20) {
+			char esc[8];
+
+			snprintf(esc, sizeof(esc), "\\u%04x", ch);
+			mb_buf_adds(b, esc);
+		} else
+			mb_buf_addc(b, (char)ch);
+	}
+	mb_buf_addc(b, '"');
+}
+
+static void
+json_flags(struct mb_buf *b, unsigned bits)
+{
+	static const struct { unsigned bit; const char *name; } f[] = {
+		{ MB_FLAG_SEEN, "\\\\Seen" }, { MB_FLAG_ANSWERED, "\\\\Answered" },
+		{ MB_FLAG_FLAGGED, "\\\\Flagged" }, { MB_FLAG_DELETED, "\\\\Deleted" },
+		{ MB_FLAG_DRAFT, "\\\\Draft" },
+	};
+	bool first = true;
+
+	mb_buf_addc(b, '[');
+	for (size_t i = 0; i < MB_ARRAY_LEN(f); i++) {
+		if (!(bits & f[i].bit))
+			continue;
+		if (!first)
+			mb_buf_addc(b, ',');
+		mb_buf_addc(b, '"');
+		mb_buf_adds(b, f[i].name);
+		mb_buf_addc(b, '"');
+		first = false;
+	}
+	mb_buf_addc(b, ']');
+}
+
+static char *
+arguments_json(const struct mb_ctl_request *rq)
+{
+	struct mb_buf b = MB_BUF_INIT(64 * 1024);
+	char *s;
+
+	mb_buf_adds(&b, "{");
+	if (rq->op == MB_CTL_FLAG) {
+		mb_buf_adds(&b, "\"add\":");
+		json_flags(&b, rq->add);
+		mb_buf_adds(&b, ",\"remove\":");
+		json_flags(&b, rq->remove);
+	} else if (rq->op == MB_CTL_MOVE) {
+		mb_buf_adds(&b, "\"destination\":");
+		json_str(&b, rq->dest);
+	}
+	mb_buf_adds(&b, "}");
+	s = mb_xstrdup(b.data ? b.data : "{}");
+	mb_buf_release(&b);
+	return s;
+}
+
+static int64_t
+log_begin(struct sd *sd, const struct mb_ctl_request *rq, uid_t peer)
+{
+	static const char sql[] = "INSERT INTO write_log (at, tool, requested_by, peer_uid, "
+	    "message_id, arguments, outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending')";
+	sqlite3 *db = mb_index_db(sd->idx);
+	sqlite3_stmt *st = NULL;
+	char *args = arguments_json(rq);
+	int64_t id = 0;
+	struct mb_err ferr = { 0 };
+
+	/* The row must be durable before the write is tried: commit the
+	 * writer's open group first, so this INSERT is its own transaction.
+	 * A failed flush is logged by sd_writer_flush and ends the tick. */
+	(void)sd_writer_flush(sd, &ferr);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
+		sqlite3_bind_text(st, 2, mb_ctl_op_name(rq->op), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, rq->who, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)peer);
+		sqlite3_bind_int64(st, 5, rq->message_id);
+		sqlite3_bind_text(st, 6, args, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_DONE)
+			id = sqlite3_last_insert_rowid(db);
+	}
+	if (id == 0)
+		mb_log_error("write_log: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	free(args);
+	return id;
+}
+
+/* Fill in the message's place (once known) and, when outcome is set, finish the row. */
+static void
+log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const char *detail)
+{
+	static const char sql[] = "UPDATE write_log SET folder = coalesce(?2, folder), "
+	    "uidvalidity = coalesce(?3, uidvalidity), uid = coalesce(?4, uid), "
+	    "outcome = coalesce(?5, outcome), detail = coalesce(?6, detail) WHERE id = ?1";
+	sqlite3 *db = mb_index_db(sd->idx);
+	sqlite3_stmt *st = NULL;
+
+	struct mb_err ferr = { 0 };
+
+	if (j->log_id == 0)
+		return;
+	(void)sd_writer_flush(sd, &ferr);	/* as in log_begin: not inside the writer's group */
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		mb_log_error("write_log: %s", sqlite3_errmsg(db));
+		return;
+	}
+	sqlite3_bind_int64(st, 1, j->log_id);
+	if (j->folder != NULL) {
+		sqlite3_bind_text(st, 2, j->folder, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, j->uidvalidity);
+		sqlite3_bind_int64(st, 4, j->uid);
+	}
+	if (outcome != NULL)
+		sqlite3_bind_text(st, 5, outcome, -1, SQLITE_STATIC);
+	if (detail != NULL)
+		sqlite3_bind_text(st, 6, detail, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		mb_log_error("write_log: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static char *
+col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? mb_xstrdup((const char *)t) : NULL;
+}
+
+/*
+ * Find the message and its folder.  detail_r gets why it is refused (a
+ * static string or a message in buf).
+ */
+static int
+check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
+{
+	static const char sql[] = "SELECT m.folder_id, f.name, m.uidvalidity, m.uid, m.keywords, "
+	    "m.modseq, f.uidvalidity FROM messages m JOIN folders f ON f.id = m.folder_id "
+	    "WHERE m.id = ?1";
+	sqlite3 *db = mb_index_db(sd->idx);
+	sqlite3_stmt *st = NULL;
+	uint32_t folder_uidv;
+	int r;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, j->rq.message_id);
+	if ((r = sqlite3_step(st)) != SQLITE_ROW) {
+		snprintf(buf, len, r == SQLITE_DONE ? "no message with id %lld in the index" :
+		    "index: lookup failed", (long long)j->rq.message_id);
+		sqlite3_finalize(st);
+		return -1;
+	}
+	j->folder_id = sqlite3_column_int64(st, 0);
+	j->folder = col_dup(st, 1);
+	j->uidvalidity = (uint32_t)sqlite3_column_int64(st, 2);
+	j->uid = (uint32_t)sqlite3_column_int64(st, 3);
+	j->keywords = col_dup(st, 4);
+	j->modseq = (uint64_t)sqlite3_column_int64(st, 5);
+	folder_uidv = (uint32_t)sqlite3_column_int64(st, 6);
+	sqlite3_finalize(st);
+	if (j->uidvalidity != folder_uidv) {
+		snprintf(buf, len, "stale id: folder '%s' has UIDVALIDITY %u now, the message was "
+		    "indexed under %u; search again", j->folder, folder_uidv, j->uidvalidity);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
+{
+	static const char by_name[] = "SELECT id, name, uidvalidity FROM folders WHERE name = ?1";
+	static const char by_role[] = "SELECT id, name, uidvalidity FROM folders "
+	    "WHERE role = '\\Trash' ORDER BY id LIMIT 1";
+	sqlite3 *db = mb_index_db(sd->idx);
+	sqlite3_stmt *st = NULL;
+	bool trash = j->rq.op == MB_CTL_TRASH;
+
+	if (sqlite3_prepare_v2(db, trash ? by_role : by_name, -1, &st, NULL) != SQLITE_OK) {
+		snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
+		return -1;
+	}
+	if (!trash)
+		sqlite3_bind_text(st, 1, j->rq.dest, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		if (trash)
+			snprintf(buf, len, "no folder has the \\Trash special-use role; nothing is "
+			    "ever deleted permanently, so trash_message is refused");
+		else
+			snprintf(buf, len, "no folder named '%s' in the index (list_folders names "
+			    "them)", j->rq.dest);
+		return -1;
+	}
+	j->dest_id = sqlite3_column_int64(st, 0);
+	j->dest = col_dup(st, 1);
+	j->dest_uidvalidity = (uint32_t)sqlite3_column_int64(st, 2);
+	sqlite3_finalize(st);
+	if (j->dest_id == j->folder_id) {
+		snprintf(buf, len, "the message is already in '%s'", j->dest);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- write process */
+
+/* A result frame from the write process: outcome, detail, flags, COPYUID. */
+static void
+child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
+    uint32_t uid, bool used_move)
+{
+	struct mb_ipc_conn c;
+	struct mb_ipc_out o;
+	struct mb_err err = { 0 };
+
+	mb_ipc_conn_init(&c, fd, 0);
+	mb_ipc_out_begin(&o, MB_IPC_CTL_REPLY, 0);
+	mb_ipc_put_u32(&o, outcome);
+	mb_ipc_put_str(&o, detail);
+	mb_ipc_put_u32(&o, flags);
+	mb_ipc_put_u32(&o, uidv);
+	mb_ipc_put_u32(&o, uid);
+	mb_ipc_put_bool(&o, used_move);
+	if (mb_ipc_out_finish(&o, &err) == 0)
+		mb_ipc_send(&c, &o, &err);
+	else
+		mb_ipc_out_release(&o);
+	mb_ipc_conn_release(&c);
+}
+
+static _Noreturn void
+child_main(struct sd *sd, struct sd_wjob *j, int fd)
+{
+	struct mb_imap_conf ic;
+	struct mb_imap *imap = NULL;
+	struct mb_imap_status st;
+	struct mb_imap_moved mv = { 0 };
+	struct mb_err err = { 0 };
+	unsigned flags = 0;
+	bool found = false;
+	sigset_t all;
+	char detail[512];
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(1);
+	prctl(PR_SET_DUMPABLE, 0);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	signal(SIGINT, SIG_IGN);
+	mb_log_init("syncd/write", mb_log_get_level());
+	sd_imap_conf(sd, &ic);
+	if (mb_imap_connect(&ic, &imap, &err) == -1)
+		goto fail;
+	mb_imap_set_deadline(imap, j->deadline_ms - 500);
+	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
+		goto fail;
+	if (st.uidvalidity != j->uidvalidity) {
+		snprintf(detail, sizeof(detail), "stale id: folder '%s' has UIDVALIDITY %u upstream, "
+		    "the message was indexed under %u", j->folder, st.uidvalidity, j->uidvalidity);
+		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
+	if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
+		goto fail;
+	if (!found) {
+		snprintf(detail, sizeof(detail), "UID %u is no longer in '%s' (expunged or moved "
+		    "elsewhere)", j->uid, j->folder);
+		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
+	if (j->rq.op == MB_CTL_FLAG) {
+		if (mb_imap_store_flags(imap, j->uid, j->rq.add, j->rq.remove, &err) == -1)
+			goto fail;
+		/* Verified by an independent fetch, not by STORE's echo. */
+		if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
+			goto fail;
+		if (!found || (flags & j->rq.add) != j->rq.add || (flags & j->rq.remove) != 0) {
+			child_send(fd, MB_CTL_FAILED, "the server did not apply the flags (checked "
+			    "with UID FETCH FLAGS)", flags, 0, 0, false);
+			mb_imap_close(&imap);
+			_exit(0);
+		}
+		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
+	} else {
+		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
+			child_send(fd, err.code == MB_E_CONFIG ? MB_CTL_REFUSED : MB_CTL_FAILED,
+			    err.msg, 0, 0, 0, false);
+			mb_imap_close(&imap);
+			_exit(0);
+		}
+		snprintf(detail, sizeof(detail), "%s to '%s' as UID %u", mv.used_move ?
+		    "UID MOVE" : "UID COPY + UID STORE \\Deleted + UID EXPUNGE", j->dest,
+		    mv.dest_uid);
+		child_send(fd, MB_CTL_OK, detail, flags, mv.dest_uidvalidity, mv.dest_uid,
+		    mv.used_move);
+	}
+	mb_imap_close(&imap);
+	_exit(0);
+fail:
+	child_send(fd, MB_CTL_FAILED, err.msg, 0, 0, 0, false);
+	mb_imap_close(&imap);
+	_exit(0);
+}
+
+/* ------------------------------------------------------------ the parent */
+
+void
+sd_write_release(struct sd_wjob *j)
+{
+	mb_ctl_request_release(&j->rq);
+	free(j->folder);
+	free(j->keywords);
+	free(j->dest);
+	if (j->pid != 0) {
+		close(j->conn.fd);
+		mb_ipc_conn_release(&j->conn);
+	}
+	memset(j, 0, sizeof(*j));
+}
+
+static void
+finish(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *detail,
+    int64_t msg_id, unsigned flags, const char *folder)
+{
+	struct sd_wjob *j = &cl->job;
+	struct mb_ctl_reply rp = { .outcome = outcome, .detail = (char *)detail,
+	    .message_id = msg_id, .flags = flags, .folder = (char *)folder,
+	    .log_id = j->log_id };
+
+	if (outcome != MB_CTL_OK)
+		mb_log_warnx("write %lld: %s of message %lld for %s (uid %ld): %s: %s",
+		    (long long)j->log_id, mb_ctl_op_name(j->rq.op), (long long)j->rq.message_id,
+		    j->rq.who, (long)j->peer_uid, mb_ctl_outcome_name(outcome), detail);
+	else
+		mb_log_info("write %lld: %s of message %lld for %s (uid %ld): %s",
+		    (long long)j->log_id, mb_ctl_op_name(j->rq.op), (long long)j->rq.message_id,
+		    j->rq.who, (long)j->peer_uid, detail);
+	sd_control_reply(cl, j->req_id, &rp);
+}
+
+void
+sd_write_start(struct sd *sd, struct sd_client *cl, uint32_t req_id, struct mb_ctl_request *rq)
+{
+	struct sd_wjob *j = &cl->job;
+	char why[600];
+	int sv[2];
+	pid_t pid;
+
+	memset(j, 0, sizeof(*j));
+	j->rq = *rq;
+	memset(rq, 0, sizeof(*rq));
+	j->req_id = req_id;
+	j->peer_uid = cl->uid;
+	j->log_id = log_begin(sd, &j->rq, cl->uid);	/* before anything is tried */
+	if (j->log_id == 0) {
+		finish(sd, cl, MB_CTL_FAILED, "the audit log cannot be written; nothing was tried",
+		    0, 0, NULL);
+		sd_write_release(j);
+		return;
+	}
+	if (j->rq.op == MB_CTL_FLAG && ((j->rq.add | j->rq.remove) & ~ALLOWED_FLAGS)) {
+		snprintf(why, sizeof(why), "only \\Seen, \\Flagged and \\Answered may be changed "
+		    "(\\Deleted and \\Draft are refused)");
+		goto refuse;
+	}
+	if (check_message(sd, j, why, sizeof(why)) == -1)
+		goto refuse;
+	log_update(sd, j, NULL, NULL);
+	if (j->rq.op != MB_CTL_FLAG && check_dest(sd, j, why, sizeof(why)) == -1)
+		goto refuse;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(why, sizeof(why), "socketpair: %s", strerror(errno));
+		goto failed;
+	}
+	j->deadline_ms = mb_now_ms() + 1000LL * sd->conf->write_timeout;
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		snprintf(why, sizeof(why), "fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		goto failed;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		sd_control_child_close(sd);
+		if (sd->sigfd >= 0)
+			close(sd->sigfd);
+		if (sd->lock_fd >= 0)
+			close(sd->lock_fd);
+		for (unsigned i = 0; sd->workers && i < sd->conf->sync_workers; i++)
+			if (sd->workers[i].pid != 0)
+				close(sd->workers[i].conn.fd);
+		child_main(sd, j, sv[1]);
+	}
+	close(sv[1]);
+	j->pid = pid;
+	mb_ipc_conn_init(&j->conn, sv[0], MB_IPC_BIT(MB_IPC_CTL_REPLY));
+	return;
+refuse:
+	log_update(sd, j, "refused", why);
+	finish(sd, cl, MB_CTL_REFUSED, why, j->rq.message_id, 0, j->folder);
+	sd_write_release(j);
+	return;
+failed:
+	log_update(sd, j, "failed", why);
+	finish(sd, cl, MB_CTL_FAILED, why, j->rq.message_id, 0, j->folder);
+	sd_write_release(j);
+}
+
+/* Move the row with the message (COPYUID), in the writer's order.  *new_id_r: the row now. */
+static int
+apply_move(struct sd *sd, struct sd_wjob *j, uint32_t uidv, uint32_t uid, int64_t *new_id_r,
+    struct mb_err *err)
+{
+	static const char exists_sql[] = "SELECT id FROM messages WHERE folder_id = ?1 AND "
+	    "uidvalidity = ?2 AND uid = ?3";
+	static const char move_sql[] = "UPDATE messages SET folder_id = ?2, uidvalidity = ?3, "
+	    "uid = ?4, flags = flags & ~8 WHERE id = ?1";
+	sqlite3 *db = mb_index_db(sd->idx);
+	sqlite3_stmt *st = NULL;
+	int64_t existing = 0;
+
+	*new_id_r = 0;
+	if (uid == 0 || uidv == 0 || uidv != j->dest_uidvalidity)
+		/* No COPYUID, or a destination not indexed under that UIDVALIDITY:
+		 * drop the row; the next tick indexes the message where it is now. */
+		return mb_index_delete(sd->idx, j->folder_id, j->uidvalidity, j->uid, err);
+	if (sqlite3_prepare_v2(db, exists_sql, -1, &st, NULL) != SQLITE_OK)
+		return mb_err_set(err, MB_E_TEMP, "index: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, j->dest_id);
+	sqlite3_bind_int64(st, 2, uidv);
+	sqlite3_bind_int64(st, 3, uid);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		existing = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (existing != 0) {	/* a tick indexed it first: keep that row, drop the old */
+		*new_id_r = existing;
+		return mb_index_delete(sd->idx, j->folder_id, j->uidvalidity, j->uid, err);
+	}
+	if (sqlite3_prepare_v2(db, move_sql, -1, &st, NULL) != SQLITE_OK)
+		return mb_err_set(err, MB_E_TEMP, "index: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, j->rq.message_id);
+	sqlite3_bind_int64(st, 2, j->dest_id);
+	sqlite3_bind_int64(st, 3, uidv);
+	sqlite3_bind_int64(st, 4, uid);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return mb_err_set(err, MB_E_TEMP, "index: %s", sqlite3_errmsg(db));
+	}
+	sqlite3_finalize(st);
+	*new_id_r = j->rq.message_id;
+	return 0;
+}
+
+static void
+job_done(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *detail,
+    unsigned flags, uint32_t uidv, uint32_t uid)
+{
+	struct sd_wjob *j = &cl->job;
+	struct mb_err err = { 0 };
+	int64_t new_id = j->rq.message_id;
+	const char *where = j->folder;
+	char buf[800];
+
+	if (sd_begin(sd, &err) == -1)
+		goto index_fail;
+	if (outcome == MB_CTL_OK && j->rq.op == MB_CTL_FLAG) {
+		if (mb_index_update_flags(sd->idx, j->folder_id, j->uidvalidity, j->uid, flags,
+		    j->keywords, j->modseq, &err) == -1 && err.code != MB_E_NOTFOUND)
+			goto rollback;
+	} else if (outcome == MB_CTL_OK) {
+		if (apply_move(sd, j, uidv, uid, &new_id, &err) == -1)
+			goto rollback;
+		where = j->dest;
+	}
+	log_update(sd, j, mb_ctl_outcome_name(outcome), detail);
+	if (sd_commit(sd, &err) == -1)
+		goto index_fail;
+	finish(sd, cl, outcome, detail, new_id, flags, where);
+	return;
+rollback:
+	mb_index_rollback(sd->idx);
+index_fail:
+	snprintf(buf, sizeof(buf), "%s, but the index could not be updated (%s); the next "
+	    "tick catches up", detail, err.msg);
+	log_update(sd, j, mb_ctl_outcome_name(outcome), buf);
+	finish(sd, cl, outcome, buf, new_id, flags, where);
+}
+
+void
+sd_write_input(struct sd *sd, struct sd_client *cl)
+{
+	struct sd_wjob *j = &cl->job;
+	struct mb_ipc_frame f;
+	struct mb_err err = { 0 };
+	ssize_t n;
+	int r;
+
+	n = mb_ipc_read(&j->conn, &err);
+	if (n == -1 && errno == EAGAIN && err.code == 0)
+		return;
+	r = n == -1 ? -1 : mb_ipc_next(&j->conn, &f, &err);
+	if (r == 1) {
+		uint32_t outcome = mb_ipc_get_u32(&f.cur);
+		char *detail = mb_ipc_get_strdup(&f.cur);
+		unsigned flags = mb_ipc_get_u32(&f.cur);
+		uint32_t uidv = mb_ipc_get_u32(&f.cur), uid = mb_ipc_get_u32(&f.cur);
+
+		(void)mb_ipc_get_bool(&f.cur);
+		if (mb_ipc_end(&f.cur, &err) == 0 && outcome <= MB_CTL_FAILED && detail != NULL)
+			job_done(sd, cl, outcome, detail, flags, uidv, uid);
+		else {
+			log_update(sd, j, "failed", "the write process sent a malformed answer");
+			finish(sd, cl, MB_CTL_FAILED, "internal error", j->rq.message_id, 0, NULL);
+		}
+		free(detail);
+	} else if (r == 0 && n != 0)
+		return;	/* more to come */
+	else {
+		log_update(sd, j, "failed", "the write process ended without an answer; the "
+		    "mailbox may or may not have changed: check it");
+		finish(sd, cl, MB_CTL_FAILED, "the write process ended without an answer",
+		    j->rq.message_id, 0, NULL);
+	}
+	kill(j->pid, SIGKILL);	/* it has said all it will; reaped by the SIGCHLD path */
+	sd_write_release(j);
+}
+
+void
+sd_write_expire(struct sd *sd, struct sd_client *cl)
+{
+	struct sd_wjob *j = &cl->job;
+
+	kill(j->pid, SIGKILL);
+	log_update(sd, j, "failed", sd->quit ? "syncd stopped before the write answered; the "
+	    "mailbox may or may not have changed" : "deadline passed (SYNC_WRITE_TIMEOUT); the "
+	    "mailbox may or may not have changed");
+	finish(sd, cl, MB_CTL_FAILED, "the write did not finish in time; it may or may not have "
+	    "happened: check the message", j->rq.message_id, 0, NULL);
+	sd_write_release(j);
+}
