@@ -256,7 +256,7 @@ main(int argc, char **argv)
 	/* 3. search: top 20 by BM25 with a snippet, each query REPS times */
 	enum { REPS = 25 };
 	double lat[MB_ARRAY_LEN(queries) * REPS], clat[MB_ARRAY_LEN(queries) * REPS];
-	size_t nlat = 0, hits_total = 0;
+	size_t nlat = 0;
 	sqlite3_stmt *q;
 	const char *sql =
 	    "SELECT m.id, m.subject, snippet(messages_fts, 3, '[', ']', '...', 12)"
@@ -287,7 +287,6 @@ main(int argc, char **argv)
 			clat[nlat] = (cpu_s() - c0) * 1000.0;
 			lat[nlat++] = (now_s() - t0) * 1000.0;
 			if (r == 0) {
-				hits_total += hits;
 				printf("query %-18s %2zu hits\n", queries[i], hits);
 			}
 		}

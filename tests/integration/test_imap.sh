@@ -104,7 +104,9 @@ start=$(date +%s)
 run remote_plain "${auth[@]}" --host 192.0.2.1 --port 143 --tls none --timeout 30 login
 grep -q "^error configuration: plaintext IMAP to '192.0.2.1' refused" "$log/remote_plain" ||
     fail "plaintext to a remote host: $(cat "$log/remote_plain")"
-(( $(date +%s) - start <= 2 )) || fail "plaintext refusal was not immediate (did it connect?)"
+# A connect attempt would wait out the 30 s timeout; 20 s leaves room for a
+# loaded machine.  The configuration error above is the main proof.
+(( $(date +%s) - start <= 20 )) || fail "plaintext refusal was not immediate (did it connect?)"
 run local_plain "${auth[@]}" --port "$DOVECOT_IMAP_PORT" --tls none login
 [ "$(rc local_plain)" = 0 ] || fail "plaintext to loopback: $(cat "$log/local_plain")"
 pass "plaintext refused for a non-loopback host without connecting, allowed on loopback"

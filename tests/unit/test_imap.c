@@ -38,13 +38,12 @@ imap_refuses_plaintext_to_remote_hosts_before_connecting(void **state)
 		struct mb_imap_conf c = conf_for(hosts[i], MB_IMAP_TLS_NONE);
 		struct mb_err err = { 0 };
 		struct mb_imap *imap = (struct mb_imap *)1;
-		long long t0 = mb_now_ms();
 
+		/* MB_E_CONFIG, not a network error: it never tried to connect. */
 		assert_int_equal(mb_imap_connect(&c, &imap, &err), -1);
 		assert_null(imap);
 		assert_int_equal(err.code, MB_E_CONFIG);
 		assert_non_null(strstr(err.msg, "plaintext"));
-		assert_true(mb_now_ms() - t0 < 500);	/* no connect attempt */
 	}
 }
 
