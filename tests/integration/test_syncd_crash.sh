@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Crash and resume (STYLE B9, isync's -Tj): a backfill of 2,000 messages is
+# Crash and resume (STYLE B9, isync's -Tj): a backfill of 5,000 messages is
 # interrupted again and again, and restarted each time:
 #  - at chosen commit points through SYNCD_TEST_CRASH_AT_COMMIT (odd points
 #    die with a transaction open, even ones just after a COMMIT);
-#  - with kill -9 of the scheduler at random moments (its workers die with it,
+#  - with kill -9 of the scheduler at ten random moments (its workers die with it,
 #    PR_SET_PDEATHSIG, and leave no lock behind);
 #  - with SIGINT (Ctrl-C), which stops cleanly and says how to resume.
 # At the end the index holds exactly the mailbox, each message once, and a
@@ -26,10 +26,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir "$work/srv"
 dovecot_start "$work/srv"
-python3 "$src/tests/lib/mkmail.py" "$work/m:2000:cr:97"
-dovecot_load_maildir INBOX "$work"/m/cr0{0001..1500}.eml
-dovecot_load_maildir Archive "$work"/m/cr0{1501..2000}.eml
-# info level: 2,000 messages of debug IMAP traces would only slow this down.
+python3 "$src/tests/lib/mkmail.py" "$work/m:5000:cr:97"
+dovecot_load_maildir INBOX "$work"/m/cr0{0001..3750}.eml
+dovecot_load_maildir Archive "$work"/m/cr0{3751..5000}.eml
+# info level: 5,000 messages of debug IMAP traces would only slow this down.
 syncd_init "$work" SYNC_RANGE_SIZE=50 SYNC_WORKERS=4 SYNC_RETRY_BACKOFF=0 LOG_LEVEL=info
 
 rows() { syncd_sql "SELECT count(*) FROM messages" 2>/dev/null || echo 0; }
@@ -54,8 +54,8 @@ done
 [ "$crashes" -ge 4 ] || fail "only $crashes runs reached their crash point"
 echo "after commit-point crashes: $(rows) rows"
 
-# 2. kill -9 at random moments.
-for i in 1 2 3; do
+# 2. kill -9 at random moments, ten times, restarting each time.
+for i in $(seq 10); do
 	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --backfill > /dev/null 2>> "$SYNCD_LOG" &
 	sd=$!
 	sleep "0.$((RANDOM % 9 + 1))"
@@ -68,7 +68,7 @@ for i in 1 2 3; do
 done
 
 # 3. Ctrl-C: a clean stop that says how to resume.
-if [ "$(rows)" -lt 2000 ]; then
+if [ "$(rows)" -lt 5000 ]; then
 	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --backfill > "$work/int.out" 2>> "$SYNCD_LOG" &
 	sd=$!
 	sleep 0.3
@@ -86,11 +86,11 @@ grep -q "every folder is indexed" "$work/final.out" || fail "final backfill did 
 for f in INBOX Archive; do
 	diff <(server_uids "$f") <(index_uids "$f") > /dev/null || fail "$f: index != mailbox"
 done
-[ "$(rows)" = 2000 ] || fail "rows: $(rows)"
-[ "$(syncd_sql "SELECT count(DISTINCT message_id) FROM messages")" = 2000 ] || fail "duplicate messages"
+[ "$(rows)" = 5000 ] || fail "rows: $(rows)"
+[ "$(syncd_sql "SELECT count(DISTINCT message_id) FROM messages")" = 5000 ] || fail "duplicate messages"
 [ "$(syncd_sql "SELECT count(*) FROM work_queue")" = 0 ] || fail "queue not empty"
 [ "$(syncd_sql "SELECT count(*) FROM dead_letters")" = 0 ] || fail "dead letters after crashes"
-[ "$(syncd_sql "SELECT count(*) FROM attachments")" = 20 ] || fail "attachments: $(syncd_sql "SELECT count(*) FROM attachments")"
+[ "$(syncd_sql "SELECT count(*) FROM attachments")" = 51 ] || fail "attachments: $(syncd_sql "SELECT count(*) FROM attachments")"
 # The FTS index followed every write, crashes included.
 syncd_sql "PRAGMA integrity_check" | grep -qx ok || fail "integrity_check"
 
