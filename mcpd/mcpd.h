@@ -155,6 +155,11 @@ size_t	mcp_json_depth(const char *s, size_t len, size_t limit);
 /* ---- tools.c */
 
 /* tools/list result (caller owns). */
+/*
+ * A tool execution error a model can act on (MCP: input validation included):
+ * a CallToolResult with isError and the formatted text.  New reference.
+ */
+json_t	*mcp_tool_error(const char *fmt, ...) MB_PRINTF(1, 2);
 json_t	*mcp_tools_list(void);
 /*
  * tools/call: the CallToolResult for name with args (both borrowed), or NULL

@@ -193,12 +193,8 @@ answer_release(struct answer *a)
 	a->data = NULL;
 }
 
-/* A tool execution error the model can act on (MCP: input validation included). */
-static json_t *
-tool_error(const char *fmt, ...) MB_PRINTF(1, 2);
-
-static json_t *
-tool_error(const char *fmt, ...)
+json_t *
+mcp_tool_error(const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -214,7 +210,7 @@ static json_t *
 index_unavailable(const struct mb_err *err)
 {
 	mb_log_warnx("index unavailable: %s", err->msg);
-	return tool_error("the mail index is not available right now (it may not have been "
+	return mcp_tool_error("the mail index is not available right now (it may not have been "
 	    "built yet); try again later");
 }
 
@@ -222,7 +218,7 @@ static json_t *
 db_failure(sqlite3 *db, const char *what)
 {
 	mb_log_error("%s: %s", what, sqlite3_errmsg(db));
-	return tool_error("internal error while reading the index; see the server log");
+	return mcp_tool_error("internal error while reading the index; see the server log");
 }
 
 static void
@@ -619,16 +615,16 @@ search_messages(struct mcp_server *srv, json_t *args)
 	    str_arg(args, "cursor", &cursor, msg, sizeof(msg)) == -1 ||
 	    int_arg(args, "limit", SEARCH_DEFAULT_LIMIT, 1, SEARCH_MAX_LIMIT, &limit, msg,
 	    sizeof(msg)) == -1)
-		return tool_error("%s", msg);
+		return mcp_tool_error("%s", msg);
 	if (text && mb_query_compile(text, strlen(text), &q, &err) == -1)
-		return tool_error("%s", err.msg);
+		return mcp_tool_error("%s", err.msg);
 	if (structured_filters(args, &q, msg, sizeof(msg)) == -1) {
 		mb_query_release(&q);
-		return tool_error("%s", msg);
+		return mcp_tool_error("%s", msg);
 	}
 	if (mb_query_empty(&q)) {
 		mb_query_release(&q);
-		return tool_error("nothing to search for: give query some words (e.g. \"invoice\", "
+		return mcp_tool_error("nothing to search for: give query some words (e.g. \"invoice\", "
 		    "\"meeting notes\", \"budg*\") or a filter (folder:INBOX, from:alice, "
 		    "after:2024-01-01, is:unread)");
 	}
@@ -636,12 +632,12 @@ search_messages(struct mcp_server *srv, json_t *args)
 	if (cursor) {
 		if (mcp_cursor_parse(srv, cursor, 's', &offset, &chash) == -1) {
 			mb_query_release(&q);
-			return tool_error("invalid cursor: pass next_cursor exactly as the previous "
+			return mcp_tool_error("invalid cursor: pass next_cursor exactly as the previous "
 			    "search_messages answer gave it, or leave cursor out for the first page");
 		}
 		if (chash != qhash) {
 			mb_query_release(&q);
-			return tool_error("this cursor belongs to a different search: repeat the same "
+			return mcp_tool_error("this cursor belongs to a different search: repeat the same "
 			    "query and filters with it, or leave cursor out to start over");
 		}
 	}
@@ -665,7 +661,7 @@ search_messages(struct mcp_server *srv, json_t *args)
 			return db_failure(db, "search: folder");
 		}
 		if (rc == SQLITE_DONE) {
-			json_t *e = tool_error("there is no folder named \"%.100s\"; list_folders "
+			json_t *e = mcp_tool_error("there is no folder named \"%.100s\"; list_folders "
 			    "shows the folder names", q.folder);
 
 			mb_query_release(&q);
@@ -1043,7 +1039,7 @@ get_message(struct mcp_server *srv, json_t *args)
 	if (known_args(args, names, msg, sizeof(msg)) == -1 ||
 	    id_arg(args, &id, msg, sizeof(msg)) == -1 ||
 	    int_arg(args, "offset", 0, 0, INT32_MAX, &offset, msg, sizeof(msg)) == -1)
-		return tool_error("%s", msg);
+		return mcp_tool_error("%s", msg);
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL)
 		return index_unavailable(&err);
@@ -1053,7 +1049,7 @@ get_message(struct mcp_server *srv, json_t *args)
 		answer_release(&a);
 		if (failed)
 			return db_failure(mb_index_db(idx), failed);
-		return tool_error("no message with id %lld; ids come from search_messages or "
+		return mcp_tool_error("no message with id %lld; ids come from search_messages or "
 		    "get_thread", (long long)id);
 	}
 	json_decref(a.data);
@@ -1093,7 +1089,7 @@ get_thread(struct mcp_server *srv, json_t *args)
 	if (known_args(args, names, msg, sizeof(msg)) == -1 ||
 	    id_arg(args, &id, msg, sizeof(msg)) == -1 ||
 	    int_arg(args, "offset", 0, 0, INT32_MAX, &offset, msg, sizeof(msg)) == -1)
-		return tool_error("%s", msg);
+		return mcp_tool_error("%s", msg);
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL)
 		return index_unavailable(&err);
@@ -1109,7 +1105,7 @@ get_thread(struct mcp_server *srv, json_t *args)
 	mcp_server_stmt_done(st);
 	st = NULL;
 	if (rc == SQLITE_DONE)
-		return tool_error("no message with id %lld; ids come from search_messages",
+		return mcp_tool_error("no message with id %lld; ids come from search_messages",
 		    (long long)id);
 	if (rc != SQLITE_ROW)
 		return db_failure(db, "get_thread: step");
@@ -1184,7 +1180,7 @@ list_folders(struct mcp_server *srv, json_t *args)
 	int rc;
 
 	if (known_args(args, names, msg, sizeof(msg)) == -1)
-		return tool_error("%s", msg);
+		return mcp_tool_error("%s", msg);
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL)
 		return index_unavailable(&err);

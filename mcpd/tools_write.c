@@ -102,22 +102,6 @@ mcp_tools_write_is(const char *name)
 }
 
 static json_t *
-werror(const char *fmt, ...) MB_PRINTF(1, 2);
-
-static json_t *
-werror(const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
-	    "isError", 1);
-}
-
-static json_t *
 flag_names(unsigned flags)
 {
 	json_t *a = json_array();
@@ -181,7 +165,7 @@ forward(struct mcp_server *srv, struct mb_ctl_request *rq)
 
 	if (mcp_ctl_call(srv->conf->syncd_socket, rq, CTL_TIMEOUT_S, &rp, &err) == -1) {
 		mb_log_warnx("%s: %s", mb_ctl_op_name(rq->op), err.msg);
-		return werror("the write could not be handed to syncd: %s", err.msg);
+		return mcp_tool_error("the write could not be handed to syncd: %s", err.msg);
 	}
 	data = json_pack("{s:s, s:s, s:I}", "outcome", mb_ctl_outcome_name(rp.outcome),
 	    "detail", rp.detail, "write_log_id", (json_int_t)rp.log_id);
@@ -217,13 +201,13 @@ list_recent_writes(struct mcp_server *srv, json_t *args)
 	if (lim != NULL) {
 		if (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
 		    json_integer_value(lim) > 100)
-			return werror("limit must be an integer from 1 to 100");
+			return mcp_tool_error("limit must be an integer from 1 to 100");
 		limit = json_integer_value(lim);
 	}
 	if (mcp_server_index(srv, &err) == NULL)
-		return werror("the mail index is not available right now");
+		return mcp_tool_error("the mail index is not available right now");
 	if ((st = mcp_server_stmt(srv, sql)) == NULL)
-		return werror("internal error while reading the index; see the server log");
+		return mcp_tool_error("internal error while reading the index; see the server log");
 	sqlite3_bind_int64(st, 1, limit);
 	writes = json_array();
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -283,16 +267,16 @@ mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
 		goto out;
 	}
 	if (srv->conf->read_only) {
-		r = werror("%s: this server is read-only (MCP_READ_ONLY=1)", name);
+		r = mcp_tool_error("%s: this server is read-only (MCP_READ_ONLY=1)", name);
 		goto out;
 	}
 	if (!may_write) {
-		r = werror("%s: the token does not grant the write scope", name);
+		r = mcp_tool_error("%s: the token does not grant the write scope", name);
 		goto out;
 	}
 	id = json_object_get(args, "id");
 	if (!json_is_integer(id) || json_integer_value(id) < 1) {
-		r = werror("%s: id must be a message id (a positive integer)", name);
+		r = mcp_tool_error("%s: id must be a message id (a positive integer)", name);
 		goto out;
 	}
 	rq.message_id = json_integer_value(id);
@@ -301,23 +285,23 @@ mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
 		rq.op = MB_CTL_FLAG;
 		if (parse_flags(json_object_get(args, "add"), &rq.add, &bad) == -1 ||
 		    parse_flags(json_object_get(args, "remove"), &rq.remove, &bad) == -1) {
-			r = werror("flag_message: only \\Seen, \\Flagged and \\Answered may be set "
+			r = mcp_tool_error("flag_message: only \\Seen, \\Flagged and \\Answered may be set "
 			    "or cleared; refused: %s", bad);
 			goto out;
 		}
 		if ((rq.add | rq.remove) == 0) {
-			r = werror("flag_message: name at least one flag to add or remove");
+			r = mcp_tool_error("flag_message: name at least one flag to add or remove");
 			goto out;
 		}
 		if (rq.add & rq.remove) {
-			r = werror("flag_message: a flag cannot be both added and removed");
+			r = mcp_tool_error("flag_message: a flag cannot be both added and removed");
 			goto out;
 		}
 	} else if (strcmp(name, "move_message") == 0) {
 		const char *d = json_string_value(json_object_get(args, "destination"));
 
 		if (d == NULL || *d == '\0' || strlen(d) > MB_CTL_FOLDER_MAX) {
-			r = werror("move_message: destination must be a folder name");
+			r = mcp_tool_error("move_message: destination must be a folder name");
 			goto out;
 		}
 		rq.op = MB_CTL_MOVE;
