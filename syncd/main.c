@@ -170,19 +170,30 @@ check_config(const struct sd_conf *conf, const enum mb_conf_source *src)
 	return 0;
 }
 
+/* DATA_DIR/index.db opened read-only (works beside a running daemon); logs why not. */
+static int
+open_index_ro(const struct sd_conf *conf, struct mb_index **idx_r)
+{
+	struct mb_err err = { 0 };
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/index.db", conf->data_dir);
+	if (mb_index_open(path, MB_INDEX_RO, idx_r, &err) == -1) {
+		mb_log_error("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 print_status(const struct sd_conf *conf)
 {
 	struct mb_index *idx = NULL;
 	struct mb_err err = { 0 };
-	char path[4200];
 	int r;
 
-	snprintf(path, sizeof(path), "%s/index.db", conf->data_dir);
-	if (mb_index_open(path, MB_INDEX_RO, &idx, &err) == -1) {
-		mb_log_error("%s", err.msg);
+	if (open_index_ro(conf, &idx) == -1)
 		return 1;
-	}
 	r = sd_status_print(idx, stdout, &err);
 	if (r == -1)
 		mb_log_error("%s", err.msg);
@@ -196,14 +207,10 @@ backup(const struct sd_conf *conf, const char *dest)
 {
 	struct mb_index *idx = NULL;
 	struct mb_err err = { 0 };
-	char path[4200];
 	int r;
 
-	snprintf(path, sizeof(path), "%s/index.db", conf->data_dir);
-	if (mb_index_open(path, MB_INDEX_RO, &idx, &err) == -1) {
-		mb_log_error("%s", err.msg);
+	if (open_index_ro(conf, &idx) == -1)
 		return 1;
-	}
 	r = mb_index_backup(idx, dest, &err);
 	if (r == -1)
 		mb_log_error("backup: %s", err.msg);
