@@ -1,6 +1,6 @@
 /*
- * The write tools (docs/writes.md): flag_message, move_message and
- * trash_message are forwarded to syncd over its control socket (mcpd holds
+ * The write tools (docs/writes.md): flag_message, move_message,
+ * trash_message and create_draft are forwarded to syncd over its control socket (mcpd holds
  * no credential and cannot reach IMAP); list_recent_writes reads write_log.
  * With MCP_READ_ONLY=1 the write tools do not exist; a token without the
  * write scope does not see them and cannot call them.
@@ -30,6 +30,8 @@
 	"\"folder\":{\"type\":[\"string\",\"null\"]},\"flags\":{\"type\":\"array\"," \
 	"\"items\":{\"type\":\"string\"}},\"write_log_id\":{\"type\":\"integer\"}}," \
 	"\"required\":[\"outcome\",\"detail\"]}"
+#define ADDR_SCHEMA "{\"type\":\"string\",\"minLength\":3,\"maxLength\":998," \
+	"\"description\":\"name@example.org or Name <name@example.org>\"}"
 #define FLAG_ENUM "{\"type\":\"string\",\"enum\":[\"\\\\Seen\",\"\\\\Flagged\",\"\\\\Answered\"]}"
 
 static const char write_tools_json[] = "["
@@ -59,12 +61,28 @@ static const char write_tools_json[] = "["
 "\"inputSchema\":{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},"
 "\"required\":[\"id\"],\"additionalProperties\":false}," RESULT_SCHEMA ","
 "\"annotations\":{\"title\":\"Move a message to Trash\",\"readOnlyHint\":false,"
-"\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}}"
+"\"destructiveHint\":true,\"idempotentHint\":false,\"openWorldHint\":true}},"
+
+"{\"name\":\"create_draft\",\"title\":\"Save a draft\","
+"\"description\":\"Save a new plain-text draft in the Drafts folder, for the user to review "
+"and send from their mail client. Nothing is sent. To reply, give in_reply_to_id (a message "
+"id): the draft gets 'Re:' and threading headers from that message, and the subject may be "
+"left out. Returns the draft's message id. Recorded in the audit log (list_recent_writes).\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"to\":{\"type\":\"array\",\"maxItems\":100,\"items\":" ADDR_SCHEMA "},"
+"\"cc\":{\"type\":\"array\",\"maxItems\":100,\"items\":" ADDR_SCHEMA "},"
+"\"subject\":{\"type\":\"string\",\"maxLength\":998},"
+"\"body\":{\"type\":\"string\",\"description\":\"Plain text (UTF-8, at most 1 MiB)\"},"
+"\"in_reply_to_id\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"The message "
+"this draft replies to (from search_messages or get_message)\"}},"
+"\"required\":[\"to\",\"body\"],\"additionalProperties\":false}," RESULT_SCHEMA ","
+"\"annotations\":{\"title\":\"Save a draft\",\"readOnlyHint\":false,"
+"\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":true}}"
 "]";
 
 static const char list_writes_json[] =
 "{\"name\":\"list_recent_writes\",\"title\":\"Recent changes made through this server\","
-"\"description\":\"The audit log: the most recent write attempts (flag, move, trash), newest "
+"\"description\":\"The audit log: the most recent write attempts (flag, move, trash, draft), newest "
 "first, with who asked, the message, the arguments and the outcome (ok, refused, failed).\","
 "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"limit\":{\"type\":\"integer\","
 "\"minimum\":1,\"maximum\":100,\"default\":20}},\"additionalProperties\":false},"
@@ -98,7 +116,8 @@ bool
 mcp_tools_write_is(const char *name)
 {
 	return strcmp(name, "flag_message") == 0 || strcmp(name, "move_message") == 0 ||
-	    strcmp(name, "trash_message") == 0 || strcmp(name, "list_recent_writes") == 0;
+	    strcmp(name, "trash_message") == 0 || strcmp(name, "create_draft") == 0 ||
+	    strcmp(name, "list_recent_writes") == 0;
 }
 
 static json_t *
@@ -184,6 +203,80 @@ forward(struct mcp_server *srv, struct mb_ctl_request *rq)
 	}
 	mb_ctl_reply_release(&rp);
 	return r;
+}
+
+/* An optional array of addresses into *v_r (borrowed strings; the array is the caller's). */
+static json_t *
+draft_addresses(json_t *args, const char *key, char ***v_r, uint32_t *n_r)
+{
+	json_t *a = json_object_get(args, key), *v;
+	size_t i;
+
+	*v_r = NULL;
+	*n_r = 0;
+	if (a == NULL)
+		return NULL;
+	if (!json_is_array(a) || json_array_size(a) > MB_CTL_RCPT_MAX)
+		return mcp_tool_error("create_draft: %s must be an array of at most %d email "
+		    "addresses", key, MB_CTL_RCPT_MAX);
+	*v_r = mb_xcalloc(json_array_size(a) + 1, sizeof(**v_r));
+	json_array_foreach(a, i, v) {
+		const char *s = json_string_value(v);
+
+		if (s == NULL || *s == '\0' || json_string_length(v) > MB_CTL_LINE_MAX ||
+		    strlen(s) != json_string_length(v))
+			return mcp_tool_error("create_draft: %s[%zu] must be an email address "
+			    "(name@example.org or Name <name@example.org>)", key, i);
+		(*v_r)[(*n_r)++] = (char *)s;
+	}
+	return NULL;
+}
+
+/* create_draft's arguments into rq (borrowed from args), or a tool error. */
+static json_t *
+draft_request(json_t *args, struct mb_ctl_request *rq)
+{
+	static const char *const known[] = { "to", "cc", "subject", "body", "in_reply_to_id" };
+	json_t *v, *e;
+	const char *key;
+
+	/* A misspelt "bcc" silently dropped would be a draft to fewer people than asked. */
+	json_object_foreach(args, key, v) {
+		bool ok = false;
+
+		for (size_t i = 0; i < MB_ARRAY_LEN(known); i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok)
+			return mcp_tool_error("create_draft: unknown argument '%s' (the arguments are "
+			    "to, cc, subject, body and in_reply_to_id; there is no bcc)", key);
+	}
+	rq->op = MB_CTL_DRAFT;
+	if (!json_is_array(json_object_get(args, "to")))
+		return mcp_tool_error("create_draft: to must be an array of email addresses");
+	if ((e = draft_addresses(args, "to", &rq->to, &rq->n_to)) != NULL ||
+	    (e = draft_addresses(args, "cc", &rq->cc, &rq->n_cc)) != NULL)
+		return e;
+	if ((v = json_object_get(args, "subject")) != NULL) {
+		if (!json_is_string(v) || json_string_length(v) > MB_CTL_LINE_MAX ||
+		    strlen(json_string_value(v)) != json_string_length(v))
+			return mcp_tool_error("create_draft: subject must be a string of at most %d "
+			    "bytes", MB_CTL_LINE_MAX);
+		if (json_string_length(v) > 0)
+			rq->subject = (char *)json_string_value(v);
+	}
+	v = json_object_get(args, "body");
+	if (!json_is_string(v) || json_string_length(v) > MB_CTL_BODY_MAX ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return mcp_tool_error("create_draft: body must be a string of at most %u bytes",
+		    MB_CTL_BODY_MAX);
+	rq->body = (char *)json_string_value(v);
+	if ((v = json_object_get(args, "in_reply_to_id")) != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1)
+			return mcp_tool_error("create_draft: in_reply_to_id must be a message id (a "
+			    "positive integer)");
+		rq->message_id = json_integer_value(v);
+	}
+	return NULL;
 }
 
 static json_t *
@@ -274,13 +367,20 @@ mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
 		r = mcp_tool_error("%s: the token does not grant the write scope", name);
 		goto out;
 	}
+	rq.who = (char *)(owner != NULL ? owner : "local");
+	if (strcmp(name, "create_draft") == 0) {
+		if ((r = draft_request(args, &rq)) == NULL)
+			r = forward(srv, &rq);
+		free(rq.to);	/* the arrays are ours, their strings are args' */
+		free(rq.cc);
+		goto out;
+	}
 	id = json_object_get(args, "id");
 	if (!json_is_integer(id) || json_integer_value(id) < 1) {
 		r = mcp_tool_error("%s: id must be a message id (a positive integer)", name);
 		goto out;
 	}
 	rq.message_id = json_integer_value(id);
-	rq.who = (char *)(owner != NULL ? owner : "local");
 	if (strcmp(name, "flag_message") == 0) {
 		rq.op = MB_CTL_FLAG;
 		if (parse_flags(json_object_get(args, "add"), &rq.add, &bad) == -1 ||

@@ -34,9 +34,12 @@ struct sd_wjob {
 	uint32_t		 uidvalidity, uid;
 	char			*keywords;	/* owned; may be NULL */
 	uint64_t		 modseq;
-	int64_t			 dest_id;	/* move: the destination folder's row */
-	char			*dest;		/* owned; move: its name */
+	int64_t			 dest_id;	/* move, draft: the destination folder's row */
+	char			*dest;		/* owned; move, draft: its name */
 	uint32_t		 dest_uidvalidity;
+	char			*raw;		/* owned; draft: the message appended */
+	size_t			 raw_len;
+	int64_t			 draft_id;	/* draft: its row once indexed; 0 before */
 };
 
 struct sd_client {

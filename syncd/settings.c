@@ -46,6 +46,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "users (names or numbers) that may connect; empty: syncd's own"),
 	K("SYNC_WRITE_TIMEOUT", MB_CONF_UINT, write_timeout, "30", 2, 3600, 0, NULL,
 	    "seconds one write may take, then it is killed"),
+	K("DRAFT_FROM", MB_CONF_STR, draft_from, NULL, 0, 0, 0, NULL,
+	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
 };
 const size_t sd_conf_nkeys = MB_ARRAY_LEN(sd_conf_keys);
 

@@ -23,7 +23,9 @@
 #include <sqlite3.h>
 
 #include "mailbox/buf.h"
+#include "mailbox/compose.h"
 #include "mailbox/log.h"
+#include "mailbox/mime.h"
 #include "mailbox/msg.h"
 #include "mailbox/util.h"
 #include "control.h"
@@ -78,6 +80,36 @@ json_flags(struct mb_buf *b, unsigned bits)
 	mb_buf_addc(b, ']');
 }
 
+static void
+json_strs(struct mb_buf *b, char *const *v, uint32_t n)
+{
+	mb_buf_addc(b, '[');
+	for (uint32_t i = 0; i < n; i++) {
+		if (i > 0)
+			mb_buf_addc(b, ',');
+		json_str(b, v[i]);
+	}
+	mb_buf_addc(b, ']');
+}
+
+/* A draft's arguments: the recipients and subject, and the body's size (not its text). */
+static void
+draft_arguments(struct mb_buf *b, const struct mb_ctl_request *rq)
+{
+	mb_buf_adds(b, "\"to\":");
+	json_strs(b, rq->to, rq->n_to);
+	mb_buf_adds(b, ",\"cc\":");
+	json_strs(b, rq->cc, rq->n_cc);
+	mb_buf_adds(b, ",\"subject\":");
+	if (rq->subject != NULL)
+		json_str(b, rq->subject);
+	else
+		mb_buf_adds(b, "null");
+	mb_buf_addf(b, ",\"body_bytes\":%zu", strlen(rq->body));
+	if (rq->message_id != 0)
+		mb_buf_addf(b, ",\"in_reply_to_id\":%lld", (long long)rq->message_id);
+}
+
 static char *
 arguments_json(const struct mb_ctl_request *rq)
 {
@@ -93,7 +125,8 @@ arguments_json(const struct mb_ctl_request *rq)
 	} else if (rq->op == MB_CTL_MOVE) {
 		mb_buf_adds(&b, "\"destination\":");
 		json_str(&b, rq->dest);
-	}
+	} else if (rq->op == MB_CTL_DRAFT)
+		draft_arguments(&b, rq);
 	mb_buf_adds(&b, "}");
 	s = mb_xstrdup(b.data ? b.data : "{}");
 	mb_buf_release(&b);
@@ -120,7 +153,8 @@ log_begin(struct sd *sd, const struct mb_ctl_request *rq, uid_t peer)
 		sqlite3_bind_text(st, 2, mb_ctl_op_name(rq->op), -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, rq->who, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)peer);
-		sqlite3_bind_int64(st, 5, rq->message_id);
+		if (rq->message_id != 0)
+			sqlite3_bind_int64(st, 5, rq->message_id);
 		sqlite3_bind_text(st, 6, args, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) == SQLITE_DONE)
 			id = sqlite3_last_insert_rowid(db);
@@ -138,7 +172,8 @@ log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const ch
 {
 	static const char sql[] = "UPDATE write_log SET folder = coalesce(?2, folder), "
 	    "uidvalidity = coalesce(?3, uidvalidity), uid = coalesce(?4, uid), "
-	    "outcome = coalesce(?5, outcome), detail = coalesce(?6, detail) WHERE id = ?1";
+	    "outcome = coalesce(?5, outcome), detail = coalesce(?6, detail), "
+	    "message_id = coalesce(?7, message_id) WHERE id = ?1";
 	sqlite3 *db = mb_index_db(sd->idx);
 	sqlite3_stmt *st = NULL;
 
@@ -152,8 +187,9 @@ log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const ch
 		return;
 	}
 	sqlite3_bind_int64(st, 1, j->log_id);
-	if (j->folder != NULL) {
+	if (j->folder != NULL)
 		sqlite3_bind_text(st, 2, j->folder, -1, SQLITE_STATIC);
+	if (j->folder != NULL && j->uid != 0) {	/* a draft without APPENDUID has no UID */
 		sqlite3_bind_int64(st, 3, j->uidvalidity);
 		sqlite3_bind_int64(st, 4, j->uid);
 	}
@@ -161,6 +197,8 @@ log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const ch
 		sqlite3_bind_text(st, 5, outcome, -1, SQLITE_STATIC);
 	if (detail != NULL)
 		sqlite3_bind_text(st, 6, detail, -1, SQLITE_STATIC);
+	if (j->draft_id != 0)	/* a draft's row names the draft, once it is indexed */
+		sqlite3_bind_int64(st, 7, j->draft_id);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		mb_log_error("write_log: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
@@ -224,19 +262,27 @@ check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	static const char by_name[] = "SELECT id, name, uidvalidity FROM folders WHERE name = ?1";
 	static const char by_role[] = "SELECT id, name, uidvalidity FROM folders "
 	    "WHERE role = '\\Trash' ORDER BY id LIMIT 1";
+	/* A Drafts folder without the role is still where a mail client looks. */
+	static const char drafts[] = "SELECT id, name, uidvalidity FROM folders "
+	    "WHERE role = '\\Drafts' OR name = 'Drafts' "
+	    "ORDER BY coalesce(role = '\\Drafts', 0) DESC, id LIMIT 1";
 	sqlite3 *db = mb_index_db(sd->idx);
 	sqlite3_stmt *st = NULL;
-	bool trash = j->rq.op == MB_CTL_TRASH;
+	bool trash = j->rq.op == MB_CTL_TRASH, draft = j->rq.op == MB_CTL_DRAFT;
 
-	if (sqlite3_prepare_v2(db, trash ? by_role : by_name, -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, draft ? drafts : trash ? by_role : by_name, -1, &st,
+	    NULL) != SQLITE_OK) {
 		snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
 		return -1;
 	}
-	if (!trash)
+	if (!trash && !draft)
 		sqlite3_bind_text(st, 1, j->rq.dest, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_ROW) {
 		sqlite3_finalize(st);
-		if (trash)
+		if (draft)
+			snprintf(buf, len, "no folder has the \\Drafts special-use role and none is "
+			    "named 'Drafts'; create_draft is refused");
+		else if (trash)
 			snprintf(buf, len, "no folder has the \\Trash special-use role; nothing is "
 			    "ever deleted permanently, so trash_message is refused");
 		else
@@ -248,11 +294,93 @@ check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	j->dest = col_dup(st, 1);
 	j->dest_uidvalidity = (uint32_t)sqlite3_column_int64(st, 2);
 	sqlite3_finalize(st);
-	if (j->dest_id == j->folder_id) {
+	if (!draft && j->dest_id == j->folder_id) {
 		snprintf(buf, len, "the message is already in '%s'", j->dest);
 		return -1;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ drafts */
+
+/* DRAFT_FROM, else IMAP_USER when it is an address, else no From. */
+static const char *
+draft_from(const struct sd *sd)
+{
+	const struct sd_conf *c = sd->conf;
+
+	if (c->draft_from != NULL && *c->draft_from != '\0')
+		return c->draft_from;
+	if (c->imap_user != NULL && strchr(c->imap_user, '@') != NULL)
+		return c->imap_user;
+	return NULL;
+}
+
+/* The draft's bytes (j->raw), from the request and, for a reply, the original as indexed. */
+static int
+compose_draft(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
+{
+	static const char sql[] = "SELECT message_id, refs, subject FROM messages WHERE id = ?1";
+	sqlite3 *db = mb_index_db(sd->idx);
+	sqlite3_stmt *st = NULL;
+	struct mb_draft_original o = { 0 };
+	struct mb_draft d = { .from = draft_from(sd), .to = (const char *const *)j->rq.to,
+	    .n_to = j->rq.n_to, .cc = (const char *const *)j->rq.cc, .n_cc = j->rq.n_cc,
+	    .subject = j->rq.subject, .body = j->rq.body, .date = time(NULL) };
+	struct mb_err err = { 0 };
+	char *message_id = NULL;
+	int r;
+
+	if (j->rq.message_id != 0) {	/* check_message found it a moment ago */
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+			snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
+			return -1;
+		}
+		sqlite3_bind_int64(st, 1, j->rq.message_id);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			o.message_id = (const char *)sqlite3_column_text(st, 0);
+			o.refs = (const char *)sqlite3_column_text(st, 1);
+			o.subject = (const char *)sqlite3_column_text(st, 2);
+		}
+		d.reply_to = &o;
+	}
+	r = mb_compose_draft(&d, &j->raw, &j->raw_len, &message_id, &err);
+	sqlite3_finalize(st);	/* o's strings were borrowed from it */
+	if (r == -1)
+		snprintf(buf, len, "%s", err.msg);
+	free(message_id);
+	return r;
+}
+
+/*
+ * Index the appended draft at once, normalised like synced mail, when the
+ * server named it (APPENDUID) under the UIDVALIDITY the folder is indexed
+ * with; otherwise the next tick finds it.  Inside the caller's transaction.
+ */
+static int
+index_draft(struct sd *sd, struct sd_wjob *j, unsigned flags, uint32_t uidv, uint32_t uid,
+    int64_t *new_id_r, struct mb_err *err)
+{
+	struct mb_msg *msg = NULL;
+	struct mb_err perr = { 0 };
+	struct mb_index_row row = { .folder_id = j->dest_id, .uidvalidity = uidv, .uid = uid,
+	    .flags = flags, .internaldate = (int64_t)time(NULL), .size = j->raw_len };
+	int r;
+
+	*new_id_r = 0;
+	free(j->folder);	/* from now on the log names the draft, not the original */
+	j->folder = mb_xstrdup(j->dest);
+	j->uidvalidity = uidv;
+	j->uid = uid;
+	if (uid == 0 || uidv == 0 || uidv != j->dest_uidvalidity)
+		return 0;
+	if (mb_mime_parse(j->raw, j->raw_len, NULL, &msg, &perr) == -1)
+		return mb_err_set(err, perr.code, "%s", perr.msg);
+	row.msg = msg;
+	r = mb_index_upsert(sd->idx, &row, new_id_r, err);
+	mb_msg_free(&msg);
+	j->draft_id = r == 0 ? *new_id_r : 0;
+	return r;
 }
 
 /* ---------------------------------------------------------- write process */
@@ -306,6 +434,22 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 	if (mb_imap_connect(&ic, &imap, &err) == -1)
 		goto fail;
 	mb_imap_set_deadline(imap, j->deadline_ms - 500);
+	if (j->rq.op == MB_CTL_DRAFT) {
+		struct mb_imap_appended ap;
+
+		flags = MB_FLAG_DRAFT | MB_FLAG_SEEN;	/* what a mail client saves a draft with */
+		if (mb_imap_append(imap, j->dest, j->raw, j->raw_len, flags, &ap, &err) == -1)
+			goto fail;
+		if (ap.uid != 0)
+			snprintf(detail, sizeof(detail), "draft saved in '%s' as UID %u; nothing was "
+			    "sent", j->dest, ap.uid);
+		else
+			snprintf(detail, sizeof(detail), "draft saved in '%s'; nothing was sent (the "
+			    "server named no UID, so the next sync tick indexes it)", j->dest);
+		child_send(fd, MB_CTL_OK, detail, flags, ap.uidvalidity, ap.uid, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
 	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
 		goto fail;
 	if (st.uidvalidity != j->uidvalidity) {
@@ -367,6 +511,7 @@ sd_write_release(struct sd_wjob *j)
 	free(j->folder);
 	free(j->keywords);
 	free(j->dest);
+	free(j->raw);
 	if (j->pid != 0) {
 		close(j->conn.fd);
 		mb_ipc_conn_release(&j->conn);
@@ -419,10 +564,15 @@ sd_write_start(struct sd *sd, struct sd_client *cl, uint32_t req_id, struct mb_c
 		    "(\\Deleted and \\Draft are refused)");
 		goto refuse;
 	}
-	if (check_message(sd, j, why, sizeof(why)) == -1)
-		goto refuse;
-	log_update(sd, j, NULL, NULL);
+	if (j->rq.op != MB_CTL_DRAFT || j->rq.message_id != 0) {	/* a draft: the original */
+		if (check_message(sd, j, why, sizeof(why)) == -1)
+			goto refuse;
+		if (j->rq.op != MB_CTL_DRAFT)
+			log_update(sd, j, NULL, NULL);
+	}
 	if (j->rq.op != MB_CTL_FLAG && check_dest(sd, j, why, sizeof(why)) == -1)
+		goto refuse;
+	if (j->rq.op == MB_CTL_DRAFT && compose_draft(sd, j, why, sizeof(why)) == -1)
 		goto refuse;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
 		snprintf(why, sizeof(why), "socketpair: %s", strerror(errno));
@@ -524,6 +674,10 @@ job_done(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *deta
 		if (mb_index_update_flags(sd->idx, j->folder_id, j->uidvalidity, j->uid, flags,
 		    j->keywords, j->modseq, &err) == -1 && err.code != MB_E_NOTFOUND)
 			goto rollback;
+	} else if (outcome == MB_CTL_OK && j->rq.op == MB_CTL_DRAFT) {
+		if (index_draft(sd, j, flags, uidv, uid, &new_id, &err) == -1)
+			goto rollback;
+		where = j->dest;
 	} else if (outcome == MB_CTL_OK) {
 		if (apply_move(sd, j, uidv, uid, &new_id, &err) == -1)
 			goto rollback;

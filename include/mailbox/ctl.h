@@ -16,6 +16,7 @@ enum mb_ctl_op {
 	MB_CTL_FLAG = 1,	/* message_id, add, remove (enum mb_flag bits) */
 	MB_CTL_MOVE,		/* message_id, dest */
 	MB_CTL_TRASH,		/* message_id (to the \Trash folder) */
+	MB_CTL_DRAFT,		/* to, cc, subject, body; message_id: the original of a reply, or 0 */
 	MB_CTL_OP_MAX
 };
 
@@ -28,6 +29,9 @@ enum mb_ctl_outcome {
 #define MB_CTL_WHO_MAX		256	/* bytes of "who asked" */
 #define MB_CTL_FOLDER_MAX	1024	/* bytes of a folder name */
 #define MB_CTL_DETAIL_MAX	1024	/* bytes of a reply's detail */
+#define MB_CTL_RCPT_MAX		100	/* recipients in to, and in cc */
+#define MB_CTL_LINE_MAX		998	/* bytes of one recipient, or of the subject */
+#define MB_CTL_BODY_MAX		(1u << 20)	/* bytes of a draft's body */
 
 struct mb_ctl_request {
 	uint32_t	 op;		/* enum mb_ctl_op */
@@ -35,6 +39,11 @@ struct mb_ctl_request {
 	int64_t		 message_id;	/* messages.id */
 	uint32_t	 add, remove;	/* MB_CTL_FLAG */
 	char		*dest;		/* owned; MB_CTL_MOVE; NULL otherwise */
+	/* MB_CTL_DRAFT only (empty and NULL otherwise) */
+	char		**to, **cc;	/* owned arrays of owned strings */
+	uint32_t	 n_to, n_cc;
+	char		*subject;	/* owned; NULL: none (a reply: the original's) */
+	char		*body;		/* owned; never NULL for a draft ("" allowed) */
 };
 
 struct mb_ctl_reply {
@@ -53,7 +62,8 @@ int	mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_repl
 	    struct mb_err *err);
 /*
  * Decode a payload (the frame's cursor), checking every field: the op, the
- * string lengths, no unknown flag bits, dest present exactly for a move.
+ * string lengths, no unknown flag bits, dest present exactly for a move,
+ * recipients, subject and body exactly for a draft (within the limits).
  * -1 (MB_E_PROTO) on any failure; *rq is then released.
  */
 int	mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_err *err);

@@ -115,7 +115,8 @@ void	mb_imap_set_deadline(struct mb_imap *imap, long long deadline_ms);
 
 /*
  * ---- Writes (syncd's write process only; docs/writes.md).  Sync never calls
- * these: it EXAMINEs.  Each call names exactly one UID of the SELECTed folder.
+ * these: it EXAMINEs.  Each call names exactly one UID of the SELECTed folder,
+ * or (APPEND) adds exactly one message.
  */
 
 /* SELECT (read-write) the folder; as mb_imap_examine otherwise. */
@@ -141,5 +142,17 @@ struct mb_imap_moved {
  */
 int	mb_imap_move(struct mb_imap *imap, uint32_t uid, const char *dest, bool allow_move,
 	    struct mb_imap_moved *r, struct mb_err *err);
+
+struct mb_imap_appended {
+	uint32_t	uidvalidity;	/* from APPENDUID; 0 when the server sent none */
+	uint32_t	uid;		/* 0 when the server sent none */
+};
+/*
+ * APPEND the message (raw, len bytes, CRLF line endings) to folder with the
+ * flags (enum mb_flag bits); no folder need be selected.  Without UIDPLUS the
+ * append still happens and *r is zero: the next sync tick finds the message.
+ */
+int	mb_imap_append(struct mb_imap *imap, const char *folder, const char *raw, size_t len,
+	    unsigned flags, struct mb_imap_appended *r, struct mb_err *err);
 
 #endif

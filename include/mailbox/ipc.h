@@ -25,7 +25,7 @@
 #include "mailbox/err.h"
 #include "mailbox/index.h"
 
-#define MB_IPC_VERSION	1		/* bump on ANY wire change */
+#define MB_IPC_VERSION	2		/* bump on ANY wire change (2: create_draft) */
 #define MB_IPC_HDR_LEN	16u
 #define MB_IPC_MAX	(4u << 20)	/* header + payload: a 1 MiB body plus headers fits */
 #define MB_IPC_QUEUE_MAX (64u << 20)	/* bytes a writer may have waiting */

@@ -19,6 +19,7 @@ mb_ctl_op_name(uint32_t op)
 	case MB_CTL_FLAG:	return "flag_message";
 	case MB_CTL_MOVE:	return "move_message";
 	case MB_CTL_TRASH:	return "trash_message";
+	case MB_CTL_DRAFT:	return "create_draft";
 	default:		return "?";
 	}
 }
@@ -44,6 +45,14 @@ mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_reques
 	mb_ipc_put_u32(o, rq->add);
 	mb_ipc_put_u32(o, rq->remove);
 	mb_ipc_put_str(o, rq->dest);
+	mb_ipc_put_u32(o, rq->n_to);
+	for (uint32_t i = 0; i < rq->n_to; i++)
+		mb_ipc_put_str(o, rq->to[i]);
+	mb_ipc_put_u32(o, rq->n_cc);
+	for (uint32_t i = 0; i < rq->n_cc; i++)
+		mb_ipc_put_str(o, rq->cc[i]);
+	mb_ipc_put_str(o, rq->subject);
+	mb_ipc_put_str(o, rq->body);
 	return mb_ipc_out_finish(o, err);
 }
 
@@ -67,6 +76,40 @@ str_ok(const char *s, size_t max)
 	return s != NULL && *s != '\0' && strlen(s) <= max;
 }
 
+/*
+ * A count, then that many strings.  The count is checked before anything is
+ * allocated, so a hostile count costs nothing; *v_r is NULL when n is 0.
+ */
+static bool
+get_strs(struct mb_ipc_cur *c, char ***v_r, uint32_t *n_r)
+{
+	uint32_t n = mb_ipc_get_u32(c);
+
+	*v_r = NULL;
+	*n_r = 0;
+	if (c->bad || n > MB_CTL_RCPT_MAX)
+		return false;
+	if (n == 0)
+		return true;
+	*v_r = mb_xcalloc(n, sizeof(**v_r));
+	*n_r = n;
+	for (uint32_t i = 0; i < n; i++)
+		if (!str_ok((*v_r)[i] = mb_ipc_get_strdup(c), MB_CTL_LINE_MAX))
+			return false;
+	return true;
+}
+
+/* The fields of a draft are there exactly for a draft, within the limits. */
+static bool
+draft_fields_ok(const struct mb_ctl_request *rq)
+{
+	if (rq->op != MB_CTL_DRAFT)
+		return rq->n_to == 0 && rq->n_cc == 0 && rq->subject == NULL && rq->body == NULL;
+	return rq->dest == NULL && (rq->add | rq->remove) == 0 && rq->body != NULL &&
+	    strlen(rq->body) <= MB_CTL_BODY_MAX &&
+	    (rq->subject == NULL || strlen(rq->subject) <= MB_CTL_LINE_MAX);
+}
+
 int
 mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_err *err)
 {
@@ -79,9 +122,16 @@ mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_er
 	rq->add = mb_ipc_get_u32(c);
 	rq->remove = mb_ipc_get_u32(c);
 	rq->dest = mb_ipc_get_strdup(c);
+	if (!get_strs(c, &rq->to, &rq->n_to) || !get_strs(c, &rq->cc, &rq->n_cc)) {
+		mb_err_set(err, MB_E_PROTO, "control: malformed request (recipients)");
+		goto bad;
+	}
+	rq->subject = mb_ipc_get_strdup(c);
+	rq->body = mb_ipc_get_strdup(c);
 	if (mb_ipc_end(c, err) == -1)
 		goto bad;
-	if (rq->op == 0 || rq->op >= MB_CTL_OP_MAX || mid == 0 || mid > INT64_MAX ||
+	if (rq->op == 0 || rq->op >= MB_CTL_OP_MAX || mid > INT64_MAX ||
+	    (mid == 0 && rq->op != MB_CTL_DRAFT) || !draft_fields_ok(rq) ||
 	    !str_ok(rq->who, MB_CTL_WHO_MAX) || ((rq->add | rq->remove) & ~FLAG_BITS) != 0 ||
 	    (rq->op == MB_CTL_MOVE) != (rq->dest != NULL) ||
 	    (rq->dest != NULL && !str_ok(rq->dest, MB_CTL_FOLDER_MAX)) ||
@@ -120,12 +170,26 @@ bad:
 	return -1;
 }
 
+static void
+strs_free(char ***vp, uint32_t *np)
+{
+	for (uint32_t i = 0; *vp != NULL && i < *np; i++)
+		free((*vp)[i]);
+	free(*vp);
+	*vp = NULL;
+	*np = 0;
+}
+
 void
 mb_ctl_request_release(struct mb_ctl_request *rq)
 {
 	free(rq->who);
 	free(rq->dest);
-	rq->who = rq->dest = NULL;
+	free(rq->subject);
+	free(rq->body);
+	rq->who = rq->dest = rq->subject = rq->body = NULL;
+	strs_free(&rq->to, &rq->n_to);
+	strs_free(&rq->cc, &rq->n_cc);
 }
 
 void

@@ -1388,3 +1388,32 @@ done:
 		mailimap_set_free(dst);
 	return r;
 }
+
+int
+mb_imap_append(struct mb_imap *imap, const char *folder, const char *raw, size_t len,
+    unsigned flags, struct mb_imap_appended *r_out, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_flag_list *fl;
+	uint32_t uidv = 0, uid = 0;
+	char *mb = NULL;
+	int r;
+
+	memset(r_out, 0, sizeof(*r_out));
+	if (check_usable(c, "APPEND", err) == -1)
+		return -1;
+	if (mb_mutf7_encode(folder, &mb, err) == -1)
+		return -1;
+	fl = flag_list(flags);
+	call_begin(c);
+	/* Without UIDPLUS the server sends no APPENDUID and both stay 0. */
+	r = mailimap_uidplus_append(c->etpan, mb, fl, NULL, raw, len, &uidv, &uid);
+	call_end(c);
+	mailimap_flag_list_free(fl);
+	free(mb);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r, "APPEND", err);
+	r_out->uidvalidity = uidv;
+	r_out->uid = uid;
+	return 0;
+}

@@ -15,6 +15,23 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static bool
+str_eq(const char *a, const char *b)
+{
+	return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+static bool
+strs_eq(char *const *a, uint32_t na, char *const *b, uint32_t nb)
+{
+	if (na != nb)
+		return false;
+	for (uint32_t i = 0; i < na; i++)
+		if (!str_eq(a[i], b[i]))
+			return false;
+	return true;
+}
+
 static void
 roundtrip(const struct mb_ctl_request *rq)
 {
@@ -33,8 +50,9 @@ roundtrip(const struct mb_ctl_request *rq)
 		if (mb_ctl_get_request(&f.cur, &back, &err) == -1 || back.op != rq->op ||
 		    back.message_id != rq->message_id || back.add != rq->add ||
 		    back.remove != rq->remove || strcmp(back.who, rq->who) != 0 ||
-		    (rq->dest == NULL) != (back.dest == NULL) ||
-		    (rq->dest != NULL && strcmp(rq->dest, back.dest) != 0))
+		    !str_eq(rq->dest, back.dest) || !str_eq(rq->subject, back.subject) ||
+		    !str_eq(rq->body, back.body) || !strs_eq(rq->to, rq->n_to, back.to, back.n_to) ||
+		    !strs_eq(rq->cc, rq->n_cc, back.cc, back.n_cc))
 			abort();
 		mb_ctl_request_release(&back);
 	} else

@@ -62,7 +62,7 @@ id_of() {	# folder uid -> messages.id
 
 # tools/list: the write tools and their annotations.
 call list > "$work/list.json"
-for t in flag_message move_message trash_message list_recent_writes; do
+for t in flag_message move_message trash_message create_draft list_recent_writes; do
 	grep -q "\"$t\"" "$work/list.json" || fail "tools/list lacks $t"
 done
 [ "$(jq_ '[t for t in d if t["name"]=="move_message"][0]["annotations"]["destructiveHint"]' < "$work/list.json")" = True ] ||
@@ -111,6 +111,82 @@ call trash_message "{\"id\":$id4}" > "$work/r.json"
 [ "$(jq_ 'd["structuredContent"]["folder"]' < "$work/r.json")" = Trash ] || fail "trash: $(cat "$work/r.json")"
 server_uids Trash | grep -q . || fail "server: Trash empty"
 
+# create_draft: APPENDed to Drafts with \Draft (and \Seen), indexed at once
+# from APPENDUID; a separate IMAP session reads back what a mail client would.
+call create_draft '{"to":["Alice Example <alice@example.org>"],"cc":["bob@example.org"],"subject":"Grüße vom Entwurf","body":"Hello Alice,\nthe quarterly numbers are attached.\n"}' > "$work/r.json"
+[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "create_draft: $(cat "$work/r.json")"
+[ "$(jq_ 'd["structuredContent"]["folder"]' < "$work/r.json")" = Drafts ] || fail "draft not in Drafts"
+did=$(jq_ 'd["structuredContent"]["id"]' < "$work/r.json")
+duid=$(server_uids Drafts | tail -n 1)
+[ -n "$duid" ] || fail "server: Drafts is empty"
+dovecot_flags Drafts "$duid" | grep -q '\\Draft' || fail "server: the draft has no \\Draft flag"
+read_draft() {	# uid: the draft as the server has it, as a mail client would read it
+	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" "$1" <<'PY'
+import email, email.policy, imaplib, sys
+m = imaplib.IMAP4('127.0.0.1', int(sys.argv[1])); m.login(sys.argv[2], sys.argv[3])
+m.select('Drafts', readonly=True)
+typ, data = m.uid('FETCH', sys.argv[4], '(BODY.PEEK[])')
+raw = data[0][1]
+assert b'\r\n' in raw and b'\n' not in raw.replace(b'\r\n', b''), 'bare LF on the wire'
+msg = email.message_from_bytes(raw, policy=email.policy.default)
+for h in ('Subject', 'To', 'Cc', 'Message-ID', 'In-Reply-To', 'References'):
+    print('%s: %s' % (h, msg[h]))
+print('Date-set:', msg['Date'] is not None)
+print('Body:', msg.get_content().replace('\r\n', '\n').strip().replace('\n', '|'))
+m.logout()
+PY
+}
+read_draft "$duid" > "$work/draft.txt" || fail "cannot read the draft back"
+grep -qx 'Subject: Grüße vom Entwurf' "$work/draft.txt" || fail "draft subject: $(cat "$work/draft.txt")"
+grep -qx 'To: Alice Example <alice@example.org>' "$work/draft.txt" || fail "draft To: $(cat "$work/draft.txt")"
+grep -qx 'Cc: bob@example.org' "$work/draft.txt" || fail "draft Cc"
+grep -qx 'Date-set: True' "$work/draft.txt" || fail "draft has no Date"
+grep -q '^Message-ID: <.*@.*>$' "$work/draft.txt" || fail "draft has no Message-ID"
+grep -qx 'In-Reply-To: None' "$work/draft.txt" || fail "a new draft has In-Reply-To"
+grep -qx 'Body: Hello Alice,|the quarterly numbers are attached.' "$work/draft.txt" || fail "draft body"
+[ "$(idx "SELECT f.name||'/'||m.uid||'/'||m.subject||'/'||(m.flags & 16) FROM messages m JOIN folders f ON f.id=m.folder_id WHERE m.id=$did")" = "Drafts/$duid/Grüße vom Entwurf/16" ] ||
+    fail "index: draft row $did"
+call get_message "{\"id\":$did}" > "$work/r.json"
+grep -q "quarterly numbers" "$work/r.json" || fail "get_message does not show the draft's body"
+[ "$(idx "SELECT outcome||'/'||folder||'/'||uid||'/'||message_id FROM write_log WHERE tool='create_draft' ORDER BY id DESC LIMIT 1")" = "ok/Drafts/$duid/$did" ] ||
+    fail "write_log: draft row"
+
+# A reply: "Re:", In-Reply-To and References from the original, same thread.
+orig_mid=$(idx "SELECT message_id FROM messages WHERE id=$id2")
+orig_subj=$(idx "SELECT subject FROM messages WHERE id=$id2")
+call create_draft "{\"to\":[\"alice@example.org\"],\"body\":\"Agreed.\",\"in_reply_to_id\":$id2}" > "$work/r.json"
+[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "reply draft: $(cat "$work/r.json")"
+rid=$(jq_ 'd["structuredContent"]["id"]' < "$work/r.json")
+read_draft "$(server_uids Drafts | tail -n 1)" > "$work/draft.txt"
+grep -qx "Subject: Re: $orig_subj" "$work/draft.txt" || fail "reply subject: $(cat "$work/draft.txt")"
+grep -qx "In-Reply-To: <$orig_mid>" "$work/draft.txt" || fail "reply In-Reply-To: $(cat "$work/draft.txt")"
+grep -q "^References: .*<$orig_mid>$" "$work/draft.txt" || fail "reply References"
+[ "$(idx "SELECT count(DISTINCT thread_id) FROM messages WHERE id IN ($id2, $rid)")" = 1 ] ||
+    fail "the reply is not in the original's thread"
+
+# Refused before the server: a bad address (logged), a misspelt argument (not forwarded).
+ndrafts=$(server_uids Drafts | wc -l)
+call create_draft '{"to":["not an address"],"body":"x"}' > "$work/r.json"
+[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = refused ] || fail "bad address: $(cat "$work/r.json")"
+grep -q "is not one email address" "$work/r.json" || fail "bad address: no clear reason"
+call create_draft '{"to":["a@example.org"],"subject":"x\r\nBcc: victim@example.org","body":"x"}' > "$work/r.json"
+[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = refused ] || fail "header injection: $(cat "$work/r.json")"
+nlog=$(idx "SELECT count(*) FROM write_log")
+call create_draft '{"to":["a@example.org"],"bcc":["b@example.org"],"body":"x"}' > "$work/r.json"
+[ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] && grep -q "unknown argument 'bcc'" "$work/r.json" ||
+    fail "bcc: $(cat "$work/r.json")"
+[ "$(idx "SELECT count(*) FROM write_log")" = "$nlog" ] || fail "a malformed call reached syncd"
+[ "$(server_uids Drafts | wc -l)" = "$ndrafts" ] || fail "a refused draft reached the server"
+[ "$(idx "SELECT count(*) FROM write_log WHERE tool='create_draft' AND outcome='refused'")" = 2 ] ||
+    fail "write_log: refused drafts"
+
+# A tick after the drafts indexes nothing twice.
+kill -HUP "$daemon"
+for _ in $(seq 100); do grep -q "tick 3 done" "$SYNCD_LOG" && break; sleep 0.1; done
+grep -q "tick 3 done" "$SYNCD_LOG" || fail "no third tick"
+[ "$(index_uids Drafts | wc -l)" = 2 ] && [ "$(server_uids Drafts | wc -l)" = 2 ] ||
+    fail "after a tick: Drafts has $(index_uids Drafts | wc -l) rows, server $(server_uids Drafts | wc -l)"
+
 # Stale UIDVALIDITY: refused and logged.
 idx "UPDATE messages SET uidvalidity = uidvalidity + 1000 WHERE id = $(id_of INBOX 5)" 2>/dev/null ||
     fail "could not age a row"
@@ -135,7 +211,7 @@ grep -q "control: refused uid 65534" "$SYNCD_LOG" || fail "uid 65534 not refused
 python3 - "$sock" > "$work/bad.out" <<'PY'
 import socket, struct, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)
-s.sendall(struct.pack('=IIII', 6, 20, 99, 1) + b'\xff\xff\xff\xff')  # CTL_REQUEST, a short payload
+s.sendall(struct.pack('=IIII', 6, 20, 99, 2) + b'\xff\xff\xff\xff')  # CTL_REQUEST, a short payload
 data = b''
 while True:
     b = s.recv(4096)
@@ -154,7 +230,8 @@ def s(x):
     b = x.encode(); return b'\1' + struct.pack('=I', len(b)) + b
 def req(rid, add, rem):
     p = struct.pack('=I', 1) + s('pipelined') + struct.pack('=QII', int(sys.argv[2]), add, rem) + b'\0'
-    return struct.pack('=IIII', 6, 16 + len(p), rid, 1) + p
+    p += struct.pack('=II', 0, 0) + b'\0\0'   # no recipients, subject or body: not a draft
+    return struct.pack('=IIII', 6, 16 + len(p), rid, 2) + p
 c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.settimeout(20)
 c.sendall(req(41, 2, 0) + req(42, 0, 2))   # +\Answered, then -\Answered
 data = b''
@@ -209,7 +286,7 @@ server_uids INBOX | grep -qx 6 || fail "server: UID 6 (\\Deleted, not ours) was 
 
 # list_recent_writes shows them; --status too.
 call list_recent_writes '{"limit":50}' > "$work/r.json"
-[ "$(jq_ 'len(d["structuredContent"]["writes"])' < "$work/r.json")" -ge 7 ] || fail "list_recent_writes"
+[ "$(jq_ 'len(d["structuredContent"]["writes"])' < "$work/r.json")" -ge 11 ] || fail "list_recent_writes"
 [ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "pending rows left"
 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --status > "$work/status.out" || fail "--status"
 grep -q "move_message" "$work/status.out" || fail "--status shows no writes"

@@ -18,8 +18,10 @@
 
 #include <cmocka.h>
 
+#include "mailbox/ctl.h"
 #include "mailbox/ipc.h"
 #include "mailbox/msg.h"
+#include "mailbox/util.h"
 
 #define WORKER_TO_SYNCD	(MB_IPC_BIT(MB_IPC_READY) | MB_IPC_BIT(MB_IPC_ROW) | \
 			 MB_IPC_BIT(MB_IPC_RANGE_DONE) | MB_IPC_BIT(MB_IPC_FAIL))
@@ -434,6 +436,79 @@ ipc_fuzz_seed_stream_decodes(void **state)
 	assert_int_equal(rows, 2);
 }
 
+/* Encode rq, then decode it as syncd would: 0 and *back filled, or -1. */
+static int
+ctl_round_trip(const struct mb_ctl_request *rq, struct mb_ctl_request *back)
+{
+	struct mb_ipc_out o;
+	struct mb_ipc_conn c;
+	struct mb_ipc_frame f;
+	struct mb_err err = { 0 };
+	int r;
+
+	assert_int_equal(mb_ctl_put_request(&o, 9, rq, &err), 0);
+	mb_ipc_conn_init(&c, -1, MB_IPC_BIT(MB_IPC_CTL_REQUEST));
+	assert_int_equal(mb_ipc_feed(&c, o.buf.data, o.buf.len, &err), 0);
+	assert_int_equal(mb_ipc_next(&c, &f, &err), 1);
+	r = mb_ctl_get_request(&f.cur, back, &err);
+	if (r == -1)
+		assert_int_equal(err.code, MB_E_PROTO);
+	mb_ipc_conn_release(&c);
+	mb_ipc_out_release(&o);
+	return r;
+}
+
+/* create_draft's fields cross the control socket whole, and only for a draft. */
+static void
+ctl_draft_request_round_trip_and_limits(void **state)
+{
+	char *to[MB_CTL_RCPT_MAX + 1], *cc[] = { "carol@example.org" };
+	struct mb_ctl_request rq = { .op = MB_CTL_DRAFT, .who = "sub-1", .to = to, .n_to = 2,
+	    .cc = cc, .n_cc = 1, .subject = "Grüße", .body = "line one\nline two\n" };
+	struct mb_ctl_request back;
+
+	(void)state;
+	for (size_t i = 0; i < MB_ARRAY_LEN(to); i++)
+		to[i] = "alice@example.org";
+	to[1] = "Bob <bob@example.org>";
+	assert_int_equal(ctl_round_trip(&rq, &back), 0);
+	assert_int_equal(back.op, MB_CTL_DRAFT);
+	assert_int_equal(back.message_id, 0);	/* not a reply */
+	assert_int_equal(back.n_to, 2);
+	assert_string_equal(back.to[1], "Bob <bob@example.org>");
+	assert_int_equal(back.n_cc, 1);
+	assert_string_equal(back.cc[0], "carol@example.org");
+	assert_string_equal(back.subject, "Grüße");
+	assert_string_equal(back.body, "line one\nline two\n");
+	mb_ctl_request_release(&back);
+
+	rq.message_id = 42;	/* a reply, with no subject and an empty body */
+	rq.subject = NULL;
+	rq.body = "";
+	assert_int_equal(ctl_round_trip(&rq, &back), 0);
+	assert_int_equal(back.message_id, 42);
+	assert_null(back.subject);
+	assert_string_equal(back.body, "");
+	mb_ctl_request_release(&back);
+
+	rq.n_to = MB_CTL_RCPT_MAX + 1;	/* too many recipients */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	rq.n_to = 1;
+	rq.body = NULL;			/* a draft needs a body */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	rq.body = "x";
+	rq.dest = "Archive";		/* and has no destination */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	rq.dest = NULL;
+	rq.op = MB_CTL_FLAG;		/* a flag request carries no draft fields */
+	rq.add = MB_FLAG_SEEN;
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	rq.n_to = rq.n_cc = 0;
+	rq.body = NULL;
+	assert_int_equal(ctl_round_trip(&rq, &back), 0);
+	mb_ctl_request_release(&back);
+}
+
 int
 main(void)
 {
@@ -450,6 +525,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(ipc_string_with_a_nul_inside_is_refused, setup, teardown),
 		cmocka_unit_test(ipc_over_a_socketpair_with_many_frames),
 		cmocka_unit_test(ipc_writer_queue_is_capped),
+		cmocka_unit_test(ctl_draft_request_round_trip_and_limits),
 		cmocka_unit_test_setup_teardown(ipc_fuzz_seed_stream_decodes, setup, teardown),
 	};
 
