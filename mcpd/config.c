@@ -1,38 +1,43 @@
 /*
- * mcpd's settings, from the environment.  The typed table in
- * libmailbox/core/conf.c (syncd's work) was not on main when this was
- * written; the keys below are few and parsed here with the same rules:
- * numbers via strtoul with end and range checks, every error names its key.
+ * mcpd's settings: one typed table (STYLE B7, libmailbox/core/conf.c, the
+ * one syncd uses), read from the environment, then what derives from them
+ * (the listen address split, the index path, the allow-lists).  The OAuth
+ * settings are auth.c's (mcp_auth_conf_load).
  */
 #include <errno.h>
-#include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mailbox/buf.h"
+#include "mailbox/conf.h"
 #include "mailbox/log.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
 
-static int
-get_uint(const char *(*lookup)(const char *), const char *key, unsigned def, unsigned min,
-    unsigned max, unsigned *out, struct mb_err *err)
-{
-	const char *v = lookup(key);
-	char *end;
-	unsigned long n;
+static const char *const level_choices[] = { "error", "warning", "info", "debug", NULL };
+/* Index parity is the answer: odd means read-only. */
+static const char *const bool_choices[] = { "0", "1", "false", "true", "no", "yes", NULL };
 
-	if (v == NULL || *v == '\0') {
-		*out = def;
-		return 0;
-	}
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno != 0 || *end != '\0' || v[0] == '-' || n < min || n > max)
-		return mb_err_set(err, MB_E_CONFIG, "%s: want a number from %u to %u, got '%s'",
-		    key, min, max, v);
-	*out = (unsigned)n;
-	return 0;
-}
+#define K(name, type, field, def, min, max, choices) \
+	{ name, type, offsetof(struct mcp_config, field), def, min, max, 0, choices, NULL }
+
+static const struct mb_conf_key mcp_conf_keys[] = {
+	K("MCP_LISTEN", MB_CONF_STR, listen, "127.0.0.1:8765", 0, 0, NULL),
+	K("MCP_INDEX", MB_CONF_PATH, index_path, NULL, 0, 0, NULL),
+	K("DATA_DIR", MB_CONF_PATH, data_dir, "/var/lib/imap-mcp", 0, 0, NULL),
+	K("MCP_ALLOWED_ORIGINS", MB_CONF_STR, origins_setting, NULL, 0, 0, NULL),
+	K("MCP_ALLOWED_HOSTS", MB_CONF_STR, hosts_setting, NULL, 0, 0, NULL),
+	K("MCP_THREADS", MB_CONF_UINT, threads, "4", 1, 64, NULL),
+	K("MCP_MAX_CONNECTIONS", MB_CONF_UINT, max_connections, "64", 4, 10000, NULL),
+	K("MCP_TIMEOUT", MB_CONF_UINT, timeout, "30", 1, 3600, NULL),
+	K("MCP_MAX_SESSIONS", MB_CONF_UINT, max_sessions, "1024", 1, 1000000, NULL),
+	K("MCP_RATE_LIMIT", MB_CONF_UINT, rate, "50", 0, 100000, NULL),
+	K("MCP_PORT_FILE", MB_CONF_PATH, port_file, NULL, 0, 0, NULL),
+	K("LOG_LEVEL", MB_CONF_ENUM, level_choice, "info", 0, 0, level_choices),
+	K("SYNCD_SOCKET", MB_CONF_PATH, syncd_socket, "/run/imap-mcp/syncd.sock", 0, 0, NULL),
+	K("MCP_READ_ONLY", MB_CONF_ENUM, read_only_choice, "0", 0, 0, bool_choices),
+};
 
 /* Split a comma-separated list into an owned NULL-terminated array. */
 static char **
@@ -125,50 +130,22 @@ parse_listen(struct mcp_config *c, struct mb_err *err)
 int
 mcp_config_load(struct mcp_config *c, const char *(*lookup)(const char *), struct mb_err *err)
 {
-	const char *v;
-	enum mb_log_level level = MB_LOG_INFO;
+	static const int levels[] = { MB_LOG_ERR, MB_LOG_WARNING, MB_LOG_INFO, MB_LOG_DEBUG };
 
 	memset(c, 0, sizeof(*c));
-	v = lookup("MCP_LISTEN");
-	c->listen = mb_xstrdup(v && *v ? v : "127.0.0.1:8765");
-	if (parse_listen(c, err) == -1)
+	if (mb_conf_load(mcp_conf_keys, MB_ARRAY_LEN(mcp_conf_keys), c, NULL, lookup, NULL,
+	    err) == -1 || parse_listen(c, err) == -1)
 		goto fail;
-	v = lookup("MCP_INDEX");
-	if (v && *v)
-		c->index_path = mb_xstrdup(v);
-	else {
-		const char *dir = lookup("DATA_DIR");
-		size_t n;
+	if (c->index_path == NULL) {
+		struct mb_buf b = MB_BUF_INIT(8192);
 
-		if (dir == NULL || *dir == '\0')
-			dir = "/var/lib/imap-mcp";
-		n = strlen(dir) + sizeof("/index.db");
-		c->index_path = mb_xmalloc(n);
-		memcpy(c->index_path, dir, strlen(dir));
-		memcpy(c->index_path + strlen(dir), "/index.db", sizeof("/index.db"));
+		mb_buf_addf(&b, "%s/index.db", c->data_dir);
+		c->index_path = mb_buf_detach(&b, NULL);
 	}
-	c->allowed_origins = split_list(lookup("MCP_ALLOWED_ORIGINS"));
-	c->allowed_hosts = split_list(lookup("MCP_ALLOWED_HOSTS"));
-	if (get_uint(lookup, "MCP_THREADS", 4, 1, 64, &c->threads, err) == -1 ||
-	    get_uint(lookup, "MCP_MAX_CONNECTIONS", 64, 4, 10000, &c->max_connections, err) == -1 ||
-	    get_uint(lookup, "MCP_TIMEOUT", 30, 1, 3600, &c->timeout, err) == -1 ||
-	    get_uint(lookup, "MCP_MAX_SESSIONS", 1024, 1, 1000000, &c->max_sessions, err) == -1 ||
-	    get_uint(lookup, "MCP_RATE_LIMIT", 50, 0, 100000, &c->rate, err) == -1)
-		goto fail;
-	v = lookup("MCP_PORT_FILE");
-	c->port_file = v && *v ? mb_xstrdup(v) : NULL;
-	v = lookup("LOG_LEVEL");
-	if (v && *v && mb_log_level_parse(v, &level) == -1) {
-		mb_err_set(err, MB_E_CONFIG, "LOG_LEVEL: want error, warning, info or debug, got '%s'",
-		    v);
-		goto fail;
-	}
-	c->log_level = (int)level;
-	v = lookup("SYNCD_SOCKET");
-	c->syncd_socket = mb_xstrdup(v && *v ? v : "/run/imap-mcp/syncd.sock");
-	v = lookup("MCP_READ_ONLY");
-	c->read_only = v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
-	    strcmp(v, "yes") == 0);
+	c->allowed_origins = split_list(c->origins_setting);
+	c->allowed_hosts = split_list(c->hosts_setting);
+	c->log_level = levels[c->level_choice];
+	c->read_only = c->read_only_choice & 1;
 	return 0;
 fail:
 	mcp_config_release(c);
@@ -178,12 +155,9 @@ fail:
 void
 mcp_config_release(struct mcp_config *c)
 {
-	free(c->listen);
+	mb_conf_release(mcp_conf_keys, MB_ARRAY_LEN(mcp_conf_keys), c);
 	free(c->unix_path);
 	free(c->host);
-	free(c->index_path);
-	free(c->port_file);
-	free(c->syncd_socket);
 	free_list(&c->allowed_origins);
 	free_list(&c->allowed_hosts);
 	memset(c, 0, sizeof(*c));

@@ -33,23 +33,30 @@
 /* ---- config.c */
 
 struct mcp_config {
-	char		*listen;	/* owned; "host:port" or "unix:/path" */
-	bool		 listen_unix;
-	char		*unix_path;	/* owned; when listen_unix */
-	char		*host;		/* owned; the IP literal to bind (no brackets) */
-	unsigned	 port;		/* 0: ephemeral */
-	char		*index_path;	/* owned; MCP_INDEX, else $DATA_DIR/index.db */
-	char		**allowed_origins;	/* owned, NULL-terminated; extra to the defaults */
-	char		**allowed_hosts;	/* owned, NULL-terminated; extra to the defaults */
+	/* the settings (config.c's table; owned strings) */
+	char		*listen;	/* MCP_LISTEN: "host:port" or "unix:/path" */
+	char		*index_path;	/* MCP_INDEX, else $DATA_DIR/index.db */
+	char		*data_dir;	/* DATA_DIR */
+	char		*origins_setting;	/* MCP_ALLOWED_ORIGINS, comma-separated */
+	char		*hosts_setting;		/* MCP_ALLOWED_HOSTS, comma-separated */
 	unsigned	 threads;	/* MCP_THREADS: libmicrohttpd pool size */
 	unsigned	 max_connections;	/* MCP_MAX_CONNECTIONS */
 	unsigned	 timeout;	/* MCP_TIMEOUT: idle seconds per connection */
 	unsigned	 max_sessions;	/* MCP_MAX_SESSIONS */
 	unsigned	 rate;		/* MCP_RATE_LIMIT: tool calls a second per session */
-	char		*port_file;	/* owned; MCP_PORT_FILE: write the bound port here */
+	char		*port_file;	/* MCP_PORT_FILE: write the bound port here */
+	unsigned	 level_choice;	/* LOG_LEVEL, as an index into its choices */
+	char		*syncd_socket;	/* SYNCD_SOCKET: the write tools' way to syncd */
+	unsigned	 read_only_choice;	/* MCP_READ_ONLY, as an index into its choices */
+	/* derived from them */
+	bool		 listen_unix;
+	char		*unix_path;	/* owned; when listen_unix */
+	char		*host;		/* owned; the IP literal to bind (no brackets) */
+	unsigned	 port;		/* 0: ephemeral */
+	char		**allowed_origins;	/* owned, NULL-terminated; extra to the defaults */
+	char		**allowed_hosts;	/* owned, NULL-terminated; extra to the defaults */
 	int		 log_level;	/* enum mb_log_level */
-	char		*syncd_socket;	/* owned; SYNCD_SOCKET: the write tools' way to syncd */
-	bool		 read_only;	/* MCP_READ_ONLY=1: no write tools at all */
+	bool		 read_only;	/* MCP_READ_ONLY=1 (true, yes): no write tools at all */
 };
 
 /*

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "mailbox/buf.h"
+#include "mailbox/log.h"
 #include "mcpd.h"
 
 static void
@@ -217,10 +218,79 @@ write_tools_follow_scope_and_read_only(void **state)
 	mcp_server_release(&srv);
 }
 
+/* The settings a test hands to mcp_config_load, as the environment would. */
+static const char *const *fake_env;
+
+static const char *
+fake_lookup(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *const *e = fake_env; *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+static int
+load(const char *const *env, struct mcp_config *c, struct mb_err *err)
+{
+	fake_env = env;
+	return mcp_config_load(c, fake_lookup, err);
+}
+
+/* docs/mcpd.md: defaults, derived values, and errors that name the setting. */
+static void
+settings_load_with_defaults_and_name_bad_keys(void **state)
+{
+	static const char *const none[] = { NULL };
+	static const char *const some[] = { "MCP_LISTEN=[::1]:0", "DATA_DIR=/srv/mail",
+	    "MCP_READ_ONLY=yes", "LOG_LEVEL=debug", "MCP_ALLOWED_HOSTS= a.example , b.example",
+	    NULL };
+	static const char *const bad[][2] = { { "MCP_THREADS=0", "MCP_THREADS" },
+	    { "MCP_READ_ONLY=maybe", "MCP_READ_ONLY" }, { "MCP_LISTEN=nowhere", "MCP_LISTEN" },
+	    { "MCP_INDEX=relative/index.db", "MCP_INDEX" }, { "LOG_LEVEL=loud", "LOG_LEVEL" } };
+	struct mcp_config c;
+	struct mb_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(load(none, &c, &err), 0);
+	assert_string_equal(c.host, "127.0.0.1");
+	assert_int_equal(c.port, 8765);
+	assert_string_equal(c.index_path, "/var/lib/imap-mcp/index.db");
+	assert_int_equal(c.threads, 4);
+	assert_false(c.read_only);
+	assert_int_equal(c.log_level, MB_LOG_INFO);
+	assert_null(c.allowed_hosts[0]);
+	mcp_config_release(&c);
+
+	assert_int_equal(load(some, &c, &err), 0);
+	assert_string_equal(c.host, "::1");
+	assert_int_equal(c.port, 0);
+	assert_string_equal(c.index_path, "/srv/mail/index.db");
+	assert_true(c.read_only);
+	assert_int_equal(c.log_level, MB_LOG_DEBUG);
+	assert_string_equal(c.allowed_hosts[0], "a.example");
+	assert_string_equal(c.allowed_hosts[1], "b.example");
+	assert_null(c.allowed_hosts[2]);
+	mcp_config_release(&c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *env[] = { bad[i][0], NULL };
+
+		err = (struct mb_err){ 0 };
+		assert_int_equal(load(env, &c, &err), -1);
+		assert_int_equal(err.code, MB_E_CONFIG);
+		if (strstr(err.msg, bad[i][1]) == NULL)
+			fail_msg("'%s' does not name %s", err.msg, bad[i][1]);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(settings_load_with_defaults_and_name_bad_keys),
 		cmocka_unit_test(sessions_are_bound_to_their_owner),
 		cmocka_unit_test(full_map_evicts_the_least_recently_used),
 		cmocka_unit_test(rate_limit_allows_a_burst_then_refuses),
