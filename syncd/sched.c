@@ -196,6 +196,10 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 	if (mb_index_folder_ensure(sd->idx, name, role, &id, err) == -1 ||
 	    mb_index_folder_get(sd->idx, name, &st, err) == -1)
 		return -1;
+	/* This tick's LIST is the truth: a role the server no longer reports is
+	 * cleared (saved below), or trash_message would aim at an old \Trash. */
+	free(st.role);
+	st.role = mb_xstrdup(role);
 	if (mb_imap_examine(imap, name, &ex, &ferr) == -1) {
 		if (ferr.code == MB_E_NOTFOUND) {
 			/* Listed a moment ago, refused now: deleted or renamed under us. */

@@ -418,7 +418,7 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 	struct mb_imap_moved mv = { 0 };
 	struct mb_err err = { 0 };
 	unsigned flags = 0;
-	bool found = false;
+	bool found = false, sent = false;
 	sigset_t all;
 	char detail[512];
 
@@ -438,6 +438,7 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 		struct mb_imap_appended ap;
 
 		flags = MB_FLAG_DRAFT | MB_FLAG_SEEN;	/* what a mail client saves a draft with */
+		sent = true;
 		if (mb_imap_append(imap, j->dest, j->raw, j->raw_len, flags, &ap, &err) == -1)
 			goto fail;
 		if (ap.uid != 0)
@@ -468,6 +469,7 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 		mb_imap_close(&imap);
 		_exit(0);
 	}
+	sent = true;	/* from here a failure may come after the server acted */
 	if (j->rq.op == MB_CTL_FLAG) {
 		if (mb_imap_store_flags(imap, j->uid, j->rq.add, j->rq.remove, &err) == -1)
 			goto fail;
@@ -483,8 +485,9 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
 	} else {
 		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
-			child_send(fd, err.code == MB_E_CONFIG ? MB_CTL_REFUSED : MB_CTL_FAILED,
-			    err.msg, 0, 0, 0, false);
+			if (err.code != MB_E_CONFIG)
+				goto fail;
+			child_send(fd, MB_CTL_REFUSED, err.msg, 0, 0, 0, false);	/* no write sent */
 			mb_imap_close(&imap);
 			_exit(0);
 		}
@@ -497,7 +500,12 @@ child_main(struct sd *sd, struct sd_wjob *j, int fd)
 	mb_imap_close(&imap);
 	_exit(0);
 fail:
-	child_send(fd, MB_CTL_FAILED, err.msg, 0, 0, 0, false);
+	/* A session lost or cancelled (the watchdog) after the write command
+	 * went out leaves its effect unknown: the user must not read "failed"
+	 * as "nothing happened". */
+	snprintf(detail, sizeof(detail), "%s%s", err.msg, sent ? "; the mailbox may or may not "
+	    "have changed: check it" : "");
+	child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
 	mb_imap_close(&imap);
 	_exit(0);
 }

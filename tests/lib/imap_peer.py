@@ -6,7 +6,8 @@
 Listens on 127.0.0.1 (an ephemeral port, written to FILE once listening,
 and printed), serves one connection at a time, and speaks just enough
 IMAP4rev1 for the Mailbox interface: greeting, CAPABILITY, LOGIN, ENABLE,
-LIST, EXAMINE, STATUS, UID SEARCH, UID FETCH, NOOP, LOGOUT.  Its mailbox
+LIST, EXAMINE, SELECT, STATUS, UID SEARCH, UID FETCH, NOOP, LOGOUT (and,
+answered but not acted on, anything else, UID STORE included).  Its mailbox
 has three messages, UIDs 1..3.  Deliberately plain: no CONDSTORE, no
 UIDNEXT in the EXAMINE reply (so the client must ask STATUS), and
 "UID SEARCH UID n:*" answers the highest UID even when it is below n, as
@@ -20,6 +21,10 @@ Modes (what goes wrong):
   stall_mid_literal  half of the first body literal, then silence forever
   garbage            an unparsable FETCH response
   silent             accepts the connection, never sends a greeting
+  stall_store        like ok (a backfill works) until a UID STORE, which is never
+                     answered: the peer reads on until the client hangs up, then
+                     greets no later connection (a write process stuck before
+                     its session exists)
 Every line the client sends is appended to FILE.log next to --port-file
 (the transcript), so a test can check what was sent.
 
@@ -72,6 +77,11 @@ class Conn:
             self.buf += chunk
         data, self.buf = self.buf[:n], self.buf[n:]
         return data
+
+    def wait_hangup(self):
+        """Read and drop whatever comes until the client closes."""
+        while self.sock.recv(65536):
+            pass
 
     def command(self):
         """One client command, synchronizing literals included."""
@@ -129,7 +139,13 @@ def fetch(conn, tag, args, mode):
         part = raw.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n" if header_only else raw
         seq = uid
         if not body:
-            conn.send(b"* %d FETCH (UID %d RFC822.SIZE %d)\r\n" % (seq, uid, len(raw)))
+            # Only what was asked: a write's check fetches (UID FLAGS).
+            att = b"UID %d" % uid
+            if b"FLAGS" in items:
+                att += b" FLAGS (%s)" % FLAGS[uid][0]
+            if b"RFC822.SIZE" in items:
+                att += b" RFC822.SIZE %d" % len(raw)
+            conn.send(b"* %d FETCH (%s)\r\n" % (seq, att))
             continue
         flags, zone = FLAGS[uid]
         head = (b"* %d FETCH (UID %d FLAGS (%s) INTERNALDATE \"01-Jan-2024 10:00:00 %s\" "
@@ -150,6 +166,7 @@ def fetch(conn, tag, args, mode):
 
 
 def serve(conn, mode):
+    """One connection.  Returns the mode for the next ones, or None: the same."""
     if mode == "silent":
         while True:
             time.sleep(3600)
@@ -180,11 +197,12 @@ def serve(conn, mode):
                       b'* LIST (\\HasNoChildren \\sent) "/" Parent/Gesendet\r\n'
                       b'* LIST (\\NonExistent) "/" Gone\r\n'
                       + tag + b" OK List completed\r\n")
-        elif cmd == b"EXAMINE":
+        elif cmd in (b"EXAMINE", b"SELECT"):
             conn.send(b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)\r\n"
                       b"* 3 EXISTS\r\n* 0 RECENT\r\n"
                       b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % UIDVALIDITY
-                      + tag + b" OK [READ-ONLY] Examine completed\r\n")
+                      + tag + (b" OK [READ-ONLY] Examine completed\r\n" if cmd == b"EXAMINE"
+                               else b" OK [READ-WRITE] Select completed\r\n"))
         elif cmd == b"STATUS":
             conn.send(b"* STATUS INBOX (UIDNEXT 4)\r\n" + tag + b" OK done\r\n")
         elif cmd == b"UID SEARCH":
@@ -195,6 +213,9 @@ def serve(conn, mode):
         elif cmd == b"UID FETCH":
             if not fetch(conn, tag, args, mode):
                 return
+        elif cmd == b"UID STORE" and mode == "stall_store":
+            conn.wait_hangup()
+            return "silent"
         elif cmd == b"LOGOUT":
             conn.send(b"* BYE bye\r\n" + tag + b" OK Logout completed\r\n")
             return
@@ -206,7 +227,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="ok", choices=[
         "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
-        "garbage", "silent"])
+        "garbage", "silent", "stall_store"])
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -219,11 +240,12 @@ def main():
         f.write("%d\n" % port)
     os.rename(tmp, a.port_file)  # appears whole, only once listening
     print(port, flush=True)
+    mode = a.mode
     with open(a.port_file + ".log", "a") as log:
         while True:
             s, _ = srv.accept()
             try:
-                serve(Conn(s, log), a.mode)
+                mode = serve(Conn(s, log), mode) or mode
             except (BrokenPipeError, ConnectionResetError):
                 pass
             finally:

@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# The write tools' edges (docs/writes.md), what test_writes leaves out.  One
+# real Dovecot, reused, with syncd as a daemon, real mcpd and the official MCP
+# SDK client (mcp_call.mjs):
+#   - the control socket's caps: a 9th connection of one uid, and a 17th of
+#     any, is closed at once and logged; syncd then serves a normal write;
+#   - MCP_AUTH=jwt with tokens from a real authorization server (oidc-provider,
+#     oauth_as.mjs): a mail.read token does not see the write tools and its
+#     flag_message is refused in mcpd; a mail.read mail.write token sees them
+#     and its write lands, recorded under the token's subject;
+#   - a mailbox whose Trash loses its \Trash role upstream: the next tick
+#     clears the role in the index and trash_message is refused, nothing moved;
+#   - a server without UIDPLUS (imap_capability overridden): move_message is
+#     refused and no write command reaches the server.
+# Then the scripted peer (imap_peer.py, mode stall_store) with
+# SYNC_WRITE_TIMEOUT=3:
+#   - a UID STORE that is never answered: flag_message answers 'failed', says
+#     the write may or may not have happened, and the write_log row says so;
+#     the write process holds no descriptor of the control socket;
+#   - a write process stuck before its session (no greeting): killed at the
+#     deadline, 'failed', never left 'pending'; syncd keeps serving.
+set -euo pipefail
+src=$(cd "${MB_SOURCE_DIR:-$(dirname "$0")/../..}" && pwd)
+MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
+. "$src/tests/lib/dovecot.sh"
+. "$src/tests/lib/syncd.sh"
+deps=$src/.deps/npm
+# The interpreter itself rather than a version manager's shim, when there is
+# one: pyenv's costs most of a second a call on a loaded machine, and this
+# test (and the helpers above) call python3 a few dozen times.
+python=python3
+if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; python3() { "$python" "$@"; }; fi
+
+work=$(mktemp -d)
+chmod 755 "$work"
+ok=0
+pids=()		# everything started here, stopped by cleanup
+daemon=
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 40 "$SYNCD_LOG" >&2 || true; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+[ -d "$deps/node_modules/oidc-provider" ] || fail "no oidc-provider: run scripts/deps"
+
+jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+idx() { syncd_sql "$1"; }
+id_of() {	# folder uid -> messages.id
+	idx "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='$1' AND m.uid=$2"
+}
+last_log() { idx "SELECT $1 FROM write_log ORDER BY id DESC LIMIT 1"; }
+# answered FILE OUTCOME [PATTERN]: the tool's answer saved in FILE has that
+# outcome (and a text matching the grep pattern), and so has the newest
+# write_log row.
+answered() {
+	[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$1")" = "$2" ] || fail "want $2: $(cat "$1")"
+	[ -z "${3:-}" ] || grep -q "$3" "$1" || fail "want '$3': $(cat "$1")"
+	[ "$(last_log outcome)" = "$2" ] || fail "write_log: $(last_log outcome), want $2"
+}
+call() {	# url tool [args]: one SDK call (MCP_BEARER_TOKEN from the environment)
+	local url=$1; shift
+	node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"
+}
+# until_ok 'SHELL TEXT': evaluate it every 0.1 s until it succeeds, for at most 30 s.
+until_ok() {
+	for _ in $(seq 300); do eval "$1" && return 0; sleep 0.1; done
+	return 1
+}
+
+# start_syncd SOCKET: the daemon of $SYNCD_CONF; waits for its socket.
+start_syncd() {
+	echo "=== syncd daemon" >> "$SYNCD_LOG"
+	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
+	daemon=$!
+	pids+=("$daemon")
+	local path=$1
+	until_ok '[ -S "$path" ]' || fail "no control socket at $path"
+}
+stop_syncd() {
+	kill -TERM "$daemon"
+	wait "$daemon" || fail "syncd exited $? on SIGTERM"
+	daemon=
+}
+ticks_done() { grep -c "tick [0-9]* done" "$SYNCD_LOG" || true; }
+tick() {	# SIGHUP, then wait for the tick to finish
+	local before
+	before=$(ticks_done)
+	kill -HUP "$daemon"
+	until_ok '[ "$(ticks_done)" -gt "$before" ]' || fail "no tick after SIGHUP"
+}
+
+# start_mcpd NAME INDEX SOCKET [KEY=VALUE...]: sets url.  MCP_LISTEN may be given.
+start_mcpd() {
+	local name=$1 index=$2 sock=$3
+	shift 3
+	rm -f "$work/$name.port"
+	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$index" MCP_PORT_FILE="$work/$name.port" \
+	    SYNCD_SOCKET="$sock" MCP_RATE_LIMIT=1000 "$@" "$MB_BUILD_DIR/mcpd" 2>>"$work/$name.log" &
+	pids+=("$!")
+	until_ok '[ -s "$work/$name.port" ]' || fail "$name did not start: $(tail -3 "$work/$name.log")"
+	url=http://127.0.0.1:$(cat "$work/$name.port")/mcp
+}
+
+# ---------------------------------------------------------------- Dovecot
+mkdir "$work/srv"
+dovecot_start "$work/srv"
+python3 "$src/tests/lib/mkmail.py" "$work/inbox:5:in"
+dovecot_load_maildir INBOX "$work"/inbox/*.eml
+sock=$work/syncd.sock
+# 65533 and 65534: two more allowed uids, for the all-connections cap.
+syncd_init "$work" SYNCD_SOCKET="$sock" SYNCD_ALLOWED_UIDS=0,65533,65534 SYNC_INTERVAL=3600
+syncd --backfill > /dev/null || fail "backfill"
+start_syncd "$sock"
+until_ok '[ "$(ticks_done)" -ge 1 ]' || fail "the first tick did not finish"
+start_mcpd mcpd "$SYNCD_DATA/index.db" "$sock"
+murl=$url
+
+# --- the connection caps: 8 per uid, 16 in all
+chmod 666 "$sock"	# the other uids get past the file mode; SO_PEERCRED decides
+python3 - "$sock" > "$work/caps.out" 2>&1 <<'PY' || fail "caps: $(cat "$work/caps.out")"
+import os, socket, struct, sys, time
+path = sys.argv[1]
+
+def connect():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    return s
+
+def closed(s, wait):
+    """True if syncd closed s (EOF) within wait seconds."""
+    s.settimeout(wait)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+
+def hold(uid, n, want_closed):
+    """A child as uid opens n connections (kept until released), checks the
+    last is closed (or not) by syncd; returns (pid, release fd, verdict)."""
+    r, w = os.pipe()
+    rel_r, rel_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r); os.close(rel_w)
+        os.setgroups([]); os.setgid(uid); os.setuid(uid)
+        conns = [connect() for _ in range(n)]
+        verdict = "closed" if closed(conns[-1], 10 if want_closed else 0.3) else "open"
+        os.write(w, verdict.encode())
+        os.read(rel_r, 1)		# until released
+        os._exit(0)
+    os.close(w); os.close(rel_r)
+    return pid, rel_w, os.read(r, 16).decode()
+
+# Eight as root are kept; the ninth is closed at once.  The accept queue is
+# in order, so the ninth is looked at after the eight were taken.
+mine = [connect() for _ in range(8)]
+ninth = connect()
+if not closed(ninth, 10):
+    sys.exit("the 9th connection of uid 0 was not closed")
+if any(closed(s, 0.05) for s in mine):	# a refusal would have come first
+    sys.exit("one of the first 8 connections of uid 0 was closed")
+print("uid0", os.getpid())
+# Eight more as 65534 fill the 16 slots; one as 65533 (none of its own) is closed.
+p1, rel1, v1 = hold(65534, 8, False)
+if v1 != "open":
+    sys.exit("uid 65534's 8th connection was closed: %s" % v1)
+p2, rel2, v2 = hold(65533, 1, True)
+if v2 != "closed":
+    sys.exit("the 17th connection (uid 65533) was not closed")
+print("uid65533", p2)
+for rel, pid in ((rel2, p2), (rel1, p1)):	# the second child holds rel1 too
+    os.close(rel)
+    os.waitpid(pid, 0)
+for s in mine:
+    s.close()
+# syncd serves again: a malformed frame is answered (with its id), not cut off.
+for _ in range(100):
+    s = connect()
+    s.settimeout(5)
+    try:
+        s.sendall(struct.pack("=IIII", 6, 20, 77, 2) + b"\xff\xff\xff\xff")
+        reply = s.recv(16)
+    except OSError:		# closed at once: the slots are not free yet
+        reply = b""
+    s.close()
+    if len(reply) == 16 and struct.unpack("=IIII", reply)[2] == 77:
+        print("served")
+        break
+    time.sleep(0.1)
+PY
+read -r _ pid0 < <(grep '^uid0 ' "$work/caps.out")
+read -r _ pid65533 < <(grep '^uid65533 ' "$work/caps.out")
+grep -q "control: refused uid 0 pid $pid0: too many connections" "$SYNCD_LOG" ||
+    fail "the 9th connection of uid 0 was not logged"
+grep -q "control: refused uid 65533 pid $pid65533: too many connections" "$SYNCD_LOG" ||
+    fail "the 17th connection was not logged"
+grep -qx served "$work/caps.out" || fail "syncd did not serve after the caps"
+chmod 660 "$sock"
+# A normal write through mcpd after the burst.
+id1=$(id_of INBOX 1)
+call "$murl" flag_message "{\"id\":$id1,\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
+answered "$work/r.json" ok
+dovecot_flags INBOX 1 | grep -q '\\Flagged' || fail "server: UID 1 not \\Flagged"
+
+# --- MCP_AUTH=jwt: the write scope gates the write tools
+mkdir "$work/as"
+cp "$src/tests/integration/oauth_as.mjs" "$work/as/"
+ln -s "$deps/node_modules" "$work/as/node_modules"
+jport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+resource=http://127.0.0.1:$jport/mcp
+RESOURCE=$resource OUT=$work/as/facts.json node "$work/as/oauth_as.mjs" 2>"$work/as/as.log" &
+pids+=("$!")
+until_ok '[ -s "$work/as/facts.json" ]' || fail "the AS did not start: $(cat "$work/as/as.log")"
+issuer=$(jq_ 'd["issuer"]' < "$work/as/facts.json")
+endpoint=$(jq_ 'd["token_endpoint"]' < "$work/as/facts.json")
+token() {	# scope: a client_credentials JWT for the resource
+	curl -sS --max-time 10 -d client_id=es256 -d client_secret=s3cret-es256 \
+	    -d grant_type=client_credentials -d "scope=$1" -d "resource=$resource" "$endpoint" |
+	    jq_ 'd["access_token"]'
+}
+start_mcpd mcpd-jwt "$SYNCD_DATA/index.db" "$sock" MCP_AUTH=jwt MCP_LISTEN=127.0.0.1:$jport \
+    MCP_RESOURCE_URL="$resource" MCP_OAUTH_ISSUER="$issuer"
+jurl=$url
+read_token=$(token mail.read)
+write_token=$(token "mail.read mail.write")
+[ -n "$read_token" ] && [ -n "$write_token" ] || fail "no token from the AS"
+sub=$(python3 -c 'import base64,json,sys; p=sys.argv[1].split(".")[1]; print(json.loads(base64.urlsafe_b64decode(p+"==="))["sub"])' "$write_token")
+[ -n "$sub" ] && [ "$sub" != local ] || fail "token subject '$sub' would not tell a JWT write apart"
+# Which of the three write tools tools/list names (other tools may come and go).
+write_tools() { jq_ '" ".join(sorted({"flag_message", "move_message", "trash_message"} & {t["name"] for t in d}))'; }
+MCP_BEARER_TOKEN=$read_token call "$jurl" list > "$work/read.list"
+[ -z "$(write_tools < "$work/read.list")" ] || fail "tools/list with mail.read: $(write_tools < "$work/read.list")"
+grep -q '"search_messages"' "$work/read.list" || fail "tools/list with mail.read lacks the read tools"
+id2=$(id_of INBOX 2)
+rows=$(idx "SELECT count(*) FROM write_log")
+MCP_BEARER_TOKEN=$read_token call "$jurl" flag_message "{\"id\":$id2,\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
+[ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] || fail "mail.read flagged a message"
+grep -q "flag_message: the token does not grant the write scope" "$work/r.json" ||
+    fail "mail.read call: $(cat "$work/r.json")"
+[ "$(idx "SELECT count(*) FROM write_log")" = "$rows" ] || fail "a scope refusal reached syncd"
+dovecot_flags INBOX 2 | grep -q '\\Flagged' && fail "server: UID 2 \\Flagged by a mail.read token"
+MCP_BEARER_TOKEN=$write_token call "$jurl" list > "$work/write.list"
+[ "$(write_tools < "$work/write.list")" = "flag_message move_message trash_message" ] ||
+    fail "tools/list with mail.write: $(write_tools < "$work/write.list")"
+MCP_BEARER_TOKEN=$write_token call "$jurl" flag_message "{\"id\":$id2,\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
+answered "$work/r.json" ok
+dovecot_flags INBOX 2 | grep -q '\\Flagged' || fail "server: UID 2 not \\Flagged"
+[ "$(last_log requested_by)" = "$sub" ] || fail "write_log: asked by $(last_log requested_by), want $sub"
+grep -qF "$write_token" "$work/mcpd-jwt.log" "$SYNCD_LOG" && fail "a token reached a log"
+
+# --- Trash loses its \Trash role upstream: refused, nothing moved
+[ "$(idx "SELECT role FROM folders WHERE name='Trash'")" = '\Trash' ] || fail "index: Trash has no \\Trash role"
+sed -i '/mailbox Trash {/,/}/{/special_use/d}' "$DOVECOT_CONF"
+dovecot_doveadm reload
+trash_listed() {
+	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" <<'PY'
+import imaplib, sys
+m = imaplib.IMAP4('127.0.0.1', int(sys.argv[1])); m.login(sys.argv[2], sys.argv[3])
+sys.exit(0 if any(b'\\Trash' in l for l in m.list()[1]) else 1)
+PY
+}
+until_ok '! trash_listed' || fail "Dovecot still lists a \\Trash folder"
+tick
+[ -z "$(idx "SELECT role FROM folders WHERE name='Trash'")" ] ||
+    fail "index: Trash keeps the \\Trash role the server dropped"
+id3=$(id_of INBOX 3)
+call "$murl" trash_message "{\"id\":$id3}" > "$work/r.json"
+answered "$work/r.json" refused 'no folder has the \\\\Trash special-use role'
+server_uids INBOX | grep -qx 3 || fail "server: UID 3 left INBOX"
+[ -z "$(server_uids Trash)" ] || fail "server: Trash is not empty"
+
+# --- a server without UIDPLUS (nor MOVE): move_message is refused, nothing sent
+caps() {	# Dovecot's capabilities after login, one line
+	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" <<'PY'
+import imaplib, sys
+m = imaplib.IMAP4('127.0.0.1', int(sys.argv[1])); m.login(sys.argv[2], sys.argv[3])
+print(' '.join(m.capability()[1][0].decode().split())); m.logout()
+PY
+}
+plain=$(caps | tr ' ' '\n' | grep -vixE 'UIDPLUS|MOVE' | paste -sd ' ')
+printf 'protocol imap {\n  imap_capability = %s\n}\n' "$plain" >> "$DOVECOT_CONF"
+dovecot_doveadm reload
+until_ok '! caps | grep -qiwE "UIDPLUS|MOVE"' || fail "Dovecot still offers UIDPLUS or MOVE"
+writes() { dovecot_count_commands ' UID (MOVE|COPY|STORE|EXPUNGE) '; }
+before=$(writes) logouts=$(dovecot_count_commands ' LOGOUT')
+[ "$before" -gt 0 ] || fail "the rawlog shows none of the earlier writes: this check would see nothing"
+id4=$(id_of INBOX 4)
+call "$murl" move_message "{\"id\":$id4,\"destination\":\"Archive\"}" > "$work/r.json"
+answered "$work/r.json" refused "does not offer UIDPLUS"
+server_uids INBOX | grep -qx 4 || fail "server: UID 4 left INBOX"
+[ -z "$(server_uids Archive)" ] || fail "server: Archive is not empty"
+[ "$(idx "SELECT f.name FROM messages m JOIN folders f ON f.id=m.folder_id WHERE m.id=$id4")" = INBOX ] ||
+    fail "index: row $id4 left INBOX"
+# The write process's session is over (its LOGOUT is in the rawlog): no write command in it.
+until_ok '[ "$(dovecot_count_commands " LOGOUT")" -gt "$logouts" ]' || fail "no write session in the rawlog"
+[ "$(writes)" = "$before" ] || fail "a write command reached the server without UIDPLUS"
+# create_draft needs no UIDPLUS: the draft is saved (Dovecot still answers
+# APPENDUID with the capability hidden; a server that does not leaves the id
+# null and the tick indexes it), and after a tick it is indexed exactly once.
+ndrafts=$(server_uids Drafts | wc -l)
+call "$murl" create_draft '{"to":["a@example.org"],"subject":"saved without uidplus","body":"x"}' > "$work/r.json"
+answered "$work/r.json" ok "draft saved in 'Drafts'"
+[ "$(server_uids Drafts | wc -l)" = $((ndrafts + 1)) ] || fail "server: the draft was not saved"
+tick
+[ "$(idx "SELECT count(*) FROM messages WHERE subject='saved without uidplus' AND flags & 16")" = 1 ] ||
+    fail "the draft is not indexed exactly once after a tick"
+
+[ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "pending rows left"
+stop_syncd
+syncd_log_clean "$SYNCD_LOG" "$work/mcpd.log" "$work/mcpd-jwt.log" || fail "sanitizer report"
+
+# ------------------------------------------------- the scripted peer: deadlines
+mkdir "$work/peer"
+# Not through the function: $! must be the peer itself, for cleanup to stop it.
+"$python" "$src/tests/lib/imap_peer.py" --mode stall_store --port-file "$work/peer/port" > /dev/null 2>&1 &
+pids+=("$!")
+until_ok '[ -s "$work/peer/port" ]' || fail "the peer did not start"
+transcript=$work/peer/port.log
+(umask 077; printf 'peer-pass-word' > "$work/peer/pw")
+psock=$work/peer.sock
+export SYNCD_LOG=$work/peer/syncd.log
+DOVECOT_IMAP_PORT=$(cat "$work/peer/port") DOVECOT_USER=alice DOVECOT_PASSWORD_FILE=$work/peer/pw \
+    syncd_init "$work/peer" SYNCD_SOCKET="$psock" SYNC_FOLDERS=INBOX \
+    SYNC_INTERVAL=3600 SYNC_WRITE_TIMEOUT=3
+syncd --backfill > /dev/null || fail "peer: backfill"
+[ "$(index_uids INBOX | paste -sd ' ')" = "1 2 3" ] || fail "peer: index holds $(index_uids INBOX)"
+start_syncd "$psock"
+until_ok '[ "$(ticks_done)" -ge 1 ]' || fail "peer: the first tick did not finish"
+start_mcpd mcpd-peer "$SYNCD_DATA/index.db" "$psock"
+purl=$url
+
+# A UID STORE the server never answers.  While it hangs, the write process
+# (syncd's only child between ticks) holds no descriptor of the control
+# socket: not the listener, not a client's connection.
+pid1=$(id_of INBOX 1)
+call "$purl" flag_message "{\"id\":$pid1,\"add\":[\"\\\\Flagged\"]}" > "$work/r1.json" &
+caller=$!
+until_ok 'grep -q " UID STORE " "$transcript"' || fail "peer: no UID STORE arrived"
+wproc=$(pgrep -P "$daemon") || fail "no write process"
+python3 - "$psock" "$daemon" "$wproc" <<'PY' || fail "control socket descriptors in the write process"
+import os, sys
+path, parent, child = sys.argv[1], sys.argv[2], sys.argv[3]
+ours = set()	# the listener and the accepted connections are bound to the path
+for line in open('/proc/net/unix').read().splitlines()[1:]:
+    f = line.split()
+    if len(f) >= 8 and f[7] == path:
+        ours.add(f[6])
+def sockets(pid):
+    out = set()
+    for fd in os.listdir('/proc/%s/fd' % pid):
+        try:
+            t = os.readlink('/proc/%s/fd/%s' % (pid, fd))
+        except FileNotFoundError:
+            continue
+        if t.startswith('socket:['):
+            out.add(t[8:-1])
+    return out
+if not ours & sockets(parent):
+    sys.exit("syncd itself holds none of %s: the check would see nothing" % sorted(ours))
+held = ours & sockets(child)
+if held:
+    sys.exit("write process %s holds control socket inodes %s" % (child, sorted(held)))
+PY
+wait "$caller" || fail "the SDK call failed"
+answered "$work/r1.json" failed "may or may not"
+last_log detail | grep -q "may or may not" || fail "write_log detail: $(last_log detail)"
+
+# A write process stuck before its session exists (the peer greets nobody
+# now): the main loop kills it at the deadline.
+pid2=$(id_of INBOX 2)
+call "$purl" flag_message "{\"id\":$pid2,\"add\":[\"\\\\Seen\"]}" > "$work/r2.json"
+answered "$work/r2.json" failed "did not finish in time; it may or may not have happened"
+last_log detail | grep -q "deadline passed (SYNC_WRITE_TIMEOUT)" || fail "write_log detail: $(last_log detail)"
+until_ok '! pgrep -P "$daemon" > /dev/null' || fail "the killed write process is still there"
+
+# syncd keeps serving: a third request is answered.
+call "$purl" flag_message '{"id":999999,"add":["\\Seen"]}' > "$work/r3.json"
+grep -q "no message with id 999999" "$work/r3.json" || fail "after the deadlines: $(cat "$work/r3.json")"
+[ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "peer: pending rows left"
+stop_syncd
+syncd_log_clean "$SYNCD_LOG" "$work/mcpd-peer.log" || fail "sanitizer report"
+grep -q "peer-pass-word" "$SYNCD_LOG" && fail "the password is in a log"
+
+ok=1
+echo "test_writes_edges: ok"
