@@ -17,6 +17,7 @@
 #include "mailbox/ctl.h"
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
 
@@ -350,6 +351,7 @@ mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
     const char *owner, bool may_write)
 {
 	struct mb_ctl_request rq = { 0 };
+	char who[MB_CTL_WHO_MAX + 1];
 	json_t *empty = NULL, *id, *r;
 	const char *bad = NULL;
 
@@ -367,7 +369,11 @@ mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
 		r = mcp_tool_error("%s: the token does not grant the write scope", name);
 		goto out;
 	}
-	rq.who = (char *)(owner != NULL ? owner : "local");
+	/* A subject longer than the wire allows is cut (at a character): the
+	 * audit log keeps its start rather than the write being refused. */
+	snprintf(who, sizeof(who), "%.*s", owner == NULL ? 5 : (int)mb_utf8_boundary(owner,
+	    strlen(owner), MB_CTL_WHO_MAX), owner != NULL ? owner : "local");
+	rq.who = who;
 	if (strcmp(name, "create_draft") == 0) {
 		if ((r = draft_request(args, &rq)) == NULL)
 			r = forward(srv, &rq);

@@ -13,7 +13,15 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "mailbox/buf.h"
+#include "mailbox/ctl.h"
+#include "mailbox/ipc.h"
 #include "mailbox/log.h"
 #include "mcpd.h"
 
@@ -218,6 +226,81 @@ write_tools_follow_scope_and_read_only(void **state)
 	mcp_server_release(&srv);
 }
 
+/*
+ * A one-request syncd on a Unix socket: decodes what mcpd sends, as syncd
+ * does, and answers with the length of "who" it received (a forked child).
+ */
+static pid_t
+fake_syncd(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	strcpy(sa.sun_path, path);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	if ((pid = fork()) == 0) {
+		struct mb_ipc_conn c;
+		struct mb_ipc_frame f;
+		struct mb_ipc_out o;
+		struct mb_ctl_request rq;
+		struct mb_ctl_reply rp = { .outcome = MB_CTL_REFUSED };
+		struct mb_err err = { 0 };
+		char detail[64];
+		int fd = accept(lfd, NULL, NULL);
+
+		mb_ipc_conn_init(&c, fd, MB_IPC_BIT(MB_IPC_CTL_REQUEST));
+		while (mb_ipc_next(&c, &f, &err) == 0)
+			if (mb_ipc_read(&c, &err) <= 0)
+				_exit(1);
+		if (mb_ctl_get_request(&f.cur, &rq, &err) == -1)
+			snprintf(detail, sizeof(detail), "malformed");
+		else
+			snprintf(detail, sizeof(detail), "who has %zu bytes", strlen(rq.who));
+		rp.detail = detail;
+		mb_ctl_put_reply(&o, f.hdr.id, &rp, &err);
+		mb_ipc_send(&c, &o, &err);
+		_exit(0);
+	}
+	close(lfd);
+	return pid;
+}
+
+/* A token subject longer than the wire allows is cut, not refused as malformed. */
+static void
+long_subject_is_cut_for_the_audit_log(void **state)
+{
+	char dir[] = "/tmp/test_mcpd.XXXXXX", path[64], sub[400];
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10, .syncd_socket = path };
+	struct mcp_server srv;
+	struct mb_err err = { 0 };
+	json_t *a, *r;
+	char *text;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	memset(sub, 'x', sizeof(sub) - 3);
+	memcpy(sub + 255, "\xc3\xa9", 2);	/* an é across the 256-byte line */
+	sub[sizeof(sub) - 1] = '\0';
+	pid = fake_syncd(path);
+	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+	a = json_pack("{s:i, s:[s]}", "id", 1, "add", "\\Seen");
+	r = mcp_tools_write_call(&srv, "flag_message", a, sub, true);
+	text = json_dumps(r, 0);
+	assert_non_null(strstr(text, "who has 255 bytes"));	/* not 256: the é stays whole */
+	free(text);
+	json_decref(r);
+	json_decref(a);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	mcp_server_release(&srv);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* The settings a test hands to mcp_config_load, as the environment would. */
 static const char *const *fake_env;
 
@@ -291,6 +374,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(settings_load_with_defaults_and_name_bad_keys),
+		cmocka_unit_test(long_subject_is_cut_for_the_audit_log),
 		cmocka_unit_test(sessions_are_bound_to_their_owner),
 		cmocka_unit_test(full_map_evicts_the_least_recently_used),
 		cmocka_unit_test(rate_limit_allows_a_burst_then_refuses),
