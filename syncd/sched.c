@@ -190,7 +190,8 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 	uint32_t *uids = NULL, top, base, wm, first_gap;
 	size_t n = 0, above;
 	int64_t id;
-	int r = -1, capped = 0;
+	int r = -1, capped = 0, lowered;
+	bool same_v;
 
 	mb_imap_set_deadline(imap, mb_now_ms() + 1000LL * sd->conf->sync_range_timeout);
 	if (mb_index_folder_ensure(sd->idx, name, role, &id, err) == -1 ||
@@ -210,13 +211,18 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 			mb_err_set(err, ferr.code, "%s", ferr.msg);
 		goto out;
 	}
-	if (st.uidvalidity != 0 && st.uidvalidity != ex.uidvalidity) {
+	same_v = st.uidvalidity == ex.uidvalidity;	/* false the first time, too */
+	if (st.uidvalidity != 0 && !same_v) {
 		mb_log_warnx("folder '%s': uidvalidity changed from %u to %u; re-indexing from "
 		    "UID 1 (rows under %u stay)", name, st.uidvalidity, ex.uidvalidity,
 		    st.uidvalidity);
 		st.watermark = 0;
 	}
 	drop_queued(sd, st.id, name, ex.uidvalidity);	/* ranges of an old uidvalidity */
+	/* Against the state the last tick recorded; the new HIGHESTMODSEQ is
+	 * written below, in this same transaction as the changes. */
+	if (same_v && sd_reconcile_flags(sd, imap, &st, &ex, err) == -1)
+		goto out;
 	st.uidvalidity = ex.uidvalidity;
 	st.uidnext = ex.uidnext;
 	st.highestmodseq = ex.highestmodseq;
@@ -248,6 +254,14 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 		*converged = false;
 	}
 save:
+	/* UIDs this tick listed above the watermark: the rest of EXISTS is below it. */
+	for (above = n; above > 0 && uids[above - 1] > st.watermark; above--)
+		;
+	lowered = same_v ? sd_reconcile_expunges(sd, imap, &st, ex.exists, n - above, err) : 0;
+	if (lowered == -1)
+		goto out;
+	if (lowered == 1)
+		*converged = false;
 	st.last_sync = (int64_t)time(NULL);
 	if (mb_index_folder_update(sd->idx, &st, err) == -1)
 		goto out;
@@ -301,6 +315,7 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 
 	sd->tick_queued = 0;
 	sd_imap_conf(sd, &c);
+	c.qresync = true;	/* this session alone: VANISHED for the reconciliation */
 	if (mb_imap_connect(&c, &imap, err) == -1)
 		return -1;
 	mb_imap_set_deadline(imap, mb_now_ms() + 1000LL * sd->conf->sync_range_timeout);

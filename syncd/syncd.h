@@ -4,6 +4,7 @@
  *
  *	settings.c	the configuration table and its struct
  *	sched.c		the tick: one IMAP session enumerates, finds gaps, queues ranges
+ *	reconcile.c	the tick: flags and expunges of mail already indexed
  *	queue.c		the durable work_queue and dead_letters tables
  *	pool.c		the scheduler's side of the workers: spawn, dispatch, deadlines, loss
  *	worker.c	the worker process: fetch a range, normalise, write blobs, send rows
@@ -189,6 +190,29 @@ int	sd_sched_tick(struct sd *sd, struct mb_err *err);
 /* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
 int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
 void	sd_free_names(char **names, size_t n);
+
+/* ---- reconcile.c: flags and expunges of indexed mail (docs/syncd.md) */
+
+/*
+ * Bring the flags of st's indexed rows (st: the state recorded by the last
+ * tick, same uidvalidity as ex, this tick's EXAMINE) up to date, in the
+ * caller's transaction: UID FETCH (CHANGEDSINCE) when HIGHESTMODSEQ moved,
+ * with VANISHED under QRESYNC; without mod-sequences a full UID FLAGS
+ * rescan when UIDNEXT moved or every 24th tick; nothing otherwise.  The
+ * caller records ex's HIGHESTMODSEQ in the same transaction.  -1: IMAP or
+ * index error (roll back).
+ */
+int	sd_reconcile_flags(struct sd *sd, struct mb_imap *imap, const struct mb_folder_state *st,
+	    const struct mb_imap_status *ex, struct mb_err *err);
+/*
+ * Expunges not yet seen: compare EXISTS (less above_wm, the server's UIDs
+ * above st->watermark this tick listed) with the rows at or below the
+ * watermark; only when they differ, list the UIDs (UID SEARCH), delete the
+ * rows the server no longer has, and lower st->watermark below any UID the
+ * index lacks (returns 1 then, else 0).  -1: IMAP or index error.
+ */
+int	sd_reconcile_expunges(struct sd *sd, struct mb_imap *imap, struct mb_folder_state *st,
+	    uint32_t exists, size_t above_wm, struct mb_err *err);
 
 /* ---- pool.c */
 

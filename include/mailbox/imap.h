@@ -32,11 +32,15 @@ struct mb_imap_conf {
 	const char		*password;	/* borrowed; only the login path reads it */
 	const char		*ca_file;	/* borrowed; extra trusted CAs (PEM); may be NULL */
 	unsigned		 timeout_s;	/* connect and per-read inactivity timeout */
+	bool			 qresync;	/* also ENABLE QRESYNC where offered (the
+						 * scheduler: VANISHED); then the server
+						 * reports expunges as VANISHED, not EXPUNGE */
 };
 
 /*
  * Connect, verify the certificate chain and host name (before any credential
- * is sent), log in, re-read capabilities, and ENABLE CONDSTORE where offered.
+ * is sent), log in, re-read capabilities, and ENABLE CONDSTORE where offered
+ * (CONDSTORE QRESYNC when conf->qresync and the server has both).
  * Errors: MB_E_AUTH for a refused login (do not retry before the next tick),
  * MB_E_CONFIG for a refused setting (plaintext to a remote host), MB_E_PROTO
  * for a TLS verification failure or protocol error, MB_E_TEMP for network
@@ -48,6 +52,8 @@ void	mb_imap_close(struct mb_imap **imapp);	/* NULL-safe; LOGOUT when healthy */
 
 /* True when the server advertises the capability (case-insensitive). */
 bool	mb_imap_has_capability(struct mb_imap *imap, const char *name);
+/* True when the server confirmed ENABLE QRESYNC on this session. */
+bool	mb_imap_qresync(struct mb_imap *imap);
 
 struct mb_imap_folder {
 	char	*name;		/* owned; UTF-8, decoded from modified UTF-7 */
@@ -103,6 +109,34 @@ typedef int (*mb_imap_message_cb)(const struct mb_imap_message *m, void *ctx);
  */
 int	mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t size_cap,
 	    mb_imap_message_cb cb, void *ctx, struct mb_err *err);
+
+/* One message's flags, handed to a callback; everything is borrowed. */
+struct mb_imap_flags {
+	uint32_t	 uid;
+	unsigned	 flags;		/* enum mb_flag bits */
+	const char	*keywords;	/* other flags, space-separated; "" when none */
+	uint64_t	 modseq;	/* 0 when the server sent none */
+};
+struct mb_imap_changes {
+	/* Once per message the server reports, in its order. */
+	int	(*flags)(const struct mb_imap_flags *m, void *ctx);
+	/* Once per interval of UIDs reported expunged (VANISHED, both kinds);
+	 * last >= first.  NULL: VANISHED is not asked for. */
+	int	(*vanished)(uint32_t first, uint32_t last, void *ctx);
+	void	*ctx;
+};
+/*
+ * Flag reconciliation of the examined folder (read-only: no body, no STORE):
+ * UID FETCH first:last (UID FLAGS), narrowed by (CHANGEDSINCE since) when
+ * since != 0 (only messages whose MODSEQ is above it; the folder must have
+ * sent HIGHESTMODSEQ), and with VANISHED added when cb->vanished is set
+ * (needs since != 0 and mb_imap_qresync(); MB_E_INVALID otherwise).
+ * Responses are handed over as they are parsed, so memory does not grow with
+ * the answer.  A callback returning -1 stops the calls (MB_E_INTERNAL unless
+ * it set err); the session stays usable.  Other errors as mb_imap_fetch_range.
+ */
+int	mb_imap_fetch_changes(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t since,
+	    const struct mb_imap_changes *cb, struct mb_err *err);
 
 /*
  * A hard deadline for the calls that follow (0 clears it), on mb_now_ms()'s

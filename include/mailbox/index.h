@@ -124,9 +124,33 @@ int	mb_index_flush(struct mb_index *idx, struct mb_err *err);
 int	mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 	    uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq,
 	    struct mb_err *err);
+/*
+ * Reconciliation (syncd): as mb_index_update_flags, but a row whose flags,
+ * keywords and modseq already match is left alone (*changed_r false), so a
+ * full flag rescan does not rewrite every row into the WAL, and a modseq of
+ * 0 (the server sent none) keeps the row's.  A key that is
+ * not indexed is no error either (*changed_r false): the mail is newer than
+ * the index and will be fetched whole.
+ */
+int	mb_index_update_flags_changed(struct mb_index *idx, int64_t folder_id,
+	    uint32_t uidvalidity, uint32_t uid, unsigned flags, const char *keywords,
+	    uint64_t modseq, bool *changed_r, struct mb_err *err);
 /* Deleting a key that is not indexed is not an error.  Attachments go with the row. */
 int	mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 	    uint32_t uid, struct mb_err *err);
+
+/*
+ * Rows of (folder, uidvalidity) with first <= uid <= last: *n_r how many,
+ * *max_r the highest uid among them (0 when none).  Reads the key index only.
+ */
+int	mb_index_uid_count(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t first, uint32_t last, uint64_t *n_r, uint32_t *max_r, struct mb_err *err);
+/*
+ * The indexed uids of (folder, uidvalidity) with first <= uid <= last,
+ * ascending.  *uids_r is the caller's (free); never NULL on success.
+ */
+int	mb_index_uids(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+	    uint32_t first, uint32_t last, uint32_t **uids_r, size_t *n_r, struct mb_err *err);
 
 /*
  * Gap detection: counts_r[i] = rows of (folder, uidvalidity) whose uid is in

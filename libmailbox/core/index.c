@@ -131,6 +131,20 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	[IDX_WM_UIDS] =
 	    "SELECT uid FROM messages WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid > ?3"
 	    " ORDER BY uid",
+	/* Both read the (folder_id, uidvalidity, uid) index only, never a row. */
+	[IDX_UID_COUNT] =
+	    "SELECT count(*), coalesce(max(uid), 0) FROM messages"
+	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid BETWEEN ?3 AND ?4",
+	[IDX_UID_LIST] =
+	    "SELECT uid FROM messages WHERE folder_id = ?1 AND uidvalidity = ?2"
+	    " AND uid BETWEEN ?3 AND ?4 ORDER BY uid",
+	/* IDX_MSG_FLAGS, but an unchanged row is not rewritten; modseq 0 (none
+	 * sent) keeps the row's. */
+	[IDX_MSG_FLAGS_CHANGED] =
+	    "UPDATE messages SET flags = ?4, keywords = ?5,"
+	    " modseq = CASE WHEN ?6 = 0 THEN modseq ELSE ?6 END"
+	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3"
+	    " AND (flags IS NOT ?4 OR keywords IS NOT ?5 OR (?6 <> 0 AND modseq IS NOT ?6))",
 	[IDX_THREAD_REF_GET] = "SELECT thread_id FROM thread_refs WHERE message_id = ?1",
 	[IDX_THREAD_REF_PUT] =
 	    "INSERT INTO thread_refs (message_id, thread_id) VALUES (?1, ?2)"

@@ -393,13 +393,14 @@ mb_index_delete(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, u
 	return idx_step_done(idx, st, "delete", err);
 }
 
-int
-mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+/* Bind the key and the new flag state of IDX_MSG_FLAGS or IDX_MSG_FLAGS_CHANGED, and run it. */
+static int
+flags_update(struct mb_index *idx, enum idx_stmt id, int64_t folder_id, uint32_t uidvalidity,
     uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq, struct mb_err *err)
 {
 	sqlite3_stmt *st;
 
-	st = idx_stmt(idx, IDX_MSG_FLAGS, err);
+	st = idx_stmt(idx, id, err);
 	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, folder_id);
@@ -408,11 +409,102 @@ mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalid
 	sqlite3_bind_int64(st, 4, flags);
 	idx_bind_text(st, 5, nonempty_str(keywords));
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)modseq);
-	if (idx_step_done(idx, st, "update flags", err) == -1)
+	return idx_step_done(idx, st, "update flags", err);
+}
+
+int
+mb_index_update_flags(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+    uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq, struct mb_err *err)
+{
+	if (flags_update(idx, IDX_MSG_FLAGS, folder_id, uidvalidity, uid, flags, keywords, modseq,
+	    err) == -1)
 		return -1;
 	if (sqlite3_changes(idx->db) == 0)
 		return mb_err_set(err, MB_E_NOTFOUND, "index: uid %u (uidvalidity %u) not indexed",
 		    uid, uidvalidity);
+	return 0;
+}
+
+int
+mb_index_update_flags_changed(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
+    uint32_t uid, unsigned flags, const char *keywords, uint64_t modseq, bool *changed_r,
+    struct mb_err *err)
+{
+	*changed_r = false;
+	if (flags_update(idx, IDX_MSG_FLAGS_CHANGED, folder_id, uidvalidity, uid, flags, keywords,
+	    modseq, err) == -1)
+		return -1;
+	*changed_r = sqlite3_changes(idx->db) > 0;
+	return 0;
+}
+
+/* The key range of IDX_UID_COUNT and IDX_UID_LIST, bound. */
+static sqlite3_stmt *
+uid_range_stmt(struct mb_index *idx, enum idx_stmt id, int64_t folder_id, uint32_t uidvalidity,
+    uint32_t first, uint32_t last, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt(idx, id, err);
+
+	if (st == NULL)
+		return NULL;
+	sqlite3_bind_int64(st, 1, folder_id);
+	sqlite3_bind_int64(st, 2, uidvalidity);
+	sqlite3_bind_int64(st, 3, first);
+	sqlite3_bind_int64(st, 4, last);
+	return st;
+}
+
+int
+mb_index_uid_count(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, uint32_t first,
+    uint32_t last, uint64_t *n_r, uint32_t *max_r, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*n_r = 0;
+	*max_r = 0;
+	st = uid_range_stmt(idx, IDX_UID_COUNT, folder_id, uidvalidity, first, last, err);
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*n_r = (uint64_t)sqlite3_column_int64(st, 0);
+		*max_r = (uint32_t)sqlite3_column_int64(st, 1);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW)
+		return idx_sqlerr(idx, rc, "uid count", err);
+	return 0;
+}
+
+int
+mb_index_uids(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, uint32_t first,
+    uint32_t last, uint32_t **uids_r, size_t *n_r, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	uint32_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	*uids_r = NULL;
+	*n_r = 0;
+	st = uid_range_stmt(idx, IDX_UID_LIST, folder_id, uidvalidity, first, last, err);
+	if (st == NULL)
+		return -1;
+	for (rc = sqlite3_step(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			v = mb_xrealloc(v, cap * sizeof(*v));
+		}
+		v[n++] = (uint32_t)sqlite3_column_int64(st, 0);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return idx_sqlerr(idx, rc, "uid list", err);
+	}
+	*uids_r = v != NULL ? v : mb_xcalloc(1, sizeof(*v));	/* never NULL on success */
+	*n_r = n;
 	return 0;
 }
 

@@ -45,6 +45,7 @@ struct mb_imap {
 	unsigned	 timeout_s;
 	bool		 dead;		/* stream desynchronised or cancelled: only close works */
 	bool		 condstore;	/* server advertises CONDSTORE (ENABLEd when it can) */
+	bool		 qresync;	/* the server confirmed ENABLE QRESYNC */
 	bool		 sel_modseq;	/* the examined folder sent HIGHESTMODSEQ: fetch MODSEQ */
 	bool		 selected;
 
@@ -446,10 +447,31 @@ refresh_capabilities(struct mb_imap *c, struct mb_err *err)
 	return 0;
 }
 
+/* Did the ENABLE reply name cap? */
+static bool
+enabled(const struct mailimap_capability_data *res, const char *cap)
+{
+	for (clistiter *it = res && res->cap_list ? clist_begin(res->cap_list) : NULL; it;
+	    it = clist_next(it)) {
+		const struct mailimap_capability *ca = clist_content(it);
+
+		if (ca != NULL && ca->cap_type == MAILIMAP_CAPABILITY_NAME &&
+		    ca->cap_data.cap_name != NULL && strcasecmp(ca->cap_data.cap_name, cap) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * ENABLE CONDSTORE, and QRESYNC with it when the caller wants VANISHED: one
+ * round trip either way.  QRESYNC is asked for only by the scheduler, since
+ * it changes how the server reports expunges for the rest of the session.
+ */
 static int
-enable_condstore(struct mb_imap *c, struct mb_err *err)
+enable_condstore(struct mb_imap *c, bool want_qresync, struct mb_err *err)
 {
 	struct mailimap_capability_data *req, *res = NULL;
+	bool qresync;
 	clist *l;
 	int r;
 
@@ -458,14 +480,20 @@ enable_condstore(struct mb_imap *c, struct mb_err *err)
 	c->condstore = true;
 	if (!mailimap_has_extension(c->etpan, "ENABLE"))
 		return 0;	/* EXAMINE (CONDSTORE) turns it on per folder */
+	qresync = want_qresync && mailimap_has_extension(c->etpan, "QRESYNC");
 	l = clist_new();
 	clist_append(l, mailimap_capability_new(MAILIMAP_CAPABILITY_NAME, NULL,
 	    mb_xstrdup("CONDSTORE")));
+	if (qresync)
+		clist_append(l, mailimap_capability_new(MAILIMAP_CAPABILITY_NAME, NULL,
+		    mb_xstrdup("QRESYNC")));
 	req = mailimap_capability_data_new(l);
 	call_begin(c);
 	r = mailimap_enable(c->etpan, req, &res);
 	call_end(c);
 	mailimap_capability_data_free(req);
+	/* VANISHED may be asked for only once the server said QRESYNC is on. */
+	c->qresync = qresync && r == MAILIMAP_NO_ERROR && enabled(res, "QRESYNC");
 	if (res != NULL)
 		mailimap_capability_data_free(res);
 	/* What counts is whether HIGHESTMODSEQ arrives on EXAMINE, not this reply. */
@@ -585,7 +613,7 @@ mb_imap_connect(const struct mb_imap_conf *conf, struct mb_imap **imap_r, struct
 		goto fail;
 	if (r != MAILIMAP_NO_ERROR_AUTHENTICATED && login(c, conf, err) == -1)
 		goto fail;
-	if (refresh_capabilities(c, err) == -1 || enable_condstore(c, err) == -1)
+	if (refresh_capabilities(c, err) == -1 || enable_condstore(c, conf->qresync, err) == -1)
 		goto fail;
 	*imap_r = c;
 	return 0;
@@ -628,6 +656,12 @@ mb_imap_close(struct mb_imap **imapp)
 	if (c->password != NULL)
 		mb_freezero(c->password, strlen(c->password));
 	free(c);
+}
+
+bool
+mb_imap_qresync(struct mb_imap *imap)
+{
+	return imap->qresync;
 }
 
 bool
@@ -948,8 +982,9 @@ date_time_to_unix(const struct mailimap_date_time *dt)
 	return (int64_t)timegm(&tm) - off;
 }
 
+/* Flags into *flags, keywords and unknown system flags appended to kw. */
 static void
-add_flags(struct fetch *f, struct mailimap_msg_att_dynamic *dyn, unsigned *flags)
+add_flags(struct mb_buf *kw, struct mailimap_msg_att_dynamic *dyn, unsigned *flags)
 {
 	for (clistiter *it = dyn && dyn->att_list ? clist_begin(dyn->att_list) : NULL; it;
 	    it = clist_next(it)) {
@@ -970,11 +1005,50 @@ add_flags(struct fetch *f, struct mailimap_msg_att_dynamic *dyn, unsigned *flags
 		}
 		if (word == NULL || *word == '\0')
 			continue;
-		if (f->kw.len > 0)
-			mb_buf_addc(&f->kw, ' ');
+		if (kw->len > 0)
+			mb_buf_addc(kw, ' ');
 		if (ff->fl_flag->fl_type == MAILIMAP_FLAG_EXTENSION)
-			mb_buf_addc(&f->kw, '\\');	/* an unknown system flag */
-		mb_buf_adds(&f->kw, word);
+			mb_buf_addc(kw, '\\');	/* an unknown system flag */
+		mb_buf_adds(kw, word);
+	}
+}
+
+/* What every FETCH answer here may carry, whatever else was asked. */
+struct att_common {
+	uint32_t	uid;
+	unsigned	flags;		/* enum mb_flag bits; keywords go to a buffer */
+	uint64_t	modseq;		/* 0: none sent */
+	bool		has_uid;
+	bool		has_flags;
+};
+
+/* Take a UID, FLAGS or MODSEQ item into a (keywords into kw): false for any other. */
+static bool
+att_common(const struct mailimap_msg_att_item *item, struct mb_buf *kw, struct att_common *a)
+{
+	const struct mailimap_extension_data *ext;
+
+	switch (item->att_type) {
+	case MAILIMAP_MSG_ATT_ITEM_DYNAMIC:
+		add_flags(kw, item->att_data.att_dyn, &a->flags);
+		a->has_flags = true;
+		return true;
+	case MAILIMAP_MSG_ATT_ITEM_STATIC:
+		if (item->att_data.att_static->att_type != MAILIMAP_MSG_ATT_UID)
+			return false;
+		a->uid = item->att_data.att_static->att_data.att_uid;
+		a->has_uid = true;
+		return true;
+	case MAILIMAP_MSG_ATT_ITEM_EXTENSION:
+		ext = item->att_data.att_extension_data;
+		if (ext != NULL && ext->ext_extension != NULL &&
+		    ext->ext_extension->ext_id == MAILIMAP_EXTENSION_CONDSTORE &&
+		    ext->ext_type == MAILIMAP_CONDSTORE_TYPE_FETCH_DATA && ext->ext_data != NULL)
+			a->modseq = ((const struct mailimap_condstore_fetch_mod_resp *)
+			    ext->ext_data)->cs_modseq_value;
+		return true;
+	default:
+		return false;
 	}
 }
 
@@ -988,7 +1062,8 @@ on_msg_att(struct mailimap_msg_att *att, void *arg)
 {
 	struct fetch *f = arg;
 	struct mb_imap_message m = { 0 };
-	bool has_uid = false, has_size = false, has_body = false;
+	struct att_common a = { 0 };
+	bool has_size = false, has_body = false;
 
 	if (att == NULL || att->att_list == NULL || f->stopped)
 		return;
@@ -996,16 +1071,12 @@ on_msg_att(struct mailimap_msg_att *att, void *arg)
 	for (clistiter *it = clist_begin(att->att_list); it; it = clist_next(it)) {
 		struct mailimap_msg_att_item *item = clist_content(it);
 
-		if (item->att_type == MAILIMAP_MSG_ATT_ITEM_DYNAMIC) {
-			add_flags(f, item->att_data.att_dyn, &m.flags);
-		} else if (item->att_type == MAILIMAP_MSG_ATT_ITEM_STATIC) {
+		if (att_common(item, &f->kw, &a))
+			continue;
+		if (item->att_type == MAILIMAP_MSG_ATT_ITEM_STATIC) {
 			struct mailimap_msg_att_static *st = item->att_data.att_static;
 
 			switch (st->att_type) {
-			case MAILIMAP_MSG_ATT_UID:
-				m.uid = st->att_data.att_uid;
-				has_uid = true;
-				break;
 			case MAILIMAP_MSG_ATT_RFC822_SIZE:
 				m.size = st->att_data.att_rfc822_size;
 				has_size = true;
@@ -1025,18 +1096,13 @@ on_msg_att(struct mailimap_msg_att *att, void *arg)
 			default:
 				break;
 			}
-		} else if (item->att_type == MAILIMAP_MSG_ATT_ITEM_EXTENSION) {
-			struct mailimap_extension_data *ext = item->att_data.att_extension_data;
-
-			if (ext != NULL && ext->ext_extension != NULL &&
-			    ext->ext_extension->ext_id == MAILIMAP_EXTENSION_CONDSTORE &&
-			    ext->ext_type == MAILIMAP_CONDSTORE_TYPE_FETCH_DATA && ext->ext_data != NULL)
-				m.modseq = ((struct mailimap_condstore_fetch_mod_resp *)
-				    ext->ext_data)->cs_modseq_value;
 		}
 	}
+	m.uid = a.uid;
+	m.flags = a.flags;
+	m.modseq = a.modseq;
 	/* Unsolicited FETCH (a flag change elsewhere) carries no UID or body. */
-	if (!has_uid || m.uid < f->first || m.uid > f->last)
+	if (!a.has_uid || m.uid < f->first || m.uid > f->last)
 		return;
 	if (f->pass == 1) {
 		if (!has_size)
@@ -1132,6 +1198,20 @@ cmp_uid_size(const void *a, const void *b)
 	return x->uid < y->uid ? -1 : x->uid > y->uid;
 }
 
+/* A UID FETCH of first:last can be sent: a live session, an examined folder, a sane range. */
+static int
+fetch_usable(struct mb_imap *c, uint32_t first, uint32_t last, struct mb_err *err)
+{
+	if (check_usable(c, "UID FETCH", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID FETCH without an examined folder");
+	if (first == 0 || first > last)
+		return mb_err_set(err, MB_E_INVALID, "bad UID range %" PRIu32 ":%" PRIu32, first,
+		    last);
+	return 0;
+}
+
 int
 mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t size_cap,
     mb_imap_message_cb cb, void *ctx, struct mb_err *err)
@@ -1141,13 +1221,8 @@ mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_
 	    .err = err, .kw = MB_BUF_INIT(IMAP_KEYWORDS_MAX) };
 	int r = 0;
 
-	if (check_usable(c, "UID FETCH", err) == -1)
+	if (fetch_usable(c, first, last, err) == -1)
 		return -1;
-	if (!c->selected)
-		return mb_err_set(err, MB_E_INVALID, "UID FETCH without an examined folder");
-	if (first == 0 || first > last)
-		return mb_err_set(err, MB_E_INVALID, "bad UID range %" PRIu32 ":%" PRIu32, first,
-		    last);
 	if (size_cap == UINT64_MAX) {	/* no cap: one round trip */
 		r = fetch_run(&f, first, last, false, err);
 		goto out;
@@ -1183,6 +1258,144 @@ out:
 		    f.stop_uid);
 	mb_buf_release(&f.kw);
 	free(f.v);
+	return r;
+}
+
+/* ------------------------------------------------------------ flag changes */
+
+struct changes {
+	const struct mb_imap_changes	*cb;
+	uint32_t			 first, last;
+	struct mb_buf			 kw;
+	bool				 stopped;	/* a callback said stop */
+};
+
+/* As on_msg_att, for UID FLAGS [MODSEQ] responses: handed over, never kept. */
+static void
+on_flags_att(struct mailimap_msg_att *att, void *arg)
+{
+	struct changes *ch = arg;
+	struct att_common a = { 0 };
+	struct mb_imap_flags m;
+
+	if (att == NULL || att->att_list == NULL || ch->stopped)
+		return;
+	mb_buf_reset(&ch->kw);
+	for (clistiter *it = clist_begin(att->att_list); it; it = clist_next(it))
+		(void)att_common(clist_content(it), &ch->kw, &a);
+	/* A FETCH without a UID (an unsolicited one) cannot be placed. */
+	if (!a.has_uid || !a.has_flags || a.uid < ch->first || a.uid > ch->last)
+		return;
+	m = (struct mb_imap_flags){ .uid = a.uid, .flags = a.flags, .keywords = ch->kw.data,
+	    .modseq = a.modseq };
+	if (ch->cb->flags(&m, ch->cb->ctx) != 0)
+		ch->stopped = true;
+}
+
+/* Hand each interval of a VANISHED set to the callback; '*' (0) is the top. */
+static int
+report_vanished(struct changes *ch, const struct mailimap_qresync_vanished *v)
+{
+	if (v == NULL || v->qr_known_uids == NULL || v->qr_known_uids->set_list == NULL)
+		return 0;
+	for (clistiter *it = clist_begin(v->qr_known_uids->set_list); it; it = clist_next(it)) {
+		const struct mailimap_set_item *si = clist_content(it);
+		uint32_t a = si->set_first ? si->set_first : UINT32_MAX;
+		uint32_t b = si->set_last ? si->set_last : UINT32_MAX;
+
+		if (ch->cb->vanished(a < b ? a : b, a < b ? b : a, ch->cb->ctx) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * libetpan hands back the first VANISHED of the reply; any other (an
+ * unsolicited one for an expunge during the command) stays in the
+ * session's response info: report those too.
+ */
+static int
+report_other_vanished(struct mb_imap *c, struct changes *ch)
+{
+	struct mailimap_response_info *ri = c->etpan->imap_response_info;
+
+	for (clistiter *it = ri && ri->rsp_extension_list ? clist_begin(ri->rsp_extension_list) :
+	    NULL; it; it = clist_next(it)) {
+		struct mailimap_extension_data *e = clist_content(it);
+
+		if (e != NULL && e->ext_extension != NULL &&
+		    e->ext_extension->ext_id == MAILIMAP_EXTENSION_QRESYNC &&
+		    e->ext_type == MAILIMAP_QRESYNC_TYPE_VANISHED &&
+		    report_vanished(ch, e->ext_data) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* The UID FETCH itself: plain, CHANGEDSINCE, or CHANGEDSINCE with VANISHED. */
+static int
+changes_fetch(struct mb_imap *c, struct changes *ch, uint64_t since,
+    struct mailimap_qresync_vanished **van_r)
+{
+	struct mailimap_set *set = mailimap_set_new_interval(ch->first, ch->last);
+	struct mailimap_fetch_type *ft = mailimap_fetch_type_new_fetch_att_list_empty();
+	clist *res = NULL;
+	int r;
+
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_uid());
+	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_flags());
+	mailimap_set_progress_callback(c->etpan, on_progress, on_progress, ch);
+	mailimap_set_msg_att_handler(c->etpan, on_flags_att, ch);
+	call_begin(c);
+	if (since == 0)
+		r = mailimap_uid_fetch(c->etpan, set, ft, &res);
+	else if (ch->cb->vanished != NULL)
+		r = mailimap_uid_fetch_qresync(c->etpan, set, ft, since, &res, van_r);
+	else
+		r = mailimap_uid_fetch_changedsince(c->etpan, set, ft, since, &res);
+	call_end(c);
+	mailimap_set_msg_att_handler(c->etpan, NULL, NULL);
+	mailimap_set_progress_callback(c->etpan, NULL, NULL, NULL);
+	mailimap_fetch_type_free(ft);
+	mailimap_set_free(set);
+	if (res != NULL)
+		mailimap_fetch_list_free(res);
+	return r;
+}
+
+int
+mb_imap_fetch_changes(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t since,
+    const struct mb_imap_changes *cb, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct changes ch = { .cb = cb, .first = first, .last = last,
+	    .kw = MB_BUF_INIT(IMAP_KEYWORDS_MAX) };
+	struct mailimap_qresync_vanished *van = NULL;
+	int r;
+
+	if (fetch_usable(c, first, last, err) == -1)
+		return -1;
+	if (since != 0 && !c->sel_modseq)
+		return mb_err_set(err, MB_E_INVALID, "CHANGEDSINCE in a folder without HIGHESTMODSEQ");
+	/* VANISHED without QRESYNC on is a BAD, and a BAD kills the session. */
+	if (cb->vanished != NULL && (since == 0 || !c->qresync))
+		return mb_err_set(err, MB_E_INVALID, "VANISHED needs CHANGEDSINCE and QRESYNC");
+	r = changes_fetch(c, &ch, since, &van);
+	if (r != MAILIMAP_NO_ERROR) {
+		/* Not van: on a tagged NO libetpan has freed it already (and left
+		 * the pointer set); on other errors it was never set. */
+		mb_buf_release(&ch.kw);
+		return etpan_fail(c, r, "UID FETCH", err);
+	}
+	r = 0;
+	if (!ch.stopped && cb->vanished != NULL &&
+	    (report_vanished(&ch, van) == -1 || report_other_vanished(c, &ch) == -1))
+		ch.stopped = true;
+	if (van != NULL)
+		mailimap_qresync_vanished_free(van);
+	mb_buf_release(&ch.kw);
+	if (ch.stopped)
+		r = mb_err_set(err, MB_E_INTERNAL, "flag change callback failed");
 	return r;
 }
 
@@ -1295,7 +1508,7 @@ mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool 
 				match = true;
 		}
 		if (match && dyn != NULL) {
-			add_flags(&f, dyn, flags_r);
+			add_flags(&f.kw, dyn, flags_r);
 			*found_r = true;
 		}
 	}

@@ -6,6 +6,9 @@
 #	...
 #	dovecot_stop			# also runs from an EXIT trap, even on failure
 #
+# DOVECOT_EXTRA_CONF, when set before dovecot_start, is appended to the
+# generated config (e.g. a "local 127.0.0.2 { ... }" block).
+#
 # dovecot_start exports, for the last instance started:
 #	DOVECOT_IMAP_PORT	plain IMAP on 127.0.0.1 (STARTTLS offered, plaintext LOGIN allowed)
 #	DOVECOT_IMAPS_PORT	implicit TLS on 127.0.0.1
@@ -133,6 +136,7 @@ service stats {
     mode = 0666
   }
 }
+${DOVECOT_EXTRA_CONF:-}
 CONF
 }
 

@@ -414,6 +414,65 @@ flag_updates_do_not_reindex(void **state)
 	fts_consistent(f->idx);
 }
 
+/* Reconciliation writes a row only when its flag state changed. */
+static void
+flag_reconcile_skips_unchanged_rows(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	bool changed;
+
+	put(f, 1, msg("One", "a", "r1@x", NULL, NULL), MB_FLAG_SEEN);
+	assert_int_equal(mb_index_update_flags_changed(f->idx, f->inbox, 7, 1, MB_FLAG_SEEN, "",
+	    0, &changed, &err), 0);
+	assert_false(changed);
+	assert_int_equal(mb_index_update_flags_changed(f->idx, f->inbox, 7, 1, MB_FLAG_FLAGGED,
+	    "$Work", 9, &changed, &err), 0);
+	assert_true(changed);
+	assert_int_equal(q_int(f->idx, "SELECT flags * 100 + modseq FROM messages WHERE uid = ?1",
+	    NULL, 1), MB_FLAG_FLAGGED * 100 + 9);
+	/* No modseq sent (a server without CONDSTORE): the row's stays. */
+	assert_int_equal(mb_index_update_flags_changed(f->idx, f->inbox, 7, 1, MB_FLAG_FLAGGED,
+	    "$Work", 0, &changed, &err), 0);
+	assert_false(changed);
+	assert_int_equal(mb_index_update_flags_changed(f->idx, f->inbox, 7, 1, 0, NULL, 0,
+	    &changed, &err), 0);
+	assert_true(changed);
+	assert_int_equal(q_int(f->idx, "SELECT modseq FROM messages WHERE uid = ?1 AND "
+	    "keywords IS NULL", NULL, 1), 9);
+	/* Not indexed (new mail): no error, nothing written. */
+	assert_int_equal(mb_index_update_flags_changed(f->idx, f->inbox, 7, 99, 0, NULL, 0,
+	    &changed, &err), 0);
+	assert_false(changed);
+}
+
+static void
+uid_count_and_list(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	uint32_t *uids, max;
+	uint64_t n;
+	size_t nu;
+
+	assert_int_equal(mb_index_uid_count(f->idx, f->inbox, 7, 1, UINT32_MAX, &n, &max, &err), 0);
+	assert_true(n == 0 && max == 0);
+	assert_int_equal(mb_index_uids(f->idx, f->inbox, 7, 1, UINT32_MAX, &uids, &nu, &err), 0);
+	assert_non_null(uids);
+	assert_int_equal(nu, 0);
+	free(uids);
+	for (uint32_t u = 2; u <= 600; u += 2)
+		put(f, u, msg("x", "y", NULL, NULL, NULL), 0);
+	assert_int_equal(mb_index_uid_count(f->idx, f->inbox, 7, 1, 99, &n, &max, &err), 0);
+	assert_true(n == 49 && max == 98);
+	assert_int_equal(mb_index_uid_count(f->idx, f->inbox, 8, 1, 99, &n, &max, &err), 0);
+	assert_true(n == 0 && max == 0);	/* another uidvalidity */
+	assert_int_equal(mb_index_uids(f->idx, f->inbox, 7, 3, UINT32_MAX, &uids, &nu, &err), 0);
+	assert_int_equal(nu, 299);
+	assert_true(uids[0] == 4 && uids[298] == 600);
+	free(uids);
+}
+
 static void
 fts_folds_diacritics_and_stems(void **state)
 {
@@ -873,6 +932,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(stored_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_follows_updates_and_deletes, setup, teardown),
 		cmocka_unit_test_setup_teardown(flag_updates_do_not_reindex, setup, teardown),
+		cmocka_unit_test_setup_teardown(flag_reconcile_skips_unchanged_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(uid_count_and_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_folds_diacritics_and_stems, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_segments_cjk, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_cjk_survives_broken_utf8, setup, teardown),
