@@ -457,6 +457,7 @@ static const char search_sql_filter[] =
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
 	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
 /*
  * The same with a date bound: "?3 IS NULL OR m.date >= ?3" hides the range
  * from the planner, which then walks messages_date from the newest message
@@ -489,11 +490,12 @@ static const char hit_sql[] =
 
 /*
  * Snippets for the returned rows only, in one FTS5 query (?2..?51: the ids;
- * ?52, ?53: the lowest and highest; ?54: the column, see snippet_column).  The ids are tested with "+rowid IN":
- * a plain "rowid IN" is handed to FTS5 as one lookup per id, each of which
- * reads the doclists again (for a prefix term, merges them: 20 merges a page,
- * 85 ms at 100,000 messages).  FTS5 walks the matches between the lowest and
- * the highest id once instead, and snippet() runs for the listed rows only.
+ * ?52, ?53: the lowest and highest; ?54: the column, see snippet_column).
+ * The ids are tested with "+rowid IN": a plain "rowid IN" is handed to FTS5
+ * as one lookup per id, each of which reads the doclists again (for a prefix
+ * term, merges them: 20 merges a page, 85 ms at 100,000 messages).  FTS5
+ * walks the matches between the lowest and the highest id once instead, and
+ * snippet() runs for the listed rows only.
  */
 static const char snippet_sql[] =
 	"SELECT rowid, snippet(messages_fts, ?54, '**', '**', '…', 16) FROM messages_fts "
@@ -569,7 +571,8 @@ structured_filters(json_t *args, struct mb_query *q, char *msg, size_t msgsize)
 			mb_buf_addf(&b, "(%s) AND %s", q->match, fq.match);
 		else
 			mb_buf_adds(&b, fq.match);
-		if (q->match && (q->column == NULL || strcmp(q->column, fq.column) != 0))
+		if (q->match && (q->column == NULL || fq.column == NULL ||
+		    strcmp(q->column, fq.column) != 0))
 			q->column = NULL;	/* the terms are in more than one column */
 		else
 			q->column = fq.column;
