@@ -97,7 +97,7 @@ set_answer(struct mcp_post *post, int status, json_t *msg)	/* steals msg */
 {
 	post->status = status;
 	free(post->body);
-	post->body = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	post->body = mcp_json_dumps(msg);	/* NULL msg: no body */
 	json_decref(msg);
 }
 

@@ -31,7 +31,9 @@ enum mb_index_mode {
  * Open the index at path.  RW creates it and applies pending migrations
  * (each in a transaction, recorded in schema_migrations); both modes refuse
  * an index whose schema is newer than this code, and RO refuses one that has
- * not been created yet.  Registers the FTS5 tokenizer the schema uses.
+ * not been created yet.  Registers the FTS5 tokenizer the schema uses, and
+ * mb_bm25(messages_fts, MATCH, weights...): bm25() with each query's IDFs
+ * kept on the connection until the index changes (libmailbox/core/fts_rank.c).
  * On success *idx_r is the caller's: close it with mb_index_close().
  */
 int	mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r,

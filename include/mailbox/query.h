@@ -42,6 +42,8 @@ struct mb_query {
 	unsigned flags_clear;	/* enum mb_flag bits that must be clear */
 	int	 has_attachment;	/* -1 either, 0 none, 1 at least one */
 	size_t	 n_terms;	/* positive text terms in match */
+	const char *column;	/* static; the FTS5 column every positive term is
+				 * restricted to (subject:a subject:b), or NULL */
 	char	**hl;		/* owned; the positive terms' words, for highlighting */
 	size_t	 n_hl;
 };

@@ -231,9 +231,8 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 	return rc;
 }
 
-/* The fts5_api of db, through the documented pointer-passing interface. */
-static fts5_api *
-fts5_api_of(sqlite3 *db)
+fts5_api *
+mb_fts5_api(sqlite3 *db)
 {
 	fts5_api *api = NULL;
 	sqlite3_stmt *st = NULL;
@@ -254,7 +253,7 @@ mb_fts_cjk_register(sqlite3 *db, struct mb_err *err)
 		.xDelete = cjk_delete,
 		.xTokenize = cjk_tokenize,
 	};
-	fts5_api *api = fts5_api_of(db);
+	fts5_api *api = mb_fts5_api(db);
 	int rc;
 
 	if (api == NULL || api->iVersion < 2)

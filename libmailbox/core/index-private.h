@@ -96,7 +96,14 @@ int	idx_bind_text(sqlite3_stmt *st, int col, const char *s);
 int	idx_thread_assign(struct mb_index *idx, const struct mb_msg *m, int64_t keep_tid,
 	    int64_t *tid_r, struct mb_err *err);
 
+/* The fts5_api of db, through the documented pointer-passing interface
+ * (fts_cjk.c); NULL when SQLite has no FTS5.  Borrowed: it lives as long as db. */
+fts5_api	*mb_fts5_api(sqlite3 *db);
+
 /* Register the mb_cjk FTS5 tokenizer on db (fts_cjk.c). */
 int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
+
+/* Register the mb_bm25 FTS5 ranking function on db (fts_rank.c). */
+int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
 
 #endif

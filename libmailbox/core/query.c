@@ -506,6 +506,23 @@ parse(struct mb_query *q, const char *s, size_t len, struct q_state *st, struct 
 	return 0;
 }
 
+/* The column all positive terms are restricted to, or NULL. */
+static const char *
+one_column(const struct q_state *st)
+{
+	const char *column = NULL;
+
+	for (size_t i = 0; i < st->n; i++) {
+		if (st->terms[i].neg)
+			continue;
+		if (st->terms[i].column == NULL ||
+		    (column != NULL && strcmp(column, st->terms[i].column) != 0))
+			return NULL;
+		column = st->terms[i].column;
+	}
+	return column;
+}
+
 int
 mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb_err *err)
 {
@@ -542,6 +559,7 @@ mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb_err
 		free(q->match);
 		q->match = mb_buf_detach(&out, NULL);
 		q->n_terms = st->n_pos;
+		q->column = one_column(st);
 		/* the words of the positive terms, for mb_query_excerpt() */
 		for (i = 0; i < st->n; i++) {
 			const char *w = st->terms[i].text, *end = w + st->terms[i].len;
@@ -603,14 +621,36 @@ match_at(const struct mb_query *q, const char *text, size_t len, size_t i)
 	return 0;
 }
 
+/*
+ * The bytes a term of q can start with, either case (match_at() compares
+ * with strncasecmp()).  The search for the first match tries match_at() only
+ * where one of them stands: a body is mostly other bytes, and trying every
+ * term at every character was most of the cost of an excerpt.
+ */
+static void
+first_bytes(const struct mb_query *q, bool set[256])
+{
+	memset(set, 0, 256 * sizeof(set[0]));
+	for (size_t k = 0; k < q->n_hl; k++) {
+		unsigned char c = (unsigned char)q->hl[k][0];
+
+		set[c] = true;
+		set[(unsigned char)tolower(c)] = true;
+		set[(unsigned char)toupper(c)] = true;
+	}
+}
+
 int
 mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t max_chars,
     struct mb_buf *out)
 {
 	size_t i, first = len, start, end, chars, m;
+	bool can_start[256];
 
+	first_bytes(q, can_start);
 	for (i = 0; i < len && first == len; i++)
-		if (((unsigned char)text[i] & 0xc0) != 0x80 && match_at(q, text, len, i) > 0)
+		if (can_start[(unsigned char)text[i]] && ((unsigned char)text[i] & 0xc0) != 0x80 &&
+		    match_at(q, text, len, i) > 0)
 			first = i;
 	if (first == len)
 		return -1;
@@ -649,7 +689,8 @@ mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t 
 	if (start > 0 && mb_buf_adds(out, "\xe2\x80\xa6") == -1)
 		return -1;
 	for (i = start; i < end;) {
-		m = ((unsigned char)text[i] & 0xc0) != 0x80 ? match_at(q, text, len, i) : 0;
+		m = can_start[(unsigned char)text[i]] && ((unsigned char)text[i] & 0xc0) != 0x80 ?
+		    match_at(q, text, len, i) : 0;
 		if (m > 0) {
 			size_t w = i + m;
 

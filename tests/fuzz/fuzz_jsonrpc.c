@@ -16,6 +16,7 @@
 #include "mailbox/msg.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
+#include "support_index.h"
 
 static struct mcp_config conf;
 static struct mcp_server srv;
@@ -25,23 +26,11 @@ static void
 put(struct mb_index *idx, int64_t folder, uint32_t uid, const char *subject, const char *body,
     const char *mid, const char *irt)
 {
-	struct mb_msg *m = mb_msg_new();
-	struct mb_index_row row = { .folder_id = folder, .uidvalidity = 1, .uid = uid,
-	    .flags = uid % 2 ? MB_FLAG_SEEN : 0, .internaldate = 1700000000 + uid, .msg = m };
-	struct mb_err err = { 0 };
+	struct mb_test_msg t = { .subject = subject, .body = body,
+	    .date = 1700000000 + uid * 86400, .internaldate = 1700000000 + uid,
+	    .flags = uid % 2 ? MB_FLAG_SEEN : 0, .message_id = mid, .in_reply_to = irt };
 
-	m->subject = mb_xstrdup(subject);
-	m->from.addr = mb_xstrdup("alice@example.com");
-	free(m->body);
-	m->body = mb_xstrdup(body);
-	m->body_len = strlen(body);
-	m->has_date = true;
-	m->date = 1700000000 + uid * 86400;
-	m->message_id = mb_xstrdup(mid);
-	m->in_reply_to = mb_xstrdup(irt);
-	if (mb_index_upsert(idx, &row, NULL, &err) == -1)
-		mb_fatalx("fuzz setup: %s", err.msg);
-	mb_msg_free(&m);
+	mb_test_put(idx, folder, uid, &t);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

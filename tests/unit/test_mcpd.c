@@ -1,13 +1,16 @@
 /*
  * mcpd's parts that need no HTTP: the session map (binding to the token
  * subject, eviction, rate limit), signed cursors, the fence around mail
- * text, JSON strings from bytes that are not UTF-8, and the nesting pre-scan.
+ * text, JSON strings from bytes that are not UTF-8, the nesting pre-scan,
+ * and the order of ranked search results where scores tie.
  */
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +24,12 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/ctl.h"
+#include "mailbox/index.h"
 #include "mailbox/ipc.h"
 #include "mailbox/log.h"
+#include "mailbox/util.h"
 #include "mcpd.h"
+#include "support_index.h"
 
 static void
 sessions_are_bound_to_their_owner(void **state)
@@ -369,6 +375,131 @@ settings_load_with_defaults_and_name_bad_keys(void **state)
 	}
 }
 
+/* The response writer gives jansson's bytes: escapes, UTF-8, order, nesting. */
+static void
+json_dumps_matches_jansson(void **state)
+{
+	char all[128], *ours, *theirs;
+	json_t *j;
+
+	(void)state;
+	for (int i = 0; i < 128; i++)
+		all[i] = (char)i;	/* every ASCII byte, NUL and controls included */
+	j = json_pack("{s:s#, s:s, s:s, s:[], s:{}, s:[i, I, b, b, n], s:{s:{s:[s]}}, s:s}",
+	    "ascii", all, sizeof(all), "utf8", "caf\xc3\xa9 \xe4\xbc\x9a\xe8\xad\xb0 \xf0\x9f\x93\xa7",
+	    "", "", "empty array", "empty object", "scalars", -42, (json_int_t)INT64_MIN, 1, 0,
+	    "nested", "a", "b", "</untrusted-mail nonce=\"x\">", "quote \"\\ key",
+	    "\u2028\u2029 and a\\/slash");
+	assert_non_null(j);
+	ours = mcp_json_dumps(j);
+	theirs = json_dumps(j, JSON_COMPACT);
+	assert_string_equal(ours, theirs);
+	free(ours);
+	free(theirs);
+	/* a real, which no answer has, goes to jansson */
+	json_object_set_new(j, "real", json_real(0.1));
+	ours = mcp_json_dumps(j);
+	theirs = json_dumps(j, JSON_COMPACT);
+	assert_string_equal(ours, theirs);
+	free(ours);
+	free(theirs);
+	json_decref(j);
+	assert_null(mcp_json_dumps(NULL));
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+/* The ids of every page of search_messages(query) at limit, in order. */
+static void
+search_ids(struct mcp_server *srv, const char *query, int limit, int64_t *ids, size_t *n_r)
+{
+	const char *cursor = NULL;
+	char *cur = NULL;
+
+	*n_r = 0;
+	do {
+		json_t *args = json_pack("{s:s, s:i}", "query", query, "limit", limit);
+		json_t *r, *sc, *h;
+		const char *msg;
+		size_t i;
+		int code = 0;
+
+		if (cursor)
+			json_object_set_new(args, "cursor", json_string(cursor));
+		r = mcp_tools_call(srv, "search_messages", args, &code, &msg);
+		assert_non_null(r);
+		assert_false(json_is_true(json_object_get(r, "isError")));
+		sc = json_object_get(r, "structuredContent");
+		json_array_foreach(json_object_get(sc, "results"), i, h)
+			ids[(*n_r)++] = json_integer_value(json_object_get(h, "id"));
+		free(cur);
+		cur = json_is_string(json_object_get(sc, "next_cursor")) ?
+		    mb_xstrdup(json_string_value(json_object_get(sc, "next_cursor"))) : NULL;
+		cursor = cur;
+		json_decref(r);
+		json_decref(args);
+	} while (cursor != NULL);
+}
+
+/*
+ * Equal scores come newest first, undated last, then by id, highest first,
+ * on every page: the search sorts the scores itself and reads dates only
+ * for ties, so the order at each page boundary is checked.
+ */
+static void
+search_orders_ties_by_date_then_id(void **state)
+{
+	/* ids 1..9 in insert order; the same text scores the same */
+	static const struct { const char *subject; int64_t date; } msgs[] = {
+		{ "note", 1700000000 }, { "note", 1700000300 }, { "note", 0 },
+		{ "zebra note", 1600000000 }, { "note", 1700000300 }, { "note", 1700000100 },
+		{ "note", 0 }, { "note", 1700000300 }, { "note", 1700000200 },
+	};
+	static const int64_t want[] = { 4, 8, 5, 2, 9, 6, 1, 7, 3 };
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
+	char dir[64], path[96];
+	struct mcp_server srv;
+	struct mb_index *idx = NULL;
+	struct mb_err err = { 0 };
+	int64_t folder, ids[32];
+	size_t n;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_mcpd.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	if (mb_index_open(path, MB_INDEX_RW, &idx, &err) == -1 ||
+	    mb_index_folder_ensure(idx, "INBOX", NULL, &folder, &err) == -1)
+		fail_msg("index: %s", err.msg);
+	for (size_t i = 0; i < MB_ARRAY_LEN(msgs); i++) {
+		struct mb_test_msg t = { .subject = msgs[i].subject, .body = "zebra crossing",
+		    .date = msgs[i].date };
+
+		mb_test_put(idx, folder, (uint32_t)i + 1, &t);
+	}
+	conf.index_path = path;
+	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+	for (int limit = 1; limit <= 9; limit++) {
+		search_ids(&srv, "zebra", limit, ids, &n);
+		assert_int_equal(n, MB_ARRAY_LEN(want));
+		for (size_t i = 0; i < n; i++)
+			if (ids[i] != want[i])
+				fail_msg("limit %d: position %zu is id %lld, want %lld", limit, i,
+				    (long long)ids[i], (long long)want[i]);
+	}
+	mcp_server_close_index(&srv);
+	mcp_server_release(&srv);
+	mb_index_close(&idx);
+	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int
 main(void)
 {
@@ -383,6 +514,8 @@ main(void)
 		cmocka_unit_test(json_text_repairs_bad_utf8),
 		cmocka_unit_test(depth_prescan_ignores_strings),
 		cmocka_unit_test(write_tools_follow_scope_and_read_only),
+		cmocka_unit_test(json_dumps_matches_jansson),
+		cmocka_unit_test(search_orders_ties_by_date_then_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,8 @@
 #include "mailbox/query.h"
 #include "mailbox/util.h"
 
+#include "support_index.h"
+
 /* ---- compiling */
 
 static const struct {
@@ -68,6 +70,31 @@ compiles_to_quoted_fts5(void **state)
 		else if (q.match == NULL || strcmp(q.match, compile_cases[i].match) != 0)
 			fail_msg("'%s' compiled to '%s', want '%s'", compile_cases[i].in,
 			    q.match ? q.match : "(null)", compile_cases[i].match);
+		mb_query_release(&q);
+	}
+}
+
+/* The one column all positive terms are in (mcpd's snippet() looks there only). */
+static void
+column_only_queries_name_their_column(void **state)
+{
+	static const struct { const char *in, *column; } cases[] = {
+		{ "subject:money", "subject" }, { "subject:a subject:b* -c", "subject" },
+		{ "to:alice cc:bob", "recipients" }, { "from:x OR from:y", "from_text" },
+		{ "body:\"a b\"", "body" }, { "money", NULL }, { "subject:a from:b", NULL },
+		{ "subject:a b", NULL }, { "subject:a -from:b", "subject" }, { "is:unread", NULL },
+	};
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		struct mb_query q;
+		struct mb_err err = { 0 };
+
+		mb_query_init(&q);
+		assert_int_equal(mb_query_compile(cases[i].in, strlen(cases[i].in), &q, &err), 0);
+		if (cases[i].column == NULL ? q.column != NULL :
+		    q.column == NULL || strcmp(q.column, cases[i].column) != 0)
+			fail_msg("'%s': column %s, want %s", cases[i].in,
+			    q.column ? q.column : "(none)", cases[i].column ? cases[i].column : "(none)");
 		mb_query_release(&q);
 	}
 }
@@ -250,22 +277,10 @@ static void
 put(struct fx *f, int64_t folder, uint32_t uid, const char *subject, const char *from,
     const char *body, int64_t date, unsigned flags)
 {
-	struct mb_msg *m = mb_msg_new();
-	struct mb_index_row row = { .folder_id = folder, .uidvalidity = 1, .uid = uid,
-	    .flags = flags, .internaldate = date, .size = 100 };
-	struct mb_err err = { 0 };
+	struct mb_test_msg t = { .subject = subject, .from = from, .body = body, .date = date,
+	    .internaldate = date, .flags = flags };
 
-	m->subject = mb_xstrdup(subject);
-	m->from.addr = mb_xstrdup(from);
-	free(m->body);
-	m->body = mb_xstrdup(body);
-	m->body_len = strlen(body);
-	m->has_date = true;
-	m->date = date;
-	row.msg = m;
-	if (mb_index_upsert(f->idx, &row, NULL, &err) == -1)
-		fail_msg("upsert: %s", err.msg);
-	mb_msg_free(&m);
+	mb_test_put(f->idx, folder, uid, &t);
 }
 
 static int
@@ -389,6 +404,72 @@ searches_find_what_a_user_expects(void **state)
 	expect(f, "zebrafish", "");
 }
 
+/*
+ * Every row's mb_bm25() and bm25() for text on conn, compared bit for bit;
+ * returns how many rows matched.
+ */
+static int
+same_scores(sqlite3 *conn, const char *text)
+{
+	static const char sql[] =
+	    "SELECT rowid, bm25(messages_fts, 10.0, 4.0, 2.0, 1.0), "
+	    "mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0), "
+	    "bm25(messages_fts, 3.0), mb_bm25(messages_fts, ?1, 3.0) "
+	    "FROM messages_fts WHERE messages_fts MATCH ?1";
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	sqlite3_stmt *st;
+	int n = 0, rc;
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+	assert_int_equal(sqlite3_prepare_v2(conn, sql, -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		double a = sqlite3_column_double(st, 1), b = sqlite3_column_double(st, 2);
+		double c = sqlite3_column_double(st, 3), d = sqlite3_column_double(st, 4);
+
+		if (memcmp(&a, &b, sizeof(a)) != 0 || memcmp(&c, &d, sizeof(c)) != 0)
+			fail_msg("'%s' row %lld: bm25 %.17g %.17g, mb_bm25 %.17g %.17g", text,
+			    (long long)sqlite3_column_int64(st, 0), a, c, b, d);
+		n++;
+	}
+	assert_int_equal(rc, SQLITE_DONE);
+	sqlite3_finalize(st);
+	mb_query_release(&q);
+	return n;
+}
+
+/*
+ * mcpd ranks with mb_bm25(), which keeps each query's IDFs on the connection:
+ * it must score exactly as bm25() does, the first time and from its cache,
+ * and a write by another connection must not leave it on stale statistics.
+ */
+static void
+mb_bm25_scores_as_bm25(void **state)
+{
+	static const char *const queries[] = { "budget", "meet*", "\"budget for lunch\"",
+	    "budget OR friday", "subject:budget", "from:carol", "会議", "budget -lunch" };
+	struct fx *f = *state;
+	struct mb_index *ro = NULL;
+	struct mb_err err = { 0 };
+
+	if (mb_index_open(f->path, MB_INDEX_RO, &ro, &err) == -1)
+		fail_msg("open ro: %s", err.msg);
+	for (int round = 0; round < 2; round++)	/* computed, then cached */
+		for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+			assert_true(same_scores(mb_index_db(ro), queries[i]) > 0);
+	/* the writer adds rows: the row count and the IDFs change */
+	put(f, f->inbox, 10, "Budget review", "dave@example.com", "The budget, again.",
+	    1709712000, 0);
+	put(f, f->inbox, 11, "Friday", "erin@example.com", "See you friday at the meeting.",
+	    1709798400, 0);
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+		assert_true(same_scores(mb_index_db(ro), queries[i]) > 0);
+	assert_int_equal(same_scores(mb_index_db(ro), "budget"), 3);
+	mb_index_close(&ro);
+}
+
 /* Inputs that would be FTS5 syntax errors (or worse) if passed through. */
 static const char *const hostile[] = {
 	"\"", "\"\"", "\"\"\"", "\"a", "a\"", "a\"b\"c\"", "NEAR", "NEAR(", "NEAR(a b, 3)",
@@ -444,6 +525,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(compiles_to_quoted_fts5),
+		cmocka_unit_test(column_only_queries_name_their_column),
 		cmocka_unit_test(filters_become_sql_bounds),
 		cmocka_unit_test(bad_filters_say_what_to_change),
 		cmocka_unit_test(too_long_and_too_many_terms_are_refused),
@@ -452,6 +534,7 @@ main(void)
 		cmocka_unit_test(excerpt_falls_back_when_no_word_is_literal),
 		cmocka_unit_test_setup_teardown(searches_find_what_a_user_expects, setup, teardown),
 		cmocka_unit_test_setup_teardown(hostile_inputs_never_break_fts5, setup, teardown),
+		cmocka_unit_test_setup_teardown(mb_bm25_scores_as_bm25, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,265 @@
+/*
+ * mb_bm25: FTS5's bm25() ranking, with each query's corpus statistics kept
+ * between searches.
+ *
+ *	mb_bm25(messages_fts, MATCH, w0, w1, ...)
+ *
+ * scores a row exactly as bm25(messages_fts, w0, w1, ...) does -- the same
+ * formula, the same operations in the same order, so the same doubles -- but
+ * bm25() starts every statement by counting, for each phrase of the query,
+ * the rows that contain it (the phrase's IDF), and it does so with a full
+ * scan of the phrase's doclist over the whole index: for a common word, a
+ * phrase or a prefix at 100,000 messages that was most of a search's CPU,
+ * however few rows the search went on to score.  Those counts, the row count
+ * and the average row length depend only on the query and on the index's
+ * contents, so they are kept per connection, keyed by MATCH (the expression
+ * the statement matches, passed as the second argument) and by the pager's
+ * data version (SQLITE_FCNTL_DATA_VERSION), which changes whenever anyone
+ * commits to the file.  A statement run after syncd wrote recomputes them.
+ *
+ * The cache belongs to the connection (it is the function's user data,
+ * freed when the connection closes) and is used by one thread at a time, as
+ * the connection is.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/err.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+#define RANK_CACHE	32	/* queries whose statistics a connection keeps */
+#define RANK_KEY_MAX	8192	/* longer MATCH texts are not kept */
+
+/* One query's statistics, as of one data version. */
+struct rank_stats {
+	char		*key;		/* owned: the MATCH text; NULL: a free slot */
+	unsigned	 version;	/* SQLITE_FCNTL_DATA_VERSION when computed */
+	int		 n_phrase;
+	double		 avgdl;		/* average row length in tokens */
+	double		*idf;		/* owned: n_phrase IDFs */
+	uint64_t	 used;		/* LRU clock */
+};
+
+struct rank_cache {
+	struct rank_stats	slot[RANK_CACHE];
+	uint64_t		clock;
+};
+
+/* Per statement execution (FTS5 auxdata): the statistics and a scratch array. */
+struct rank_query {
+	int	n_phrase;
+	double	avgdl;
+	double	*idf;		/* n_phrase */
+	double	*freq;		/* n_phrase: the current row's weighted hit counts */
+};
+
+static void
+rank_stats_clear(struct rank_stats *s)
+{
+	free(s->key);
+	free(s->idf);
+	memset(s, 0, sizeof(*s));
+}
+
+static void
+rank_cache_free(void *p)
+{
+	struct rank_cache *c = p;
+
+	for (size_t i = 0; i < RANK_CACHE; i++)
+		rank_stats_clear(&c->slot[i]);
+	free(c);
+}
+
+static struct rank_stats *
+rank_cache_find(struct rank_cache *c, const char *key, unsigned version, int n_phrase)
+{
+	for (size_t i = 0; i < RANK_CACHE; i++) {
+		struct rank_stats *s = &c->slot[i];
+
+		if (s->key != NULL && s->version == version && s->n_phrase == n_phrase &&
+		    strcmp(s->key, key) == 0) {
+			s->used = ++c->clock;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* Keep q's statistics under key, in the least recently used slot. */
+static void
+rank_cache_put(struct rank_cache *c, const char *key, unsigned version,
+    const struct rank_query *q)
+{
+	struct rank_stats *s = &c->slot[0];
+
+	for (size_t i = 1; i < RANK_CACHE; i++)
+		if (c->slot[i].used < s->used)
+			s = &c->slot[i];
+	rank_stats_clear(s);
+	s->key = mb_xstrdup(key);
+	s->version = version;
+	s->n_phrase = q->n_phrase;
+	s->avgdl = q->avgdl;
+	s->idf = mb_xmalloc((size_t)q->n_phrase * sizeof(double) + 1);
+	memcpy(s->idf, q->idf, (size_t)q->n_phrase * sizeof(double));
+	s->used = ++c->clock;
+}
+
+static int
+count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *arg)
+{
+	(void)api;
+	(void)fts;
+	(*(sqlite3_int64 *)arg)++;
+	return SQLITE_OK;
+}
+
+/*
+ * The statistics bm25() computes at the start of a statement, computed the
+ * same way: avgdl = tokens / rows; per phrase, IDF = ln((N - n + 0.5) /
+ * (n + 0.5)) over the N rows, n of which hold the phrase, and 1e-6 where
+ * that is not positive (a phrase in more than half the rows).
+ */
+static int
+rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q)
+{
+	sqlite3_int64 n_row = 0, n_token = 0;
+	int rc;
+
+	rc = api->xRowCount(fts, &n_row);
+	if (rc == SQLITE_OK)
+		rc = api->xColumnTotalSize(fts, -1, &n_token);
+	if (rc == SQLITE_OK)
+		q->avgdl = (double)n_token / (double)n_row;
+	for (int i = 0; rc == SQLITE_OK && i < q->n_phrase; i++) {
+		sqlite3_int64 n_hit = 0;
+
+		rc = api->xQueryPhrase(fts, i, &n_hit, count_row);
+		if (rc == SQLITE_OK) {
+			double idf = log((n_row - n_hit + 0.5) / (n_hit + 0.5));
+
+			q->idf[i] = idf <= 0.0 ? 1e-6 : idf;
+		}
+	}
+	return rc;
+}
+
+/*
+ * This statement's rank_query: from the connection's cache when the same
+ * MATCH was ranked at the same data version, else computed (and kept).
+ * NULL with *rc_r set on failure.
+ */
+static struct rank_query *
+rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+    sqlite3_value *match, int *rc_r)
+{
+	struct rank_cache *c = api->xUserData(fts);
+	struct rank_query *q = api->xGetAuxdata(fts, 0);
+	const char *key = (const char *)sqlite3_value_text(match);
+	struct rank_stats *s;
+	unsigned version = 0;
+	bool cacheable;
+	int n;
+
+	*rc_r = SQLITE_OK;
+	if (q != NULL)
+		return q;
+	n = api->xPhraseCount(fts);
+	q = sqlite3_malloc64(sizeof(*q) + 2 * (size_t)n * sizeof(double));
+	if (q == NULL) {
+		*rc_r = SQLITE_NOMEM;
+		return NULL;
+	}
+	q->n_phrase = n;
+	q->idf = (double *)(q + 1);
+	q->freq = q->idf + n;
+	/* no version (an odd VFS): never cached */
+	cacheable = key != NULL && strlen(key) <= RANK_KEY_MAX &&
+	    sqlite3_file_control(sqlite3_context_db_handle(ctx), "main",
+	    SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK;
+	if (cacheable && (s = rank_cache_find(c, key, version, n)) != NULL) {
+		q->avgdl = s->avgdl;
+		memcpy(q->idf, s->idf, (size_t)n * sizeof(double));
+	} else if ((*rc_r = rank_compute(api, fts, q)) != SQLITE_OK) {
+		sqlite3_free(q);
+		return NULL;
+	} else if (cacheable) {
+		rank_cache_put(c, key, version, q);
+	}
+	if ((*rc_r = api->xSetAuxdata(fts, q, sqlite3_free)) != SQLITE_OK)
+		return NULL;	/* xSetAuxdata freed q */
+	return q;
+}
+
+/*
+ * The row's score, as bm25() computes it: for each phrase, its IDF times
+ * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), where f sums the column
+ * weights of the phrase's hits in the row and D is the row's length in
+ * tokens; negated, so that better rows sort first.
+ */
+static void
+mb_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
+    sqlite3_value **val)
+{
+	const double k1 = 1.2, b = 0.75;
+	struct rank_query *q;
+	double score = 0.0, dl = 0.0;
+	int rc, n_inst = 0;
+
+	if (n_val < 1) {
+		sqlite3_result_error(ctx, "mb_bm25: the MATCH text is missing", -1);
+		return;
+	}
+	q = rank_query_get(api, fts, ctx, val[0], &rc);
+	if (q != NULL) {
+		memset(q->freq, 0, (size_t)q->n_phrase * sizeof(double));
+		rc = api->xInstCount(fts, &n_inst);
+	}
+	for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
+		int phrase, col, off;
+
+		rc = api->xInst(fts, i, &phrase, &col, &off);
+		if (rc == SQLITE_OK)	/* the weights follow MATCH: column col's is val[col + 1] */
+			q->freq[phrase] += n_val - 1 > col ? sqlite3_value_double(val[col + 1]) : 1.0;
+	}
+	if (rc == SQLITE_OK) {
+		int n_tok;
+
+		rc = api->xColumnSize(fts, -1, &n_tok);
+		dl = (double)n_tok;
+	}
+	for (int i = 0; rc == SQLITE_OK && i < q->n_phrase; i++)
+		score += q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
+		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl)));
+	if (rc == SQLITE_OK)
+		sqlite3_result_double(ctx, -1.0 * score);
+	else
+		sqlite3_result_error_code(ctx, rc);
+}
+
+int
+mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
+{
+	fts5_api *api = mb_fts5_api(db);
+	struct rank_cache *c;
+	int rc;
+
+	if (api == NULL || api->iVersion < 2)
+		return mb_err_set(err, MB_E_INTERNAL, "index: this SQLite has no FTS5");
+	c = mb_xcalloc(1, sizeof(*c));
+	rc = api->xCreateFunction(api, "mb_bm25", c, mb_bm25, rank_cache_free);
+	if (rc != SQLITE_OK) {
+		rank_cache_free(c);
+		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25: %s",
+		    sqlite3_errstr(rc));
+	}
+	return 0;
+}
