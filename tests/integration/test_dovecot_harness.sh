@@ -55,8 +55,8 @@ except imaplib.IMAP4.error:
     pass
 PY
 [ "$(dovecot_wait_login_attempts 2)" = 2 ] || fail "login attempts: $(dovecot_login_attempts), want 2"
-[ "$(dovecot_count_commands ' UID FETCH ')" = 2 ] || fail "UID FETCH count"
-[ "$(dovecot_count_commands ' EXAMINE ')" = 2 ] || fail "EXAMINE count"
+[ "$(dovecot_wait_commands ' UID FETCH ' 2)" = 2 ] || fail "UID FETCH count"
+[ "$(dovecot_wait_commands ' EXAMINE ' 2)" = 2 ] || fail "EXAMINE count"
 [ "$(dovecot_flags INBOX 1)" = "" ] || fail "INBOX uid 1 flags: $(dovecot_flags INBOX 1)"
 
 v1=$(dovecot_status 'Entwürfe' uidvalidity)

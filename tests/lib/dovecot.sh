@@ -244,7 +244,14 @@ _dovecot_stop_dir() {	# dir
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null
+		# A loaded machine can take a moment to tear it down: callers check it is gone.
+		for ((i = 0; i < 40; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+	fi
 	wait "$pid" 2>/dev/null || true
 }
 
@@ -359,6 +366,19 @@ dovecot_login_attempts() {
 dovecot_wait_login_attempts() {
 	local want=$1 deadline=$((SECONDS + ${2:-5})) n
 	while n=$(dovecot_login_attempts); ((n < want)); do
+		((SECONDS < deadline)) || { echo "$n"; return 1; }
+		sleep 0.05
+	done
+	echo "$n"
+}
+
+# dovecot_wait_commands REGEX N [TIMEOUT_S]: wait (bounded, default 5 s) until
+# dovecot_count_commands REGEX reaches N; the rawlog of a session may be
+# written a moment after the client saw the reply.  Prints the count; fails
+# on timeout.
+dovecot_wait_commands() {
+	local want=$2 deadline=$((SECONDS + ${3:-5})) n
+	while n=$(dovecot_count_commands "$1"); ((n < want)); do
 		((SECONDS < deadline)) || { echo "$n"; return 1; }
 		sleep 0.05
 	done
