@@ -167,6 +167,10 @@ size_t	mcp_json_depth(const char *s, size_t len, size_t limit);
  * a CallToolResult with isError and the formatted text.  New reference.
  */
 json_t	*mcp_tool_error(const char *fmt, ...) MB_PRINTF(1, 2);
+/* Argument checks shared by the tools: -1 with msg (msgsize bytes) saying what is wrong. */
+int	mcp_known_args(json_t *args, const char *const *names, char *msg, size_t msgsize);
+int	mcp_id_arg(json_t *args, const char *key, bool required, int64_t *id_r, char *msg,
+	    size_t msgsize);
 json_t	*mcp_tools_list(void);
 /*
  * tools/call: the CallToolResult for name with args (both borrowed), or NULL

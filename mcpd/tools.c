@@ -351,8 +351,8 @@ str_arg(json_t *args, const char *key, const char **out, char *msg, size_t msgsi
 }
 
 /* Reject arguments the schema does not name (additionalProperties: false). */
-static int
-known_args(json_t *args, const char *const *names, char *msg, size_t msgsize)
+int
+mcp_known_args(json_t *args, const char *const *names, char *msg, size_t msgsize)
 {
 	const char *key;
 	json_t *v;
@@ -364,7 +364,7 @@ known_args(json_t *args, const char *const *names, char *msg, size_t msgsize)
 			if (strcmp(key, names[i]) == 0)
 				break;
 		if (names[i] == NULL) {
-			struct mb_buf b = MB_BUF_INIT(sizeof(msg) + msgsize);
+			struct mb_buf b = MB_BUF_INIT(msgsize);
 
 			for (i = 0; names[i]; i++)
 				mb_buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
@@ -1003,7 +1003,7 @@ search_args(struct mcp_server *srv, json_t *args, struct mb_query *q, int64_t *o
 
 	mb_query_init(q);
 	*offset_r = 0;
-	if (known_args(args, names, msg, sizeof(msg)) == -1 ||
+	if (mcp_known_args(args, names, msg, sizeof(msg)) == -1 ||
 	    str_arg(args, "query", &text, msg, sizeof(msg)) == -1 ||
 	    str_arg(args, "cursor", &cursor, msg, sizeof(msg)) == -1 ||
 	    int_arg(args, "limit", SEARCH_DEFAULT_LIMIT, 1, SEARCH_MAX_LIMIT, limit_r, msg,
@@ -1167,20 +1167,36 @@ addr_list(sqlite3_stmt *st, int col)
 	return out;
 }
 
-/* The id argument: a positive integer. */
-static int
-id_arg(json_t *args, int64_t *id_r, char *msg, size_t msgsize)
+/* A message id argument (a positive integer): required, or absent (*id_r 0) when not. */
+int
+mcp_id_arg(json_t *args, const char *key, bool required, int64_t *id_r, char *msg,
+    size_t msgsize)
 {
 	long long id;
 
-	if (json_object_get(args, "id") == NULL) {
-		snprintf(msg, msgsize, "id is required: a message id from search_messages");
+	*id_r = 0;
+	if (json_object_get(args, key) == NULL) {
+		if (!required)
+			return 0;
+		snprintf(msg, msgsize, "%s is required: a message id from search_messages", key);
 		return -1;
 	}
-	if (int_arg(args, "id", 0, 1, INT64_MAX, &id, msg, msgsize) == -1)
+	if (int_arg(args, key, 0, 1, INT64_MAX, &id, msg, msgsize) == -1)
 		return -1;
 	*id_r = id;
 	return 0;
+}
+
+/* get_message and get_thread take the same two: id, and an offset to page on. */
+static int
+id_offset_args(json_t *args, int64_t *id_r, long long *offset_r, char *msg, size_t msgsize)
+{
+	static const char *const names[] = { "id", "offset", NULL };
+
+	if (mcp_known_args(args, names, msg, msgsize) == -1 ||
+	    mcp_id_arg(args, "id", true, id_r, msg, msgsize) == -1)
+		return -1;
+	return int_arg(args, "offset", 0, 0, INT32_MAX, offset_r, msg, msgsize);
 }
 
 /* One message as structured data plus its text block; NULL when not found (*found_r). */
@@ -1297,7 +1313,6 @@ out:
 static json_t *
 get_message(struct mcp_server *srv, json_t *args)
 {
-	static const char *const names[] = { "id", "offset", NULL };
 	struct mb_err err = { 0 };
 	struct mb_index *idx;
 	struct answer a;
@@ -1308,9 +1323,7 @@ get_message(struct mcp_server *srv, json_t *args)
 	const char *failed;
 	json_t *m;
 
-	if (known_args(args, names, msg, sizeof(msg)) == -1 ||
-	    id_arg(args, &id, msg, sizeof(msg)) == -1 ||
-	    int_arg(args, "offset", 0, 0, INT32_MAX, &offset, msg, sizeof(msg)) == -1)
+	if (id_offset_args(args, &id, &offset, msg, sizeof(msg)) == -1)
 		return mcp_tool_error("%s", msg);
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL)
@@ -1343,7 +1356,6 @@ static const char thread_sql[] =
 static json_t *
 get_thread(struct mcp_server *srv, json_t *args)
 {
-	static const char *const names[] = { "id", "offset", NULL };
 	static const char *const keys[] = { "from", "subject", "preview" };
 	static const char *const labels[] = { "From", "Subject", "Preview" };
 	struct mb_err err = { 0 };
@@ -1358,9 +1370,7 @@ get_thread(struct mcp_server *srv, json_t *args)
 	int rc;
 	size_t n = 0, i;
 
-	if (known_args(args, names, msg, sizeof(msg)) == -1 ||
-	    id_arg(args, &id, msg, sizeof(msg)) == -1 ||
-	    int_arg(args, "offset", 0, 0, INT32_MAX, &offset, msg, sizeof(msg)) == -1)
+	if (id_offset_args(args, &id, &offset, msg, sizeof(msg)) == -1)
 		return mcp_tool_error("%s", msg);
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL)
@@ -1451,7 +1461,7 @@ list_folders(struct mcp_server *srv, json_t *args)
 	json_t *f;
 	int rc;
 
-	if (known_args(args, names, msg, sizeof(msg)) == -1)
+	if (mcp_known_args(args, names, msg, sizeof(msg)) == -1)
 		return mcp_tool_error("%s", msg);
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL)

@@ -237,20 +237,8 @@ draft_addresses(json_t *args, const char *key, char ***v_r, uint32_t *n_r)
 static json_t *
 draft_request(json_t *args, struct mb_ctl_request *rq)
 {
-	static const char *const known[] = { "to", "cc", "subject", "body", "in_reply_to_id" };
 	json_t *v, *e;
-	const char *key;
 
-	/* A misspelt "bcc" silently dropped would be a draft to fewer people than asked. */
-	json_object_foreach(args, key, v) {
-		bool ok = false;
-
-		for (size_t i = 0; i < MB_ARRAY_LEN(known); i++)
-			ok |= strcmp(key, known[i]) == 0;
-		if (!ok)
-			return mcp_tool_error("create_draft: unknown argument '%s' (the arguments are "
-			    "to, cc, subject, body and in_reply_to_id; there is no bcc)", key);
-	}
 	rq->op = MB_CTL_DRAFT;
 	if (!json_is_array(json_object_get(args, "to")))
 		return mcp_tool_error("create_draft: to must be an array of email addresses");
@@ -271,12 +259,6 @@ draft_request(json_t *args, struct mb_ctl_request *rq)
 		return mcp_tool_error("create_draft: body must be a string of at most %u bytes",
 		    MB_CTL_BODY_MAX);
 	rq->body = (char *)json_string_value(v);
-	if ((v = json_object_get(args, "in_reply_to_id")) != NULL) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1)
-			return mcp_tool_error("create_draft: in_reply_to_id must be a message id (a "
-			    "positive integer)");
-		rq->message_id = json_integer_value(v);
-	}
 	return NULL;
 }
 
@@ -346,14 +328,32 @@ list_recent_writes(struct mcp_server *srv, json_t *args)
 	}
 }
 
+/* The arguments each write tool's inputSchema names. */
+static const char *const *
+arg_names(const char *tool)
+{
+	static const char *const flag[] = { "id", "add", "remove", NULL };
+	static const char *const move[] = { "id", "destination", NULL };
+	static const char *const trash[] = { "id", NULL };
+	static const char *const draft[] = { "to", "cc", "subject", "body", "in_reply_to_id",
+	    NULL };
+
+	if (strcmp(tool, "flag_message") == 0)
+		return flag;
+	if (strcmp(tool, "move_message") == 0)
+		return move;
+	return strcmp(tool, "create_draft") == 0 ? draft : trash;
+}
+
 json_t *
 mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
     const char *owner, bool may_write)
 {
 	struct mb_ctl_request rq = { 0 };
-	char who[MB_CTL_WHO_MAX + 1];
-	json_t *empty = NULL, *id, *r;
+	char who[MB_CTL_WHO_MAX + 1], msg[512];
+	json_t *empty = NULL, *r;
 	const char *bad = NULL;
+	bool draft;
 
 	if (args == NULL)
 		args = empty = json_object();
@@ -374,19 +374,22 @@ mcp_tools_write_call(struct mcp_server *srv, const char *name, json_t *args,
 	snprintf(who, sizeof(who), "%.*s", owner == NULL ? 5 : (int)mb_utf8_boundary(owner,
 	    strlen(owner), MB_CTL_WHO_MAX), owner != NULL ? owner : "local");
 	rq.who = who;
-	if (strcmp(name, "create_draft") == 0) {
+	/* Unknown arguments are refused: a misspelt "bcc" silently dropped would
+	 * be a draft to fewer people than asked. */
+	draft = strcmp(name, "create_draft") == 0;
+	if (mcp_known_args(args, arg_names(name), msg, sizeof(msg)) == -1 ||
+	    mcp_id_arg(args, draft ? "in_reply_to_id" : "id", !draft, &rq.message_id, msg,
+	    sizeof(msg)) == -1) {
+		r = mcp_tool_error("%s: %s", name, msg);
+		goto out;
+	}
+	if (draft) {
 		if ((r = draft_request(args, &rq)) == NULL)
 			r = forward(srv, &rq);
 		free(rq.to);	/* the arrays are ours, their strings are args' */
 		free(rq.cc);
 		goto out;
 	}
-	id = json_object_get(args, "id");
-	if (!json_is_integer(id) || json_integer_value(id) < 1) {
-		r = mcp_tool_error("%s: id must be a message id (a positive integer)", name);
-		goto out;
-	}
-	rq.message_id = json_integer_value(id);
 	if (strcmp(name, "flag_message") == 0) {
 		rq.op = MB_CTL_FLAG;
 		if (parse_flags(json_object_get(args, "add"), &rq.add, &bad) == -1 ||

@@ -173,7 +173,7 @@ call create_draft '{"to":["a@example.org"],"subject":"x\r\nBcc: victim@example.o
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = refused ] || fail "header injection: $(cat "$work/r.json")"
 nlog=$(idx "SELECT count(*) FROM write_log")
 call create_draft '{"to":["a@example.org"],"bcc":["b@example.org"],"body":"x"}' > "$work/r.json"
-[ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] && grep -q "unknown argument 'bcc'" "$work/r.json" ||
+[ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] && grep -q 'unknown argument \\"bcc\\"' "$work/r.json" ||
     fail "bcc: $(cat "$work/r.json")"
 [ "$(idx "SELECT count(*) FROM write_log")" = "$nlog" ] || fail "a malformed call reached syncd"
 [ "$(server_uids Drafts | wc -l)" = "$ndrafts" ] || fail "a refused draft reached the server"
