@@ -123,6 +123,28 @@ finish_folder(struct mb_index *idx, const char *name, uint32_t next)
 	mb_folder_state_release(&st);
 }
 
+/* Give m the body, index it as UID uid of folder, and free it (exits on failure). */
+static void
+put_synthetic(struct mb_index *idx, int64_t folder, uint32_t uid, unsigned flags,
+    struct mb_msg *m, struct mb_buf *body)
+{
+	struct mb_index_row row = { .folder_id = folder, .uidvalidity = 1, .uid = uid,
+	    .flags = flags };
+	struct mb_err err = { 0 };
+
+	free(m->body);
+	m->body_len = body->len;
+	m->body = mb_buf_detach(body, NULL);
+	row.internaldate = m->date;
+	row.size = m->body_len;
+	row.msg = m;
+	if (mb_index_upsert(idx, &row, NULL, &err) == -1) {
+		fprintf(stderr, "mkindex: %s\n", err.msg);
+		exit(1);
+	}
+	mb_msg_free(&m);
+}
+
 static void
 synthetic(struct mb_index *idx, unsigned n)
 {
@@ -141,7 +163,6 @@ synthetic(struct mb_index *idx, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct mb_msg *m = mb_msg_new();
 		struct mb_buf body = MB_BUF_INIT(1u << 20);
-		struct mb_index_row row = { 0 };
 		char s[128];
 
 		snprintf(s, sizeof(s), "Bulk report %u %s", i, words[i % 20]);
@@ -162,21 +183,7 @@ synthetic(struct mb_index *idx, unsigned n)
 				mb_buf_addf(&body, "%s ", words[(seed >> 16) % 20]);
 			}
 		}
-		free(m->body);
-		m->body_len = body.len;
-		m->body = mb_buf_detach(&body, NULL);
-		row.folder_id = folder;
-		row.uidvalidity = 1;
-		row.uid = i + 1;
-		row.flags = (i % 3) ? MB_FLAG_SEEN : 0;
-		row.internaldate = m->date;
-		row.size = m->body_len;
-		row.msg = m;
-		if (mb_index_upsert(idx, &row, NULL, &err) == -1) {
-			fprintf(stderr, "mkindex: %s\n", err.msg);
-			exit(1);
-		}
-		mb_msg_free(&m);
+		put_synthetic(idx, folder, i + 1, (i % 3) ? MB_FLAG_SEEN : 0, m, &body);
 	}
 	if (mb_index_commit(idx, &err) == -1) {
 		fprintf(stderr, "mkindex: %s\n", err.msg);
@@ -218,7 +225,6 @@ bench(struct mb_index *idx, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct mb_msg *m = mb_msg_new();
 		struct mb_buf body = MB_BUF_INIT(1u << 20), subj = MB_BUF_INIT(4096);
-		struct mb_index_row row = { 0 };
 		char s[64];
 
 		for (unsigned w = 0; w < 330; w++) {
@@ -243,21 +249,7 @@ bench(struct mb_index *idx, unsigned n)
 		m->from.addr = mb_xstrdup(s);
 		m->has_date = true;
 		m->date = 1500000000 + (int64_t)i * 1800;
-		free(m->body);
-		m->body_len = body.len;
-		m->body = mb_buf_detach(&body, NULL);
-		row.folder_id = folder;
-		row.uidvalidity = 1;
-		row.uid = i + 1;
-		row.flags = (i % 4) ? MB_FLAG_SEEN : 0;
-		row.internaldate = m->date;
-		row.size = m->body_len;
-		row.msg = m;
-		if (mb_index_upsert(idx, &row, NULL, &err) == -1) {
-			fprintf(stderr, "mkindex: %s\n", err.msg);
-			exit(1);
-		}
-		mb_msg_free(&m);
+		put_synthetic(idx, folder, i + 1, (i % 4) ? MB_FLAG_SEEN : 0, m, &body);
 	}
 	if (mb_index_commit(idx, &err) == -1) {
 		fprintf(stderr, "mkindex: %s\n", err.msg);
