@@ -233,6 +233,44 @@ write_tools_follow_scope_and_read_only(void **state)
 }
 
 /*
+ * tools/list is what a client sees of the tools: every name, description and
+ * schema in tests/fixtures/mcpd_tools_list.json (the list as a token with the
+ * write scope gets it), JSON-equal, so moving the definitions changes nothing.
+ */
+static void
+tools_list_matches_the_fixture(void **state)
+{
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
+	struct mcp_server srv;
+	struct mb_err err = { 0 };
+	json_error_t je;
+	json_t *want, *got, *w, *g;
+	size_t i;
+
+	(void)state;
+	want = json_load_file(MB_FIXTURES "/mcpd_tools_list.json", 0, &je);
+	if (want == NULL)
+		fail_msg("fixture: line %d: %s", je.line, je.text);
+	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+	got = mcp_tools_list();
+	mcp_tools_write_list(&srv, got, true);
+	assert_int_equal(json_array_size(json_object_get(got, "tools")),
+	    json_array_size(json_object_get(want, "tools")));
+	json_array_foreach(json_object_get(want, "tools"), i, w) {
+		g = json_array_get(json_object_get(got, "tools"), i);
+		if (!json_equal(w, g)) {
+			char *a = json_dumps(w, JSON_SORT_KEYS), *b = json_dumps(g, JSON_SORT_KEYS);
+
+			fail_msg("tool %zu differs:\nwant %s\ngot  %s", i, a, b);
+		}
+	}
+	assert_true(json_equal(want, got));
+	json_decref(want);
+	json_decref(got);
+	mcp_server_release(&srv);
+}
+
+/*
  * A one-request syncd on a Unix socket: decodes what mcpd sends, as syncd
  * does, and answers with the length of "who" it received (a forked child).
  */
@@ -514,6 +552,7 @@ main(void)
 		cmocka_unit_test(json_text_repairs_bad_utf8),
 		cmocka_unit_test(depth_prescan_ignores_strings),
 		cmocka_unit_test(write_tools_follow_scope_and_read_only),
+		cmocka_unit_test(tools_list_matches_the_fixture),
 		cmocka_unit_test(json_dumps_matches_jansson),
 		cmocka_unit_test(search_orders_ties_by_date_then_id),
 	};
