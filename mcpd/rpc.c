@@ -159,6 +159,8 @@ static json_t *
 dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
     struct mcp_post *post, bool in_batch)
 {
+	const struct mcp_caller who = { .owner = post->owner, .may_write = post->may_write };
+	struct mb_err err = { 0 };
 	json_t *result = NULL;
 	int code = RPC_METHOD_NOT_FOUND;
 	const char *msg = "Method not found";
@@ -179,10 +181,8 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			/* one page only: any cursor is one we never issued */
 			code = RPC_INVALID_PARAMS;
 			msg = "invalid cursor";
-		} else {
-			result = mcp_tools_list();
-			mcp_tools_write_list(srv, result, post->may_write);
-		}
+		} else
+			result = mcp_tools_list(srv, &who);
 	} else if (strcmp(method, "tools/call") == 0) {
 		json_t *name = json_object_get(params, "name");
 		json_t *args = json_object_get(params, "arguments");
@@ -198,12 +198,11 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
 			    "rate limit: too many tool calls on this session; wait a second and retry",
 			    "isError", 1);
-		else if (mcp_tools_write_is(json_string_value(name)))
-			result = mcp_tools_write_call(srv, json_string_value(name),
-			    json_is_object(args) ? args : NULL, post->owner, post->may_write);
-		else
-			result = mcp_tools_call(srv, json_string_value(name),
-			    json_is_object(args) ? args : NULL, &code, &msg);
+		else if ((result = mcp_tools_call(srv, json_string_value(name),
+		    json_is_object(args) ? args : NULL, &who, &err)) == NULL) {
+			code = RPC_INVALID_PARAMS;	/* an unknown tool */
+			msg = err.msg;
+		}
 	} else if (strcmp(method, "resources/list") == 0)
 		result = mcp_resources_list(srv, params, &code, &msg);
 	else if (strcmp(method, "resources/templates/list") == 0)

@@ -79,6 +79,8 @@ mcp_server_init(struct mcp_server *srv, const struct mcp_config *conf, struct mb
 	sqlite_threading();
 	malloc_reuse();
 	memset(srv, 0, sizeof(*srv));
+	if (mcp_tools_load(err) == -1)	/* a broken mcpd/tools/<name>.json stops mcpd here */
+		return -1;
 	srv->conf = conf;
 	if (RAND_bytes(srv->cursor_key, sizeof(srv->cursor_key)) != 1)
 		return mb_err_set(err, MB_E_INTERNAL, "no random bytes for the cursor key");

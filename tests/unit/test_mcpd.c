@@ -2,7 +2,8 @@
  * mcpd's parts that need no HTTP: the session map (binding to the token
  * subject, eviction, rate limit), signed cursors, the fence around mail
  * text, JSON strings from bytes that are not UTF-8, the nesting pre-scan,
- * and the order of ranked search results where scores tie.
+ * the tool table (definitions, argument checks, error mapping) and the
+ * order of ranked search results where scores tie.
  */
 #include <ftw.h>
 #include <setjmp.h>
@@ -188,33 +189,32 @@ write_tools_follow_scope_and_read_only(void **state)
 	    .syncd_socket = (char *)"/nonexistent/syncd.sock" };
 	struct mcp_server srv;
 	struct mb_err err = { 0 };
+	const struct mcp_caller writer = { .may_write = true };
+	const struct mcp_caller reader = { .owner = "bob", .may_write = false };
 	json_t *l, *r;
 
 	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
-	l = mcp_tools_list();
-	mcp_tools_write_list(&srv, l, true);
+	l = mcp_tools_list(&srv, &writer);
 	assert_true(listed(l, "flag_message") && listed(l, "move_message") &&
 	    listed(l, "trash_message") && listed(l, "list_recent_writes"));
 	json_decref(l);
-	l = mcp_tools_list();
-	mcp_tools_write_list(&srv, l, false);	/* a token without mail.write */
+	l = mcp_tools_list(&srv, &reader);	/* a token without mail.write */
 	assert_false(listed(l, "flag_message") || listed(l, "move_message") ||
 	    listed(l, "trash_message"));
 	assert_true(listed(l, "list_recent_writes"));
 	json_decref(l);
 	/* and a call is refused without reaching syncd */
-	assert_true(mcp_tools_write_is("move_message"));
-	r = mcp_tools_write_call(&srv, "move_message", NULL, "bob", false);
+	assert_non_null(mcp_tools_find("move_message"));
+	r = mcp_tools_call(&srv, "move_message", NULL, &reader, &err);
 	assert_true(json_is_true(json_object_get(r, "isError")));
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
 	    json_object_get(r, "content"), 0), "text")), "write scope"));
 	json_decref(r);
 	conf.read_only = true;
-	l = mcp_tools_list();
-	mcp_tools_write_list(&srv, l, true);
+	l = mcp_tools_list(&srv, &writer);
 	assert_false(listed(l, "flag_message"));
 	json_decref(l);
-	r = mcp_tools_write_call(&srv, "flag_message", NULL, NULL, true);
+	r = mcp_tools_call(&srv, "flag_message", NULL, &writer, &err);
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
 	    json_object_get(r, "content"), 0), "text")), "read-only"));
 	json_decref(r);
@@ -223,7 +223,7 @@ write_tools_follow_scope_and_read_only(void **state)
 	{
 		json_t *a = json_pack("{s:i, s:[s]}", "id", 1, "add", "\\Draft");
 
-		r = mcp_tools_write_call(&srv, "flag_message", a, NULL, true);
+		r = mcp_tools_call(&srv, "flag_message", a, &writer, &err);
 		assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
 		    json_object_get(r, "content"), 0), "text")), "refused: \\Draft"));
 		json_decref(r);
@@ -252,8 +252,7 @@ tools_list_matches_the_fixture(void **state)
 	if (want == NULL)
 		fail_msg("fixture: line %d: %s", je.line, je.text);
 	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
-	got = mcp_tools_list();
-	mcp_tools_write_list(&srv, got, true);
+	got = mcp_tools_list(&srv, &(const struct mcp_caller){ .may_write = true });
 	assert_int_equal(json_array_size(json_object_get(got, "tools")),
 	    json_array_size(json_object_get(want, "tools")));
 	json_array_foreach(json_object_get(want, "tools"), i, w) {
@@ -268,6 +267,202 @@ tools_list_matches_the_fixture(void **state)
 	json_decref(want);
 	json_decref(got);
 	mcp_server_release(&srv);
+}
+
+/* The text of a CallToolResult's first content block. */
+static const char *
+result_text(json_t *r)
+{
+	return json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0),
+	    "text"));
+}
+
+/*
+ * Every embedded mcpd/tools/<name>.json parses, is named as its file, and
+ * has a handler in the table; the fence note is spliced into the
+ * descriptions that need it (docs/mcpd.md: adding a tool).
+ */
+static void
+every_tool_file_parses_and_names_a_handler(void **state)
+{
+	struct mb_err err = { 0 };
+	json_error_t je;
+
+	(void)state;
+	assert_int_equal(mcp_tools_load(&err), 0);
+	assert_true(mcp_tool_files_count >= 9);
+	for (unsigned i = 0; i < mcp_tool_files_count; i++) {
+		const struct mcp_tool_file *f = &mcp_tool_files[i];
+		json_t *def = json_loads(f->json, JSON_REJECT_DUPLICATES, &je);
+		const struct mcp_tool *t = mcp_tools_find(f->name);
+
+		if (def == NULL)
+			fail_msg("%s.json: line %d: %s", f->name, je.line, je.text);
+		assert_string_equal(json_string_value(json_object_get(def, "name")), f->name);
+		if (t == NULL || t->call == NULL)
+			fail_msg("%s.json: no handler in the tool table", f->name);
+		err = (struct mb_err){ 0 };
+		if (mcp_args_schema_ok(json_object_get(def, "inputSchema"), &err) == -1)
+			fail_msg("%s.json: %s", f->name, err.msg);
+		json_decref(def);
+	}
+	assert_null(mcp_tools_find("rm_rf"));
+	{
+		struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
+		struct mcp_server srv;
+		json_t *l, *t;
+		size_t i;
+
+		assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+		l = mcp_tools_list(&srv, &(const struct mcp_caller){ .may_write = true });
+		json_array_foreach(json_object_get(l, "tools"), i, t) {
+			const char *d = json_string_value(json_object_get(t, "description"));
+
+			assert_null(strstr(d, "@FENCE_NOTE@"));
+			if (strstr(d, "untrusted") != NULL)
+				assert_non_null(strstr(d, MCP_FENCE_NOTE));
+		}
+		json_decref(l);
+		mcp_server_release(&srv);
+	}
+}
+
+/* A schema that uses every keyword the checker understands. */
+static const char check_schema[] = "{\"type\":\"object\",\"properties\":{"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"slow\"]},"
+    "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"default\":3},"
+    "\"id\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Message id\"},"
+    "\"deep\":{\"type\":\"boolean\"},"
+    "\"to\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}}},"
+    "\"required\":[\"id\"],\"additionalProperties\":false}";
+
+/* Arguments are checked against the schema, with errors naming the argument. */
+static void
+arguments_are_checked_against_the_schema(void **state)
+{
+	static const struct { const char *args, *want; } bad[] = {
+		{ "{\"id\":1,\"colour\":\"red\"}", "unknown argument \"colour\"; this tool takes: "
+		    "mode, n, id, deep, to" },
+		{ "{}", "id is required (Message id)" },
+		{ "{\"id\":null}", "id is required" },
+		{ "{\"id\":\"abc\"}", "id must be an integer, got \"abc\"" },
+		{ "{\"id\":1.5}", "id must be an integer" },
+		{ "{\"id\":0}", "id must be between 1 and" },
+		{ "{\"id\":1,\"n\":11}", "n must be between 1 and 10, got 11" },
+		{ "{\"id\":1,\"mode\":\"warp\"}", "mode must be one of fast, slow, got \"warp\"" },
+		{ "{\"id\":1,\"mode\":7}", "mode must be a string" },
+		{ "{\"id\":1,\"deep\":\"yes\"}", "deep must be true or false" },
+		{ "{\"id\":1,\"to\":[\"a\",\"b\",\"c\"]}", "to must be an array of at most 2" },
+		{ "{\"id\":1,\"to\":\"a\"}", "to must be an array of at most 2" },
+		{ "{\"id\":1,\"to\":[\"a\",3]}", "to[1] must be a string" },
+	};
+	json_t *schema = json_loads(check_schema, 0, NULL), *args, *ok;
+	struct mb_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(mcp_args_schema_ok(schema, &err), 0);
+	for (size_t i = 0; i < MB_ARRAY_LEN(bad); i++) {
+		args = json_loads(bad[i].args, 0, NULL);
+		err = (struct mb_err){ 0 };
+		assert_null(mcp_args_check(schema, args, &err));
+		assert_int_equal(err.code, MB_E_INVALID);
+		if (strstr(err.msg, bad[i].want) == NULL)
+			fail_msg("%s: '%s', want '%s'", bad[i].args, err.msg, bad[i].want);
+		json_decref(args);
+	}
+	/* what the handler reads: integers as integers, null as absent, defaults */
+	args = json_loads("{\"id\":\"7\",\"mode\":\"slow\",\"deep\":null,\"to\":[\"a\"]}", 0,
+	    NULL);
+	ok = mcp_args_check(schema, args, &err);
+	assert_non_null(ok);
+	assert_int_equal(mcp_arg_int(ok, "id"), 7);
+	assert_int_equal(mcp_arg_int(ok, "n"), 3);
+	assert_string_equal(mcp_arg_str(ok, "mode"), "slow");
+	assert_null(json_object_get(ok, "deep"));
+	assert_int_equal(json_array_size(json_object_get(ok, "to")), 1);
+	json_decref(ok);
+	json_decref(args);
+	ok = mcp_args_check(schema, NULL, &err);	/* no arguments at all: id is required */
+	assert_null(ok);
+	json_decref(schema);
+}
+
+/* A schema the checker would not enforce stops mcpd at startup instead. */
+static void
+schemas_the_checker_cannot_enforce_are_refused(void **state)
+{
+	static const char *const unchecked[] = {
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\"}},"
+		    "\"additionalProperties\":false}",
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\","
+		    "\"pattern\":\"^a\"}},\"additionalProperties\":false}",
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\","
+		    "\"items\":{\"type\":\"integer\"}}},\"additionalProperties\":false}",
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}",
+		"{\"type\":\"object\",\"properties\":{},\"required\":[\"x\"],"
+		    "\"additionalProperties\":false}",
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\","
+		    "\"maximum\":\"ten\"}},\"additionalProperties\":false}",
+	};
+	struct mb_err err;
+
+	(void)state;
+	for (size_t i = 0; i < MB_ARRAY_LEN(unchecked); i++) {
+		json_t *s = json_loads(unchecked[i], 0, NULL);
+
+		err = (struct mb_err){ 0 };
+		if (mcp_args_schema_ok(s, &err) != -1)
+			fail_msg("accepted: %s", unchecked[i]);
+		assert_int_equal(err.code, MB_E_CONFIG);
+		json_decref(s);
+	}
+}
+
+/*
+ * The dispatcher: an unknown tool is a protocol error; bad arguments, a
+ * missing index and a lower layer's failure are tool errors, each with the
+ * text its class gives (an internal error's words stay in the log).
+ */
+static void
+tool_errors_are_mapped_once_at_the_dispatcher(void **state)
+{
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10,
+	    .index_path = (char *)"/nonexistent/index.db" };
+	const struct mcp_caller who = { 0 };
+	struct mcp_server srv;
+	struct mb_err err = { 0 };
+	json_t *a, *r;
+
+	(void)state;
+	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+	assert_null(mcp_tools_call(&srv, "rm_rf", NULL, &who, &err));
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	a = json_pack("{s:s, s:i}", "query", "x", "limit", 500);
+	r = mcp_tools_call(&srv, "search_messages", a, &who, &err);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_string_equal(result_text(r), "search_messages: limit must be between 1 and 50, "
+	    "got 500");
+	json_decref(r);
+	json_decref(a);
+	a = json_pack("{s:i}", "id", 1);
+	r = mcp_tools_call(&srv, "get_message", a, &who, &err);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(result_text(r), "temporarily unavailable: the mail index is not "
+	    "available right now"));
+	json_decref(r);
+	json_decref(a);
+	mcp_server_release(&srv);
+
+	err = (struct mb_err){ 0 };
+	mb_err_set(&err, MB_E_INTERNAL, "messages: disk I/O error at /srv/secret/index.db");
+	r = mcp_tool_failure("get_message", &err);
+	assert_string_equal(result_text(r), "internal error; see the server log");
+	json_decref(r);
+	err = (struct mb_err){ 0 };
+	mb_err_set(&err, MB_E_NOTFOUND, "%s", "");
+	r = mcp_tool_failure("get_message", &err);
+	assert_string_equal(result_text(r), "not found");
+	json_decref(r);
 }
 
 /*
@@ -333,7 +528,8 @@ long_subject_is_cut_for_the_audit_log(void **state)
 	pid = fake_syncd(path);
 	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
 	a = json_pack("{s:i, s:[s]}", "id", 1, "add", "\\Seen");
-	r = mcp_tools_write_call(&srv, "flag_message", a, sub, true);
+	r = mcp_tools_call(&srv, "flag_message", a,
+	    &(const struct mcp_caller){ .owner = sub, .may_write = true }, &err);
 	text = json_dumps(r, 0);
 	assert_non_null(strstr(text, "who has 255 bytes"));	/* not 256: the é stays whole */
 	free(text);
@@ -465,13 +661,13 @@ search_ids(struct mcp_server *srv, const char *query, int limit, int64_t *ids, s
 	do {
 		json_t *args = json_pack("{s:s, s:i}", "query", query, "limit", limit);
 		json_t *r, *sc, *h;
-		const char *msg;
+		struct mb_err err = { 0 };
 		size_t i;
-		int code = 0;
 
 		if (cursor)
 			json_object_set_new(args, "cursor", json_string(cursor));
-		r = mcp_tools_call(srv, "search_messages", args, &code, &msg);
+		r = mcp_tools_call(srv, "search_messages", args, &(const struct mcp_caller){ 0 },
+		    &err);
 		assert_non_null(r);
 		assert_false(json_is_true(json_object_get(r, "isError")));
 		sc = json_object_get(r, "structuredContent");
@@ -553,6 +749,10 @@ main(void)
 		cmocka_unit_test(depth_prescan_ignores_strings),
 		cmocka_unit_test(write_tools_follow_scope_and_read_only),
 		cmocka_unit_test(tools_list_matches_the_fixture),
+		cmocka_unit_test(every_tool_file_parses_and_names_a_handler),
+		cmocka_unit_test(arguments_are_checked_against_the_schema),
+		cmocka_unit_test(schemas_the_checker_cannot_enforce_are_refused),
+		cmocka_unit_test(tool_errors_are_mapped_once_at_the_dispatcher),
 		cmocka_unit_test(json_dumps_matches_jansson),
 		cmocka_unit_test(search_orders_ties_by_date_then_id),
 	};

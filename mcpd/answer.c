@@ -1,0 +1,142 @@
+/*
+ * What a tool answers: a text block for the model, with every string from
+ * mail inside the fence (fence.c), and the same facts as data in
+ * structuredContent; and the one place where a handler's struct mb_err
+ * becomes the tool error the client reads.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/log.h"
+#include "mailbox/msg.h"
+#include "mcpd.h"
+
+void
+mcp_answer_init(struct mcp_answer *a)
+{
+	mb_buf_init(&a->text, 8u << 20);
+	a->data = json_object();
+	mcp_fence_nonce(a->nonce);
+}
+
+json_t *
+mcp_answer_result(struct mcp_answer *a)
+{
+	json_t *r = json_pack("{s:[{s:s, s:s%}], s:o, s:b}", "content", "type", "text", "text",
+	    a->text.data, a->text.len, "structuredContent", a->data, "isError", 0);
+
+	mb_buf_release(&a->text);
+	a->data = NULL;
+	return r;
+}
+
+void
+mcp_answer_release(struct mcp_answer *a)
+{
+	mb_buf_release(&a->text);
+	json_decref(a->data);
+	a->data = NULL;
+}
+
+json_t *
+mcp_tool_error(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
+	    "isError", 1);
+}
+
+json_t *
+mcp_tool_failure(const char *tool, const struct mb_err *err)
+{
+	switch (err->code) {
+	case MB_E_INVALID:
+	case MB_E_AUTH:
+		return mcp_tool_error("%s", err->msg);
+	case MB_E_NOTFOUND:
+		return mcp_tool_error("%s", err->msg[0] ? err->msg : "not found");
+	case MB_E_TEMP:
+		/* the handler's text is for the client (whether to retry, too: a write
+		 * may have happened); the cause is logged where it was met */
+		return mcp_tool_error("temporarily unavailable%s%s", err->msg[0] ? ": " :
+		    ", retry later", err->msg);
+	default:
+		/* SQLite's and the library's words, paths included, stay in the log */
+		mb_log_error("%s: %s: %s", tool, mb_errcode_name(err->code),
+		    err->msg[0] ? err->msg : "failed without a message");
+		return mcp_tool_error("internal error; see the server log");
+	}
+}
+
+json_t *
+mcp_index_unavailable(struct mb_err *err)
+{
+	mb_log_warnx("index unavailable: %s", err->msg);
+	mb_err_clear(err);
+	mb_err_set(err, MB_E_TEMP, "the mail index is not available right now (it may not "
+	    "have been built yet); try again later");
+	return NULL;
+}
+
+void
+mcp_iso_date(int64_t t, char out[32])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (gmtime_r(&tt, &tm) == NULL || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, 32, "%lld", (long long)t);
+}
+
+json_t *
+mcp_flag_list(unsigned flags)
+{
+	json_t *a = json_array();
+
+	if (flags & MB_FLAG_SEEN)
+		json_array_append_new(a, json_string("seen"));
+	else
+		json_array_append_new(a, json_string("unread"));
+	if (flags & MB_FLAG_ANSWERED)
+		json_array_append_new(a, json_string("answered"));
+	if (flags & MB_FLAG_FLAGGED)
+		json_array_append_new(a, json_string("flagged"));
+	if (flags & MB_FLAG_DELETED)
+		json_array_append_new(a, json_string("deleted"));
+	if (flags & MB_FLAG_DRAFT)
+		json_array_append_new(a, json_string("draft"));
+	return a;
+}
+
+void
+mcp_add_flags_text(struct mb_buf *b, json_t *flags)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(flags, i, f)
+		mb_buf_addf(b, "%s%s", i ? ", " : "", json_string_value(f));
+}
+
+void
+mcp_add_fenced_fields(struct mcp_answer *a, json_t *obj, const char *const *keys,
+    const char *const *labels, size_t n)
+{
+	struct mb_buf inner = MB_BUF_INIT(8u << 20);
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_object_get(obj, keys[i]);
+
+		if (json_is_string(v))
+			mb_buf_addf(&inner, "%s: %s\n", labels[i], json_string_value(v));
+	}
+	mcp_fence_add(&a->text, a->nonce, inner.data, inner.len);
+	mb_buf_release(&inner);
+}
