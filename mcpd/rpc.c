@@ -195,9 +195,8 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			msg = "tools/call params.arguments must be an object";
 		} else if (post->session_id != NULL &&
 		    !mcp_session_allow(srv->sessions, post->session_id, post->owner))
-			result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-			    "rate limit: too many tool calls on this session; wait a second and retry",
-			    "isError", 1);
+			result = mcp_tool_error("rate limit: too many tool calls on this session; "
+			    "wait a second and retry");
 		else if ((result = mcp_tools_call(srv, json_string_value(name),
 		    json_is_object(args) ? args : NULL, &who, &err)) == NULL) {
 			code = RPC_INVALID_PARAMS;	/* an unknown tool */
