@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -17,42 +15,14 @@
 #include "mailbox/util.h"
 #include "mcpd.h"
 
-#define MCP_INDEX_MMAP	"4294967296"	/* 4 GiB of address space at most */
-
-/* One pool thread's connection and its prepared statements. */
-#define STMT_CACHE	24
-struct thread_db {
-	struct mb_index	*idx;
-	struct {
-		const char	*sql;	/* identity: the static string's address */
-		sqlite3_stmt	*st;
-	} cache[STMT_CACHE];
-};
+#define MCP_INDEX_MMAP	(INT64_C(4) << 30)	/* 4 GiB of address space at most */
 
 static void
-close_thread_db(void *p)
+close_thread_index(void *p)
 {
-	struct thread_db *t = p;
+	struct mb_index *idx = p;
 
-	for (size_t i = 0; i < STMT_CACHE; i++)
-		sqlite3_finalize(t->cache[i].st);
-	mb_index_close(&t->idx);
-	free(t);
-}
-
-/*
- * Before SQLite's first use (it fails harmlessly after): each pool thread has
- * its own connection and never lends it, so SQLite's serialized mode
- * (Debian's default: a mutex around every call on a connection) and its
- * allocation statistics (a global mutex around every malloc) only cost:
- * 5-15% of a search's CPU, measured.  Multi-thread mode keeps SQLite's own shared
- * state locked.
- */
-static void
-sqlite_threading(void)
-{
-	(void)sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
-	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	mb_index_close(&idx);
 }
 
 /*
@@ -76,7 +46,8 @@ malloc_reuse(void)
 int
 mcp_server_init(struct mcp_server *srv, const struct mcp_config *conf, struct mb_err *err)
 {
-	sqlite_threading();
+	/* each pool thread has its own handle and never lends it */
+	mb_index_per_thread_handles();
 	malloc_reuse();
 	memset(srv, 0, sizeof(*srv));
 	if (mcp_tools_load(err) == -1)	/* a broken mcpd/tools/<name>.json stops mcpd here */
@@ -84,7 +55,7 @@ mcp_server_init(struct mcp_server *srv, const struct mcp_config *conf, struct mb
 	srv->conf = conf;
 	if (RAND_bytes(srv->cursor_key, sizeof(srv->cursor_key)) != 1)
 		return mb_err_set(err, MB_E_INTERNAL, "no random bytes for the cursor key");
-	if (pthread_key_create(&srv->idx_key, close_thread_db) != 0)
+	if (pthread_key_create(&srv->idx_key, close_thread_index) != 0)
 		return mb_err_set(err, MB_E_INTERNAL, "pthread_key_create failed");
 	srv->sessions = mcp_sessions_new(conf->max_sessions);
 	mcp_sessions_set_rate(srv->sessions, conf->rate);
@@ -103,74 +74,53 @@ mcp_server_release(struct mcp_server *srv)
 struct mb_index *
 mcp_server_index(struct mcp_server *srv, struct mb_err *err)
 {
-	struct thread_db *t = pthread_getspecific(srv->idx_key);
+	struct mb_index *idx = pthread_getspecific(srv->idx_key);
+	struct mb_err ignored = { 0 };
 
-	if (t != NULL)
-		return t->idx;
-	t = mb_xcalloc(1, sizeof(*t));
-	if (mb_index_open(srv->conf->index_path, MB_INDEX_RO, &t->idx, err) == -1) {
-		free(t);
+	if (idx != NULL)
+		return idx;
+	if (mb_index_open(srv->conf->index_path, MB_INDEX_RO, &idx, err) == -1)
 		return NULL;
-	}
 	/*
 	 * Read the index through a shared mapping rather than pread() into each
 	 * thread's page cache: searches touch many pages once (doclists, bodies
 	 * for excerpts), and the copies were a quarter of a search's CPU.  The
 	 * mapped pages are the kernel's page cache, shared and reclaimable, not
-	 * the process's own memory (RssFile, not RssAnon).
+	 * the process's own memory (RssFile, not RssAnon).  Without it reads
+	 * still work, only slower.
 	 */
-	sqlite3_exec(mb_index_db(t->idx), "PRAGMA mmap_size = " MCP_INDEX_MMAP, NULL, NULL, NULL);
-	pthread_setspecific(srv->idx_key, t);
-	return t->idx;
+	(void)mb_index_set_mmap(idx, MCP_INDEX_MMAP, &ignored);
+	pthread_setspecific(srv->idx_key, idx);
+	return idx;
 }
 
-sqlite3_stmt *
+struct sqlite3_stmt *
 mcp_server_stmt(struct mcp_server *srv, const char *sql)
 {
-	struct thread_db *t = pthread_getspecific(srv->idx_key);
-	sqlite3_stmt *st = NULL;
-	size_t i;
+	struct mb_index *idx = pthread_getspecific(srv->idx_key);
+	struct mb_err err = { 0 };
+	struct sqlite3_stmt *st;
 
-	if (MB_NEVER(t == NULL))
+	if (MB_NEVER(idx == NULL))
 		return NULL;
-	for (i = 0; i < STMT_CACHE && t->cache[i].sql != NULL; i++)
-		if (t->cache[i].sql == sql) {
-			sqlite3_reset(t->cache[i].st);
-			sqlite3_clear_bindings(t->cache[i].st);
-			return t->cache[i].st;
-		}
-	if (sqlite3_prepare_v3(mb_index_db(t->idx), sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
-	    NULL) != SQLITE_OK) {
-		mb_log_error("prepare: %s", sqlite3_errmsg(mb_index_db(t->idx)));
-		return NULL;
-	}
-	if (i < STMT_CACHE) {
-		t->cache[i].sql = sql;
-		t->cache[i].st = st;
-		return st;
-	}
-	/* MB_NEVER: the cache holds every statement mcpd has; leak-free fallback */
-	mb_log_error("statement cache full");
-	sqlite3_finalize(st);
-	return NULL;
+	if ((st = mb_index_stmt(idx, sql, &err)) == NULL)
+		mb_log_error("%s", err.msg);
+	return st;
 }
 
 void
-mcp_server_stmt_done(sqlite3_stmt *st)
+mcp_server_stmt_done(struct sqlite3_stmt *st)
 {
-	if (st != NULL) {
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-	}
+	mb_index_stmt_done(st);
 }
 
 void
 mcp_server_close_index(struct mcp_server *srv)
 {
-	struct thread_db *t = pthread_getspecific(srv->idx_key);
+	struct mb_index *idx = pthread_getspecific(srv->idx_key);
 
-	if (t != NULL) {
+	if (idx != NULL) {
 		pthread_setspecific(srv->idx_key, NULL);
-		close_thread_db(t);
+		mb_index_close(&idx);
 	}
 }

@@ -43,6 +43,36 @@ void	mb_index_close(struct mb_index **idxp);	/* NULL-safe; sets *idxp = NULL */
 /* The connection, borrowed: valid until mb_index_close(). */
 struct sqlite3	*mb_index_db(struct mb_index *idx);
 
+/*
+ * A prepared statement for sql on idx, for a caller whose SQL has not moved
+ * into libmailbox yet (it goes with mb_index_db()).  sql must be a static
+ * string: the handle caches the statement by its address until
+ * mb_index_close().  Borrowed, reset and with no bindings: never finalize
+ * it, hand it back with mb_index_stmt_done() after the last step (which
+ * resets it and clears its bindings).  NULL with err when it cannot be
+ * prepared.
+ */
+struct sqlite3_stmt;
+struct sqlite3_stmt	*mb_index_stmt(struct mb_index *idx, const char *sql,
+	    struct mb_err *err);
+void	mb_index_stmt_done(struct sqlite3_stmt *st);	/* NULL-safe */
+
+/*
+ * For a reader that gives each thread its own handles and never lends one
+ * to another thread (mcpd): SQLite's multi-thread mode, no allocation
+ * statistics.  Call before the first mb_index_open() of the process; later
+ * calls do nothing.
+ */
+void	mb_index_per_thread_handles(void);
+
+/*
+ * Read idx through a shared mapping of at most max_bytes (PRAGMA mmap_size)
+ * instead of pread() into the connection's page cache.  For mcpd: searches
+ * touch many pages once, and copying them was a quarter of a search's CPU;
+ * mapped pages are the kernel's page cache, shared and reclaimable.
+ */
+int	mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err);
+
 /* The highest applied migration, and the highest this code knows. */
 int	mb_index_schema_version(struct mb_index *idx, int *version_r, struct mb_err *err);
 int	mb_index_code_schema_version(void);

@@ -60,6 +60,18 @@ void	mb_query_init(struct mb_query *q);
  */
 int	mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb_err *err);
 
+/*
+ * Narrow q to mail whose sender (the from_text column: name and address)
+ * contains value (len bytes, any bytes) as a phrase: the structured "from"
+ * of a search, one more term of q's MATCH expression, built as the query
+ * text from:"value" would build it (a '"' in value separates words).  Its
+ * words are not highlighted in excerpts.  Returns 0, or -1 with err
+ * (MB_E_INVALID, in words a model can act on) when value holds nothing
+ * searchable or is too long; q is unchanged then.
+ */
+int	mb_query_and_from(struct mb_query *q, const char *value, size_t len,
+	    struct mb_err *err);
+
 /* True when q has neither text terms nor any filter. */
 bool	mb_query_empty(const struct mb_query *q);
 

@@ -52,11 +52,18 @@ enum idx_stmt {
 	IDX_STMT_COUNT
 };
 
+/* Statements cached by the address of their SQL (idx_stmt_sql): the reader's. */
+#define IDX_SQL_CACHE	32
+
 struct mb_index {
 	sqlite3			*db;
 	enum mb_index_mode	 mode;
 	char			*path;	/* owned */
 	sqlite3_stmt		*stmts[IDX_STMT_COUNT];
+	struct {
+		const char	*sql;	/* identity: the static string's address */
+		sqlite3_stmt	*st;
+	} by_sql[IDX_SQL_CACHE];
 };
 
 /*
@@ -66,6 +73,15 @@ struct mb_index {
  */
 sqlite3_stmt	*idx_stmt(struct mb_index *idx, enum idx_stmt id, struct mb_err *err);
 void		 idx_stmt_done(sqlite3_stmt *st);
+
+/*
+ * The same for a statement whose SQL lives beside the code that runs it
+ * (index_search.c, index_read.c: each statement's reasoning stays next to
+ * its text): sql must be a static string, the cache is keyed by its address.
+ * Prepared on first use, kept until mb_index_close().  NULL with err when
+ * it cannot be prepared or the cache (IDX_SQL_CACHE) is full.
+ */
+sqlite3_stmt	*idx_stmt_sql(struct mb_index *idx, const char *sql, struct mb_err *err);
 
 /* Sets err from the connection's last error ("index: <what>: <sqlite msg>"), returns -1. */
 int	idx_sqlerr(struct mb_index *idx, int rc, const char *what, struct mb_err *err);
@@ -87,6 +103,13 @@ int	idx_unit_end(struct mb_index *idx, struct idx_unit *u, bool ok, struct mb_er
 
 /* Bind a C string or NULL (SQLITE_STATIC: it must outlive the step). */
 int	idx_bind_text(sqlite3_stmt *st, int col, const char *s);
+
+/*
+ * A copy of column col of the current row, every byte of it (NUL-terminated
+ * beyond that), or NULL when the value is NULL; *len_r (may be NULL) its
+ * length.  The caller free(3)s it.
+ */
+char	*idx_col_text(sqlite3_stmt *st, int col, size_t *len_r);
 
 /*
  * Thread id of message m (index_threads.c): joins the thread of every id it

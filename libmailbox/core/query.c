@@ -718,3 +718,62 @@ mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t 
 		return -1;
 	return 0;
 }
+
+/*
+ * The from filter is one phrase term of the from_text column, built and
+ * rendered like a from:"..." term of the query text, then ANDed to what q
+ * already matches.  Its words are not added to q->hl: the excerpt shows
+ * where the query's own words are in the body, never the sender.
+ */
+int
+mb_query_and_from(struct mb_query *q, const char *value, size_t len, struct mb_err *err)
+{
+	struct mb_buf clean = MB_BUF_INIT(MB_QUERY_MAX_LEN * 3 + 16);
+	struct mb_buf out = MB_BUF_INIT(64 * 1024);
+	const char *name, *column;
+	struct q_state *st;
+	int rc = -1;
+
+	/* measured as the query text from:"value" it stands for (7 bytes more) */
+	if (len + 7 > MB_QUERY_MAX_LEN)
+		return mb_err_set(err, MB_E_INVALID, "from must contain a name or an address: "
+		    "query too long (%zu bytes; at most %d): keep the few most distinctive words",
+		    len + 7, MB_QUERY_MAX_LEN);
+	(void)field_lookup("from", 4, &name, &column);
+	st = mb_xcalloc(1, sizeof(*st));
+	/* a quote would end the phrase in query text: here it separates words too */
+	for (size_t i = 0; i < len; i++)
+		if (mb_buf_addc(&out, value[i] == '"' ? ' ' : value[i]) == -1)
+			goto nospace;
+	if (sanitize(out.data, out.len, &clean) == -1)
+		goto nospace;
+	mb_buf_reset(&out);
+	if (add_term(st, column, clean.data, clean.len, false, false, err) == -1)
+		goto out;
+	if (st->n == 0) {
+		mb_err_set(err, MB_E_INVALID, "from must contain a name or an address");
+		goto out;
+	}
+	if (q->match != NULL && mb_buf_addf(&out, "(%s) AND ", q->match) == -1)
+		goto nospace;
+	if (render(st, &out) == -1)
+		goto nospace;
+	if (q->match != NULL && (q->column == NULL || strcmp(q->column, column) != 0))
+		q->column = NULL;	/* the terms are in more than one column */
+	else
+		q->column = column;
+	free(q->match);
+	q->match = mb_buf_detach(&out, NULL);
+	q->n_terms++;
+	rc = 0;
+	goto out;
+nospace:
+	mb_err_set(err, MB_E_INTERNAL, "query: out of buffer space");
+out:
+	for (size_t i = 0; i < st->n; i++)
+		free(st->terms[i].text);
+	free(st);
+	mb_buf_release(&clean);
+	mb_buf_release(&out);
+	return rc;
+}

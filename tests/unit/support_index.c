@@ -1,3 +1,5 @@
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,4 +30,19 @@ mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid, const struct mb_
 	if (mb_index_upsert(idx, &row, NULL, &err) == -1)
 		mb_fatalx("test index: %s", err.msg);
 	mb_msg_free(&m);
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+void
+mb_test_rmtree(const char *dir)
+{
+	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }

@@ -24,4 +24,7 @@ struct mb_test_msg {
 void	mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid,
 	    const struct mb_test_msg *t);
 
+/* Remove dir and everything under it (a test index's mkdtemp directory). */
+void	mb_test_rmtree(const char *dir);
+
 #endif

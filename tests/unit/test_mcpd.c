@@ -2,10 +2,11 @@
  * mcpd's parts that need no HTTP: the session map (binding to the token
  * subject, eviction, rate limit), signed cursors, the fence around mail
  * text, JSON strings from bytes that are not UTF-8, the nesting pre-scan,
- * the tool table (definitions, argument checks, error mapping) and the
- * order of ranked search results where scores tie.
+ * the tool table (definitions, argument checks, error mapping), and
+ * search_messages' own part of a search: cursors over the engine's pages
+ * and the note that the ranking was bounded (the engine itself is
+ * tests/unit/test_index_search.c's).
  */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include "mailbox/index.h"
 #include "mailbox/ipc.h"
 #include "mailbox/log.h"
+#include "mailbox/search.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
 #include "support_index.h"
@@ -641,15 +643,6 @@ json_dumps_matches_jansson(void **state)
 	assert_null(mcp_json_dumps(NULL));
 }
 
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
 /* The ids of every page of search_messages(query) at limit, in order. */
 static void
 search_ids(struct mcp_server *srv, const char *query, int limit, int64_t *ids, size_t *n_r)
@@ -682,44 +675,88 @@ search_ids(struct mcp_server *srv, const char *query, int limit, int64_t *ids, s
 	} while (cursor != NULL);
 }
 
-/*
- * Equal scores come newest first, undated last, then by id, highest first,
- * on every page: the search sorts the scores itself and reads dates only
- * for ties, so the order at each page boundary is checked.
- */
-static void
-search_orders_ties_by_date_then_id(void **state)
+/* search_messages(args) (borrowed): the result, which the caller frees. */
+static json_t *
+search_call(struct mcp_server *srv, json_t *args)
 {
-	/* ids 1..9 in insert order; the same text scores the same */
+	struct mb_err err = { 0 };
+	json_t *r = mcp_tools_call(srv, "search_messages", args, &(const struct mcp_caller){ 0 },
+	    &err);
+
+	assert_non_null(r);
+	return r;
+}
+
+/* A server over a fresh index in dir (mkdtemp) holding n messages from make(i). */
+static void
+search_fixture(struct mcp_server *srv, struct mcp_config *conf, char dir[64], char path[96],
+    size_t n, void (*make)(size_t i, struct mb_test_msg *t))
+{
+	struct mb_index *idx = NULL;
+	struct mb_err err = { 0 };
+	int64_t folder;
+
+	snprintf(dir, 64, "/tmp/test_mcpd.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, 96, "%s/index.db", dir);
+	if (mb_index_open(path, MB_INDEX_RW, &idx, &err) == -1 ||
+	    mb_index_folder_ensure(idx, "INBOX", NULL, &folder, &err) == -1 ||
+	    mb_index_begin(idx, &err) == -1)
+		fail_msg("index: %s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		struct mb_test_msg t = { 0 };
+
+		make(i, &t);
+		mb_test_put(idx, folder, (uint32_t)i + 1, &t);
+	}
+	if (mb_index_commit(idx, &err) == -1)
+		fail_msg("index: %s", err.msg);
+	mb_index_close(&idx);
+	conf->index_path = path;
+	assert_int_equal(mcp_server_init(srv, conf, &err), 0);
+}
+
+static void
+search_fixture_done(struct mcp_server *srv, const char *dir)
+{
+	mcp_server_close_index(srv);
+	mcp_server_release(srv);
+	mb_test_rmtree(dir);
+}
+
+/* ids 1..9: the same text, so the same score; the order is the engine's
+ * (tests/unit/test_index_search.c pins it) */
+static void
+tied_notes(size_t i, struct mb_test_msg *t)
+{
 	static const struct { const char *subject; int64_t date; } msgs[] = {
 		{ "note", 1700000000 }, { "note", 1700000300 }, { "note", 0 },
 		{ "zebra note", 1600000000 }, { "note", 1700000300 }, { "note", 1700000100 },
 		{ "note", 0 }, { "note", 1700000300 }, { "note", 1700000200 },
 	};
+
+	t->subject = msgs[i].subject;
+	t->body = "zebra crossing";
+	t->date = msgs[i].date;
+}
+
+/*
+ * next_cursor carries the search on where the page ended, at every page
+ * size, and is refused by another search.
+ */
+static void
+search_cursor_pages_through_every_hit(void **state)
+{
 	static const int64_t want[] = { 4, 8, 5, 2, 9, 6, 1, 7, 3 };
 	struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
 	char dir[64], path[96];
 	struct mcp_server srv;
-	struct mb_index *idx = NULL;
-	struct mb_err err = { 0 };
-	int64_t folder, ids[32];
+	int64_t ids[32];
 	size_t n;
+	json_t *args, *r, *sc;
 
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/test_mcpd.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/index.db", dir);
-	if (mb_index_open(path, MB_INDEX_RW, &idx, &err) == -1 ||
-	    mb_index_folder_ensure(idx, "INBOX", NULL, &folder, &err) == -1)
-		fail_msg("index: %s", err.msg);
-	for (size_t i = 0; i < MB_ARRAY_LEN(msgs); i++) {
-		struct mb_test_msg t = { .subject = msgs[i].subject, .body = "zebra crossing",
-		    .date = msgs[i].date };
-
-		mb_test_put(idx, folder, (uint32_t)i + 1, &t);
-	}
-	conf.index_path = path;
-	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
+	search_fixture(&srv, &conf, dir, path, MB_ARRAY_LEN(want), tied_notes);
 	for (int limit = 1; limit <= 9; limit++) {
 		search_ids(&srv, "zebra", limit, ids, &n);
 		assert_int_equal(n, MB_ARRAY_LEN(want));
@@ -728,10 +765,65 @@ search_orders_ties_by_date_then_id(void **state)
 				fail_msg("limit %d: position %zu is id %lld, want %lld", limit, i,
 				    (long long)ids[i], (long long)want[i]);
 	}
-	mcp_server_close_index(&srv);
-	mcp_server_release(&srv);
-	mb_index_close(&idx);
-	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	args = json_pack("{s:s, s:i}", "query", "zebra", "limit", 2);
+	r = search_call(&srv, args);
+	sc = json_object_get(r, "structuredContent");
+	assert_true(json_is_string(json_object_get(sc, "next_cursor")));
+	json_object_set_new(args, "cursor", json_incref(json_object_get(sc, "next_cursor")));
+	json_object_set_new(args, "query", json_string("crossing"));
+	json_decref(r);
+	r = search_call(&srv, args);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text")), "belongs to a different search"));
+	json_decref(r);
+	json_decref(args);
+	search_fixture_done(&srv, dir);
+}
+
+/* 600 messages with one word, some in the subject */
+static void
+kayak_trips(size_t i, struct mb_test_msg *t)
+{
+	static const char *const subjects[] = { "kayak", "paddle" };
+
+	t->subject = subjects[i % 10 != 0];
+	t->body = i < 300 ? "kayak trip" : "kayak trip notes";
+	t->date = 1700000000 + (int64_t)i;
+}
+
+/* More matches than the ranking window: the answer says so, in both forms. */
+static void
+search_answer_says_when_ranking_was_bounded(void **state)
+{
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
+	char dir[64], path[96];
+	struct mcp_server srv;
+	json_t *args, *r, *sc;
+	const char *text;
+
+	(void)state;
+	search_fixture(&srv, &conf, dir, path, MB_SEARCH_RANK_CAP + 100, kayak_trips);
+	args = json_pack("{s:s, s:i}", "query", "kayak", "limit", 20);
+	r = search_call(&srv, args);
+	sc = json_object_get(r, "structuredContent");
+	assert_int_equal(json_integer_value(json_object_get(sc, "ranked_newest")),
+	    MB_SEARCH_RANK_CAP);
+	assert_int_equal(json_array_size(json_object_get(sc, "results")), 20);
+	text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0),
+	    "text"));
+	assert_non_null(strstr(text, "only the newest 500 matches were ranked"));
+	json_decref(r);
+	json_decref(args);
+	/* fewer matches than the window: no such note */
+	args = json_pack("{s:s, s:i}", "query", "notes", "limit", 20);
+	r = search_call(&srv, args);
+	sc = json_object_get(r, "structuredContent");
+	assert_null(json_object_get(sc, "ranked_newest"));
+	assert_int_equal(json_array_size(json_object_get(sc, "results")), 20);
+	json_decref(r);
+	json_decref(args);
+	search_fixture_done(&srv, dir);
 }
 
 int
@@ -754,7 +846,8 @@ main(void)
 		cmocka_unit_test(schemas_the_checker_cannot_enforce_are_refused),
 		cmocka_unit_test(tool_errors_are_mapped_once_at_the_dispatcher),
 		cmocka_unit_test(json_dumps_matches_jansson),
-		cmocka_unit_test(search_orders_ties_by_date_then_id),
+		cmocka_unit_test(search_cursor_pages_through_every_hit),
+		cmocka_unit_test(search_answer_says_when_ranking_was_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,100 @@
+/*
+ * The search engine (libmailbox/core/index_search.c): a compiled query
+ * (mailbox/query.h) in, one page of hits out, as plain C data.  Text terms
+ * are ranked with BM25 (subject over sender over recipients over body), ties
+ * newest first then highest id, over at most the newest MB_SEARCH_RANK_CAP
+ * matches; a query of filters alone lists its mail newest first.  Each hit
+ * carries a snippet with the matched words in **bold**.  docs/mcpd.md,
+ * "Performance", says why it is built the way it is.
+ */
+#ifndef MAILBOX_SEARCH_H
+#define MAILBOX_SEARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mailbox/err.h"
+
+#define MB_SEARCH_MAX_LIMIT	50	/* hits per page at most */
+#define MB_SEARCH_RANK_CAP	500	/* matches ranked, newest first, at least */
+
+struct mb_index;
+struct mb_query;
+
+/*
+ * The structured filters of a search, beside its query text: each narrows
+ * the query, never widens it.  All borrowed; NULL or "" means not given.
+ */
+struct mb_search_filters {
+	const char	*folder;	/* exact folder name */
+	const char	*from;		/* a name or an address the sender must contain */
+	const char	*since;		/* YYYY-MM-DD (UTC), inclusive */
+	const char	*until;		/* YYYY-MM-DD (UTC), inclusive */
+};
+
+/*
+ * Narrow q (compiled, or just initialised) by f.  Returns 0, or -1 with err
+ * (MB_E_INVALID, naming the argument, in words a model can act on): a bad
+ * date, a folder other than the query's folder:, a from with nothing
+ * searchable.  q is the caller's to release either way.
+ */
+int	mb_search_narrow(struct mb_query *q, const struct mb_search_filters *f,
+	    struct mb_err *err);
+
+/*
+ * A hash of everything in q that selects and orders hits (not the page):
+ * a cursor made for one search carries it, so it is refused by another.
+ * Stable for the life of the process only.
+ */
+uint64_t	mb_search_hash(const struct mb_query *q);
+
+/* One hit.  Strings are owned by the page; NULL where the index has none. */
+struct mb_search_hit {
+	int64_t		 id;
+	char		*folder;
+	bool		 has_date;
+	int64_t		 date;		/* unix seconds, when has_date */
+	char		*from;		/* the From header as displayed */
+	char		*to;		/* the recipients, as displayed */
+	char		*subject;
+	unsigned	 flags;		/* enum mb_flag bits */
+	int64_t		 attachment_count;
+	int64_t		 thread_id;
+	/*
+	 * Where the query's words are, marked **like this** (cut with "…"),
+	 * or for a query of filters alone the start of the body.  Not NUL-free
+	 * in general: snippet_len bytes.  "" when there is none; NULL when
+	 * FTS5's snippet() gave none.
+	 */
+	char		*snippet;
+	size_t		 snippet_len;
+};
+
+/* One page of a search; mb_search_page_release() frees what it holds. */
+struct mb_search_page {
+	struct mb_search_hit	*hits;	/* owned; n of them, best first */
+	size_t		 n;
+	bool		 more;		/* a next page exists; it starts at next_offset */
+	int64_t		 next_offset;	/* past the ids read, even if one was deleted since */
+	/*
+	 * More matches than the ranking window: only the newest
+	 * MB_SEARCH_RANK_CAP (or, on deep pages, the newest page end plus a
+	 * margin) were ranked.
+	 */
+	bool		 capped;
+};
+
+/*
+ * Hits [offset, offset + limit) of q (not empty: mb_query_empty() false) on
+ * idx, in one read transaction.  limit is 1..MB_SEARCH_MAX_LIMIT.  Returns
+ * 0 with *page filled (the caller releases it, also after -1), or -1 with
+ * err: MB_E_NOTFOUND when q names a folder that does not exist,
+ * MB_E_INVALID for a bad limit or offset, else the index's error.
+ */
+int	mb_search_run(struct mb_index *idx, const struct mb_query *q, int64_t offset,
+	    size_t limit, struct mb_search_page *page, struct mb_err *err);
+
+void	mb_search_page_release(struct mb_search_page *page);	/* page becomes empty */
+
+#endif

@@ -1,0 +1,359 @@
+/*
+ * The reader's views of the index (include/mailbox/read.h): a message, a
+ * thread page, the folders with counts, the newest messages.  Statements
+ * are cached on the handle (idx_stmt_sql); values reach SQLite by binds.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+#include "mailbox/read.h"
+#include "mailbox/utf8.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+static const char message_sql[] =
+	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
+	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
+	"m.body, m.body_truncated, m.headers_only "
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
+
+static const char attachments_sql[] =
+	"SELECT filename, mime_type, size, is_inline FROM attachments WHERE message_id = ?1 "
+	"ORDER BY ordinal";
+
+static const char thread_of_sql[] =
+	"SELECT thread_id, (SELECT count(*) FROM messages AS t WHERE t.thread_id = m.thread_id) "
+	"FROM messages AS m WHERE id = ?1";
+
+static const char thread_sql[] =
+	"SELECT m.id, f.name, m.date, m.from_text, m.subject, substr(m.body, 1, ?2) "
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE m.thread_id = ?1 ORDER BY m.date IS NULL, m.date, m.id LIMIT ?3 OFFSET ?4";
+
+static const char folders_sql[] =
+	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0) "
+	"FROM folders AS f LEFT JOIN messages AS m ON m.folder_id = f.id "
+	"GROUP BY f.id ORDER BY f.name";
+
+static const char recent_sql[] =
+	"SELECT id, subject, date FROM messages ORDER BY date DESC, id DESC LIMIT ?1 OFFSET ?2";
+
+/*
+ * Byte offset of character nchars in s (len bytes).  Counted from the first
+ * byte whatever it is, so a stray continuation byte at the start counts as
+ * a character of its own (mb_utf8_offset() would skip it): a page then
+ * always starts where the previous one ended, also in a malformed body, and
+ * its length agrees with mb_utf8_count().
+ */
+static size_t
+page_offset(const char *s, size_t len, size_t nchars)
+{
+	size_t i = 0;
+
+	while (i < len && nchars > 0) {
+		i++;
+		while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
+			i++;
+		nchars--;
+	}
+	return i;
+}
+
+/* ---- a message */
+
+static void
+message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t cap)
+{
+	const char *body = (const char *)sqlite3_column_text(st, 14);
+	size_t blen = (size_t)sqlite3_column_bytes(st, 14), start, end;
+
+	m->id = sqlite3_column_int64(st, 0);
+	m->folder = idx_col_text(st, 1, NULL);
+	m->folder_role = idx_col_text(st, 2, NULL);
+	m->thread_id = sqlite3_column_int64(st, 3);
+	m->message_id = idx_col_text(st, 4, NULL);
+	m->in_reply_to = idx_col_text(st, 5, NULL);
+	m->has_date = sqlite3_column_type(st, 6) != SQLITE_NULL;
+	m->date = sqlite3_column_int64(st, 6);
+	m->from = idx_col_text(st, 7, NULL);
+	m->recipients = idx_col_text(st, 8, NULL);
+	m->to_json = idx_col_text(st, 9, NULL);
+	m->cc_json = idx_col_text(st, 10, NULL);
+	m->subject = idx_col_text(st, 11, NULL);
+	m->flags = (unsigned)sqlite3_column_int(st, 12);
+	m->list_id = idx_col_text(st, 13, NULL);
+	m->body_truncated = sqlite3_column_int(st, 15) != 0;
+	m->headers_only = sqlite3_column_int(st, 16) != 0;
+	if (body == NULL) {
+		body = "";
+		blen = 0;
+	}
+	m->body_chars = mb_utf8_count(body, blen);
+	start = page_offset(body, blen, offset);
+	end = start + page_offset(body + start, blen - start, cap);
+	m->body = mb_xmalloc(end - start + 1);
+	memcpy(m->body, body + start, end - start);
+	m->body[end - start] = '\0';
+	m->body_len = end - start;
+	m->more = end < blen;
+	m->next_offset = m->more ? (int64_t)(offset + mb_utf8_count(body + start, end - start)) : 0;
+}
+
+static int
+attachments_fill(struct mb_index *idx, struct mb_read_message *m, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, attachments_sql, err);
+	size_t cap = 0;
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, m->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct mb_read_attachment *a;
+
+		if (m->n_atts == cap) {
+			cap = cap ? 2 * cap : 4;
+			m->atts = mb_xrealloc(m->atts, cap * sizeof(*m->atts));
+		}
+		a = &m->atts[m->n_atts++];
+		a->name = idx_col_text(st, 0, NULL);
+		a->type = idx_col_text(st, 1, NULL);
+		a->size = sqlite3_column_int64(st, 2);
+		a->is_inline = sqlite3_column_int(st, 3) != 0;
+	}
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "message: attachments", err);
+	mb_index_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
+mb_read_message(struct mb_index *idx, int64_t id, size_t offset, size_t page_chars,
+    struct mb_read_message *m, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	if ((st = idx_stmt_sql(idx, message_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		message_fill(m, st, offset, page_chars);
+	else if (rc == SQLITE_DONE)
+		mb_err_set(err, MB_E_NOTFOUND, "index: no message with id %lld", (long long)id);
+	else
+		idx_sqlerr(idx, rc, "message", err);
+	mb_index_stmt_done(st);
+	if (rc != SQLITE_ROW)
+		return -1;
+	if (attachments_fill(idx, m, err) == -1) {
+		mb_read_message_release(m);
+		return -1;
+	}
+	return 0;
+}
+
+void
+mb_read_message_release(struct mb_read_message *m)
+{
+	free(m->folder);
+	free(m->folder_role);
+	free(m->message_id);
+	free(m->in_reply_to);
+	free(m->from);
+	free(m->recipients);
+	free(m->to_json);
+	free(m->cc_json);
+	free(m->subject);
+	free(m->list_id);
+	free(m->body);
+	for (size_t i = 0; i < m->n_atts; i++) {
+		free(m->atts[i].name);
+		free(m->atts[i].type);
+	}
+	free(m->atts);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- a thread */
+
+int
+mb_read_thread(struct mb_index *idx, int64_t id, int64_t offset, size_t limit,
+    size_t preview_chars, struct mb_read_thread *t, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if ((st = idx_stmt_sql(idx, thread_of_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		t->thread_id = sqlite3_column_int64(st, 0);
+		t->total = sqlite3_column_int64(st, 1);
+	} else if (rc == SQLITE_DONE)
+		mb_err_set(err, MB_E_NOTFOUND, "index: no message with id %lld", (long long)id);
+	else
+		idx_sqlerr(idx, rc, "thread", err);
+	mb_index_stmt_done(st);
+	if (rc != SQLITE_ROW)
+		return -1;
+	if ((st = idx_stmt_sql(idx, thread_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, t->thread_id);
+	sqlite3_bind_int64(st, 2, (int64_t)preview_chars);
+	sqlite3_bind_int64(st, 3, (int64_t)limit);
+	sqlite3_bind_int64(st, 4, offset);
+	t->items = mb_xcalloc(limit ? limit : 1, sizeof(*t->items));
+	while (t->n < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct mb_read_thread_item *it = &t->items[t->n++];
+
+		it->id = sqlite3_column_int64(st, 0);
+		it->folder = idx_col_text(st, 1, NULL);
+		it->has_date = sqlite3_column_type(st, 2) != SQLITE_NULL;
+		it->date = sqlite3_column_int64(st, 2);
+		it->from = idx_col_text(st, 3, NULL);
+		it->subject = idx_col_text(st, 4, NULL);
+		it->preview = idx_col_text(st, 5, NULL);
+	}
+	if (t->n == limit && limit > 0)
+		rc = SQLITE_DONE;	/* LIMIT ?3: nothing more to step */
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "thread", err);
+	mb_index_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		mb_read_thread_release(t);
+		return -1;
+	}
+	return 0;
+}
+
+void
+mb_read_thread_release(struct mb_read_thread *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->items[i].folder);
+		free(t->items[i].from);
+		free(t->items[i].subject);
+		free(t->items[i].preview);
+	}
+	free(t->items);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- the folders */
+
+int
+mb_read_folders(struct mb_index *idx, struct mb_read_folder **list_r, size_t *n_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, folders_sql, err);
+	struct mb_read_folder *list = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	*list_r = NULL;
+	*n_r = 0;
+	if (st == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct mb_read_folder *f;
+
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			list = mb_xrealloc(list, cap * sizeof(*list));
+		}
+		f = &list[n++];
+		f->name = idx_col_text(st, 0, NULL);
+		f->role = idx_col_text(st, 1, NULL);
+		f->last_sync = sqlite3_column_int64(st, 2);
+		f->messages = sqlite3_column_int64(st, 3);
+		f->unread = sqlite3_column_int64(st, 4);
+	}
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "folders", err);
+	mb_index_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		mb_read_folders_free(&list, n);
+		return -1;
+	}
+	*list_r = list;
+	*n_r = n;
+	return 0;
+}
+
+void
+mb_read_folders_free(struct mb_read_folder **listp, size_t n)
+{
+	struct mb_read_folder *list = *listp;
+
+	for (size_t i = 0; list != NULL && i < n; i++) {
+		free(list[i].name);
+		free(list[i].role);
+	}
+	free(list);
+	*listp = NULL;
+}
+
+/* ---- the newest messages */
+
+int
+mb_read_recent(struct mb_index *idx, int64_t offset, size_t limit,
+    struct mb_read_recent **list_r, size_t *n_r, bool *more_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, recent_sql, err);
+	struct mb_read_recent *list;
+	size_t n = 0;
+	int rc;
+
+	*list_r = NULL;
+	*n_r = 0;
+	*more_r = false;
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, (int64_t)limit + 1);	/* one more: is there a next page? */
+	sqlite3_bind_int64(st, 2, offset);
+	list = mb_xcalloc(limit ? limit : 1, sizeof(*list));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == limit) {
+			*more_r = true;
+			rc = SQLITE_DONE;
+			break;
+		}
+		list[n].id = sqlite3_column_int64(st, 0);
+		list[n].subject = idx_col_text(st, 1, NULL);
+		n++;
+	}
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "recent", err);
+	mb_index_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		mb_read_recent_free(&list, n);
+		*more_r = false;
+		return -1;
+	}
+	*list_r = list;
+	*n_r = n;
+	return 0;
+}
+
+void
+mb_read_recent_free(struct mb_read_recent **listp, size_t n)
+{
+	struct mb_read_recent *list = *listp;
+
+	for (size_t i = 0; list != NULL && i < n; i++)
+		free(list[i].subject);
+	free(list);
+	*listp = NULL;
+}

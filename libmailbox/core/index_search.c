@@ -1,0 +1,631 @@
+/*
+ * The search engine (include/mailbox/search.h): ranking, the ranking window,
+ * ties, paging and snippets over the index.  Every statement is cached on
+ * the handle (idx_stmt_sql) and every value reaches SQLite through a bind.
+ * docs/mcpd.md, "Performance", has the measurements behind the choices.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/index.h"
+#include "mailbox/query.h"
+#include "mailbox/search.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+/*
+ * Ranked search, in one pass over the matches.  BM25 scores every match it
+ * is asked to, so a word in thousands of messages would cost milliseconds
+ * however few rows are returned; the ranking is therefore bounded to the
+ * newest matches.  The statement walks the matches newest first by rowid
+ * (filters applied; FTS5 reads its doclists in that order, no sort), scores
+ * each with bm25() and stops after the cap (?10); the scores are then sorted
+ * here.  With fewer matches than the cap everything is ranked; past it the
+ * answer says that only the newest matches were ranked.  Column statistics
+ * for BM25 (IDF, average lengths) still come from the whole index.
+ *
+ * This replaced two statements -- a walk for the rowid of the cap-th newest
+ * match, then FTS5's "ORDER BY rank" above that rowid -- which read the
+ * doclists twice (for a prefix term, merged them twice) and made FTS5
+ * prepare and run a sorting statement of its own on every search.
+ *
+ * The order is score, then date (newest first), then id (highest first).
+ * Only ties need the date: the statement without filters reads FTS5 alone,
+ * and dates are read afterwards for the tie groups that touch the page
+ * (rank_break_ties), so messages is read only for the page's rows.
+ */
+#define SEARCH_TIE_WINDOW	64
+/* Subject over sender over recipients over body (bm25 column weights). */
+#define RANK_BM25		"mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0)"
+static const char search_sql_rank[] =
+	"SELECT messages_fts.rowid, " RANK_BM25 ", m.date "
+	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 "
+	"AND (?2 IS NULL OR m.folder_id = ?2) "
+	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
+	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
+	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
+/* The same without filters: FTS5 alone (a join would read a messages row
+ * for every match, which for a common word cost more than the scoring). */
+static const char search_sql_rank_nf[] =
+	"SELECT rowid, " RANK_BM25 " FROM messages_fts WHERE messages_fts MATCH ?1 "
+	"ORDER BY rowid DESC LIMIT ?10";
+static const char date_sql[] = "SELECT date FROM messages WHERE id = ?1";
+
+static const char search_sql_filter[] =
+	"SELECT m.id FROM messages AS m "
+	"WHERE (?2 IS NULL OR m.folder_id = ?2) "
+	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
+	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
+	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * The same with a date bound: "?3 IS NULL OR m.date >= ?3" hides the range
+ * from the planner, which then walks messages_date from the newest message
+ * down (40,000 entries for after:2002-09-01 at 100,000 messages).  Here the
+ * open end is bound to the extreme value (search_filtered) and the index is
+ * searched by range.  Same rows: with either bound set, a NULL date already
+ * failed the test (and INT64_MAX is never a real date).
+ */
+static const char search_sql_filter_dated[] =
+	"SELECT m.id FROM messages AS m "
+	"WHERE (?2 IS NULL OR m.folder_id = ?2) AND m.date >= ?3 AND m.date < ?4 "
+	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
+	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * One search reads in one transaction: a single snapshot for all its
+ * statements (ids, rows and snippets agree), and one WAL read lock instead of
+ * one per statement step -- a page is some 25 statements.
+ */
+static const char begin_sql[] = "BEGIN";
+static const char commit_sql[] = "COMMIT";
+
+static const char hit_sql[] =
+	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
+	"m.attachment_count, m.thread_id, m.body FROM messages AS m "
+	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
+
+#define EXCERPT_CHARS	160	/* about what snippet() gives for 16 tokens */
+
+/*
+ * Snippets for the returned rows only, in one FTS5 query (?2..?51: the ids;
+ * ?52, ?53: the lowest and highest; ?54: the column, see snippet_column).
+ * The ids are tested with "+rowid IN": a plain "rowid IN" is handed to FTS5
+ * as one lookup per id, each of which reads the doclists again (for a prefix
+ * term, merges them: 20 merges a page, 85 ms at 100,000 messages).  FTS5
+ * walks the matches between the lowest and the highest id once instead, and
+ * snippet() runs for the listed rows only.
+ */
+static const char snippet_sql[] =
+	"SELECT rowid, snippet(messages_fts, ?54, '**', '**', '…', 16) FROM messages_fts "
+	"WHERE messages_fts MATCH ?1 AND rowid >= ?52 AND rowid <= ?53 AND +rowid IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19"
+	", ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35"
+	", ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51)";
+
+static const char preview_sql[] =
+	"SELECT substr(body, 1, 200) FROM messages WHERE id = ?1";
+
+/* ---- the query's filters and hash */
+
+int
+mb_search_narrow(struct mb_query *q, const struct mb_search_filters *f, struct mb_err *err)
+{
+	int64_t t;
+
+	if (f->folder && *f->folder) {
+		if (q->folder && strcmp(q->folder, f->folder) != 0)
+			return mb_err_set(err, MB_E_INVALID, "the folder argument and folder: in the "
+			    "query differ; give one folder");
+		if (!q->folder)
+			q->folder = mb_xstrdup(f->folder);
+	}
+	if (f->since && *f->since) {
+		if (mb_query_parse_date(f->since, strlen(f->since), &t) == -1)
+			return mb_err_set(err, MB_E_INVALID,
+			    "since must be a date written YYYY-MM-DD, got \"%.40s\"", f->since);
+		if (t > q->since)
+			q->since = t;
+	}
+	if (f->until && *f->until) {
+		if (mb_query_parse_date(f->until, strlen(f->until), &t) == -1)
+			return mb_err_set(err, MB_E_INVALID,
+			    "until must be a date written YYYY-MM-DD, got \"%.40s\"", f->until);
+		t += 86400;	/* until is inclusive: before the next day */
+		if (t < q->until)
+			q->until = t;
+	}
+	if (f->from && *f->from)
+		return mb_query_and_from(q, f->from, strlen(f->from), err);
+	return 0;
+}
+
+static uint64_t
+fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *u = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= u[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+uint64_t
+mb_search_hash(const struct mb_query *q)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (q->match)
+		h = fnv1a(h, q->match, strlen(q->match) + 1);
+	h = fnv1a(h, "|", 1);
+	if (q->folder)
+		h = fnv1a(h, q->folder, strlen(q->folder) + 1);
+	h = fnv1a(h, &q->since, sizeof(q->since));
+	h = fnv1a(h, &q->until, sizeof(q->until));
+	h = fnv1a(h, &q->flags_set, sizeof(q->flags_set));
+	h = fnv1a(h, &q->flags_clear, sizeof(q->flags_clear));
+	h = fnv1a(h, &q->has_attachment, sizeof(q->has_attachment));
+	return h;
+}
+
+/* ---- which ids: ranked, or filters alone */
+
+/* Bind the query text and the filters (?1-?7) shared by the search statements. */
+static void
+bind_filters(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id)
+{
+	if (q->match)
+		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+	if (q->folder)
+		sqlite3_bind_int64(st, 2, folder_id);
+	if (q->since != INT64_MIN)
+		sqlite3_bind_int64(st, 3, q->since);
+	if (q->until != INT64_MAX)
+		sqlite3_bind_int64(st, 4, q->until);
+	sqlite3_bind_int64(st, 5, q->flags_set);
+	sqlite3_bind_int64(st, 6, q->flags_clear);
+	if (q->has_attachment >= 0)
+		sqlite3_bind_int(st, 7, q->has_attachment);
+}
+
+/* One match of a ranked search. */
+struct ranked {
+	int64_t	id;
+	double	score;		/* bm25(): lower is better */
+	int64_t	date;
+	int	date_state;	/* enum below: dates are read for ties only */
+};
+enum { RANK_DATE_UNREAD, RANK_DATE_SET, RANK_DATE_NULL };
+
+/*
+ * The order of "ORDER BY score, date DESC, id DESC" (SQLite puts NULL dates
+ * last).  Unread dates compare equal: rank_break_ties() reads them wherever
+ * two rows of one score meet on the page.
+ */
+static int
+ranked_cmp(const void *pa, const void *pb)
+{
+	const struct ranked *a = pa, *b = pb;
+
+	if (a->score != b->score)
+		return a->score < b->score ? -1 : 1;
+	if (a->date_state != b->date_state)
+		return a->date_state < b->date_state ? -1 : 1;
+	if (a->date_state == RANK_DATE_SET && a->date != b->date)
+		return a->date > b->date ? -1 : 1;
+	if (a->id != b->id)
+		return a->id > b->id ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Step st (a bound search_sql_rank statement) to the end and collect its
+ * rows; with_date: column 2 is the date.  *rows_r is the caller's to free(3),
+ * also when this returns an error (the step's result code).
+ */
+static int
+rank_collect(sqlite3_stmt *st, bool with_date, struct ranked **rows_r, size_t *n_r)
+{
+	struct ranked *rows = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct ranked *r;
+
+		if (n == cap) {
+			cap = cap ? 2 * cap : MB_SEARCH_RANK_CAP;
+			rows = mb_xrealloc(rows, cap * sizeof(*rows));
+		}
+		r = &rows[n++];
+		r->id = sqlite3_column_int64(st, 0);
+		r->score = sqlite3_column_double(st, 1);
+		r->date = 0;
+		r->date_state = RANK_DATE_UNREAD;
+		if (with_date) {
+			r->date_state = sqlite3_column_type(st, 2) == SQLITE_NULL ? RANK_DATE_NULL :
+			    RANK_DATE_SET;
+			r->date = sqlite3_column_int64(st, 2);
+		}
+	}
+	*rows_r = rows;
+	*n_r = n;
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * rows (n, sorted by ranked_cmp) may hold unread dates: put [lo, hi) in the
+ * full order.  The range is widened to whole groups of equal scores, the
+ * dates of the rows in such a group are read, and the range re-sorted.  A
+ * page rarely has a tie, so this usually reads nothing.
+ */
+static int
+rank_break_ties(struct mb_index *idx, struct ranked *rows, size_t n, size_t lo, size_t hi,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = SQLITE_ROW;
+
+	if (lo >= hi)
+		return 0;
+	while (lo > 0 && rows[lo - 1].score == rows[lo].score)
+		lo--;
+	while (hi < n && rows[hi].score == rows[hi - 1].score)
+		hi++;
+	for (size_t i = lo; i < hi; i++) {
+		bool tie = (i > lo && rows[i - 1].score == rows[i].score) ||
+		    (i + 1 < hi && rows[i + 1].score == rows[i].score);
+
+		if (!tie || rows[i].date_state != RANK_DATE_UNREAD)
+			continue;
+		if (st == NULL && (st = idx_stmt_sql(idx, date_sql, err)) == NULL)
+			return -1;
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, rows[i].id);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			rows[i].date_state = sqlite3_column_type(st, 0) == SQLITE_NULL ?
+			    RANK_DATE_NULL : RANK_DATE_SET;
+			rows[i].date = sqlite3_column_int64(st, 0);
+		} else if (rc == SQLITE_DONE)	/* no row: the page skips it as deleted */
+			rows[i].date_state = RANK_DATE_NULL;
+		else
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		idx_sqlerr(idx, rc, "search: dates", err);
+		idx_stmt_done(st);
+		return -1;
+	}
+	idx_stmt_done(st);
+	qsort(rows + lo, hi - lo, sizeof(*rows), ranked_cmp);
+	return 0;
+}
+
+/* The ids of one page of a search. */
+struct search_ids {
+	int64_t	ids[MB_SEARCH_MAX_LIMIT];
+	size_t	n;
+	bool	more;		/* a next page exists */
+	bool	capped;		/* more matches than the cap: only the newest were ranked */
+};
+
+/*
+ * A ranked page: the matches at [offset, offset + limit) of the ranked set.
+ * The cap is at least the page end plus SEARCH_TIE_WINDOW rows, so paging
+ * past it widens it and deep pages stay consistent.
+ */
+static int
+search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    bool filtered, int64_t offset, size_t limit, struct search_ids *pg, struct mb_err *err)
+{
+	int64_t window = offset + (int64_t)limit + 1 + SEARCH_TIE_WINDOW;
+	int64_t cap = window > MB_SEARCH_RANK_CAP ? window : MB_SEARCH_RANK_CAP;
+	struct ranked *rows = NULL;
+	sqlite3_stmt *st;
+	size_t n = 0, lo, hi;
+	int rc;
+
+	st = idx_stmt_sql(idx, filtered ? search_sql_rank : search_sql_rank_nf, err);
+	if (st == NULL)
+		return -1;
+	bind_filters(st, q, folder_id);
+	sqlite3_bind_int64(st, 10, cap);
+	rc = rank_collect(st, filtered, &rows, &n);
+	if (rc != SQLITE_OK) {
+		idx_sqlerr(idx, rc, "search: rank", err);
+		mb_index_stmt_done(st);
+		free(rows);
+		return -1;
+	}
+	mb_index_stmt_done(st);
+	if (n > 0)	/* rows is NULL without a match */
+		qsort(rows, n, sizeof(*rows), ranked_cmp);
+	lo = (uint64_t)offset < n ? (size_t)offset : n;
+	hi = n - lo > limit ? lo + limit : n;
+	if (rank_break_ties(idx, rows, n, lo, hi, err) == -1) {
+		free(rows);
+		return -1;
+	}
+	for (size_t i = lo; i < hi; i++)
+		pg->ids[pg->n++] = rows[i].id;
+	pg->more = n > hi;
+	pg->capped = (int64_t)n == cap;
+	free(rows);
+	return 0;
+}
+
+/* A page of a query of filters alone, newest first. */
+static int
+search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    int64_t offset, size_t limit, struct search_ids *pg, struct mb_err *err)
+{
+	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
+	sqlite3_stmt *st = idx_stmt_sql(idx, dated ? search_sql_filter_dated :
+	    search_sql_filter, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	bind_filters(st, q, folder_id);
+	if (dated) {	/* both ends bound: see search_sql_filter_dated */
+		sqlite3_bind_int64(st, 3, q->since);
+		sqlite3_bind_int64(st, 4, q->until);
+	}
+	sqlite3_bind_int64(st, 8, (int64_t)limit + 1);
+	sqlite3_bind_int64(st, 9, offset);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (pg->n == limit) {
+			pg->more = true;
+			rc = SQLITE_DONE;
+			break;
+		}
+		pg->ids[pg->n++] = sqlite3_column_int64(st, 0);
+	}
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "search: filter", err);
+	mb_index_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* ---- the page's rows and snippets */
+
+/*
+ * snippet()'s column argument for q.  -1 (the best column) tokenizes every
+ * column of the row, the body too, only to score the columns that have no
+ * hit at zero; when every positive term is restricted to one column
+ * (subject:, from:, to:, body:) the hits can only be there, and naming it
+ * gives the same snippet for a fraction of the work (0.1 instead of 0.5 ms a
+ * page for subject:money).
+ */
+static int
+snippet_column(const struct mb_query *q)
+{
+	static const char *const columns[] = { "subject", "from_text", "recipients", "body" };
+
+	for (size_t i = 0; q->column != NULL && i < MB_ARRAY_LEN(columns); i++)
+		if (strcmp(q->column, columns[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* A hit from a hit_sql row, with an empty snippet. */
+static void
+hit_fill(struct mb_search_hit *h, sqlite3_stmt *st, int64_t id)
+{
+	h->id = id;
+	h->folder = idx_col_text(st, 1, NULL);
+	h->has_date = sqlite3_column_type(st, 2) != SQLITE_NULL;
+	h->date = sqlite3_column_int64(st, 2);
+	h->from = idx_col_text(st, 3, NULL);
+	h->to = idx_col_text(st, 4, NULL);
+	h->subject = idx_col_text(st, 5, NULL);
+	h->flags = (unsigned)sqlite3_column_int(st, 6);
+	h->attachment_count = sqlite3_column_int64(st, 7);
+	h->thread_id = sqlite3_column_int64(st, 8);
+	h->snippet = mb_xstrdup("");
+	h->snippet_len = 0;
+}
+
+static void
+hit_set_snippet(struct mb_search_hit *h, char *s, size_t len)
+{
+	free(h->snippet);
+	h->snippet = s;
+	h->snippet_len = len;
+}
+
+/*
+ * The hits of the page, in order, into page (a message deleted since the
+ * ids were read is skipped).  Snippets: the cheap excerpt when a query word
+ * is literally in the body; FTS5's snippet() for the rest, in one query for
+ * them all; a filter-only query shows the start of the body.
+ */
+static int
+search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_ids *pg,
+    struct mb_search_page *page, struct mb_err *err)
+{
+	sqlite3_stmt *hit, *snip;
+	int64_t need[MB_SEARCH_MAX_LIMIT];
+	size_t n_need = 0;
+	int rc = SQLITE_DONE;
+
+	if ((hit = idx_stmt_sql(idx, hit_sql, err)) == NULL)
+		return -1;
+	if ((snip = idx_stmt_sql(idx, q->match ? snippet_sql : preview_sql, err)) == NULL) {
+		mb_index_stmt_done(hit);
+		return -1;
+	}
+	page->hits = mb_xcalloc(pg->n ? pg->n : 1, sizeof(*page->hits));
+	for (size_t i = 0; i < pg->n; i++) {
+		struct mb_search_hit *h;
+
+		sqlite3_reset(hit);
+		sqlite3_bind_int64(hit, 1, pg->ids[i]);
+		if (sqlite3_step(hit) != SQLITE_ROW)
+			continue;	/* deleted between the two reads */
+		h = &page->hits[page->n++];
+		hit_fill(h, hit, pg->ids[i]);
+		if (q->match) {
+			struct mb_buf ex = MB_BUF_INIT(4096);
+			const char *body = (const char *)sqlite3_column_text(hit, 9);
+			size_t len;
+
+			if (body != NULL && mb_query_excerpt(q, body,
+			    (size_t)sqlite3_column_bytes(hit, 9), EXCERPT_CHARS, &ex) == 0) {
+				char *s = mb_buf_detach(&ex, &len);
+
+				hit_set_snippet(h, s ? s : mb_xstrdup(""), len);
+			} else
+				need[n_need++] = pg->ids[i];
+			mb_buf_release(&ex);
+		} else {
+			sqlite3_reset(snip);
+			sqlite3_bind_int64(snip, 1, pg->ids[i]);
+			if (sqlite3_step(snip) == SQLITE_ROW &&
+			    sqlite3_column_type(snip, 0) != SQLITE_NULL) {
+				size_t len;
+				char *s = idx_col_text(snip, 0, &len);
+
+				hit_set_snippet(h, s, len);
+			}
+		}
+	}
+	if (q->match && n_need > 0) {
+		int64_t lo = need[0], hi = need[0];
+
+		sqlite3_bind_text(snip, 1, q->match, -1, SQLITE_STATIC);
+		for (size_t i = 0; i < n_need; i++) {
+			sqlite3_bind_int64(snip, (int)i + 2, need[i]);
+			lo = need[i] < lo ? need[i] : lo;
+			hi = need[i] > hi ? need[i] : hi;
+		}
+		sqlite3_bind_int64(snip, 52, lo);
+		sqlite3_bind_int64(snip, 53, hi);
+		sqlite3_bind_int(snip, 54, snippet_column(q));
+		while ((rc = sqlite3_step(snip)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(snip, 0);
+
+			for (size_t i = 0; i < page->n; i++)
+				if (page->hits[i].id == id) {
+					size_t len;
+					char *s = idx_col_text(snip, 1, &len);
+
+					hit_set_snippet(&page->hits[i], s, len);
+				}
+		}
+		if (rc != SQLITE_DONE)
+			idx_sqlerr(idx, rc, "search: snippets", err);
+	}
+	mb_index_stmt_done(hit);
+	mb_index_stmt_done(snip);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* ---- one search */
+
+/* Step one of the transaction statements. */
+static int
+txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, sql, err);
+	mb_index_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The folder's id into *id_r; MB_E_NOTFOUND when there is none. */
+static int
+folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
+{
+	struct mb_folder_state fs;
+
+	if (mb_index_folder_get(idx, name, &fs, err) == -1)
+		return -1;
+	*id_r = fs.id;
+	mb_folder_state_release(&fs);
+	return 0;
+}
+
+static int
+search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, size_t limit,
+    struct mb_search_page *page, struct mb_err *err)
+{
+	struct search_ids pg = { .n = 0 };
+	int64_t fid = 0;
+	bool filtered;
+
+	if (q->folder && folder_id(idx, q->folder, &fid, err) == -1)
+		return -1;
+	filtered = q->folder || q->since != INT64_MIN || q->until != INT64_MAX || q->flags_set ||
+	    q->flags_clear || q->has_attachment >= 0;
+	if ((q->match ? search_ranked(idx, q, fid, filtered, offset, limit, &pg, err) :
+	    search_filtered(idx, q, fid, offset, limit, &pg, err)) == -1)
+		return -1;
+	if (search_hits(idx, q, &pg, page, err) == -1)
+		return -1;
+	page->more = pg.more;
+	page->next_offset = offset + (int64_t)pg.n;
+	page->capped = pg.capped;
+	return 0;
+}
+
+int
+mb_search_run(struct mb_index *idx, const struct mb_query *q, int64_t offset, size_t limit,
+    struct mb_search_page *page, struct mb_err *err)
+{
+	struct mb_err ignored = { 0 };
+	int rc;
+
+	memset(page, 0, sizeof(*page));
+	if (limit < 1 || limit > MB_SEARCH_MAX_LIMIT)
+		return mb_err_set(err, MB_E_INVALID, "limit must be between 1 and %d",
+		    MB_SEARCH_MAX_LIMIT);
+	if (offset < 0 || offset > INT64_MAX / 2)
+		return mb_err_set(err, MB_E_INVALID, "offset out of range");
+	if (MB_NEVER(mb_query_empty(q)))
+		return mb_err_set(err, MB_E_INVALID, "nothing to search for");
+	/* a COMMIT that failed would leave the connection in the transaction */
+	if (!sqlite3_get_autocommit(idx->db))
+		(void)txn_step(idx, commit_sql, &ignored);
+	if (txn_step(idx, begin_sql, err) == -1)
+		return -1;
+	rc = search_in_txn(idx, q, offset, limit, page, err);
+	/* a read transaction: failing to end it loses nothing (retried above) */
+	(void)txn_step(idx, commit_sql, &ignored);
+	return rc;
+}
+
+void
+mb_search_page_release(struct mb_search_page *page)
+{
+	for (size_t i = 0; i < page->n; i++) {
+		struct mb_search_hit *h = &page->hits[i];
+
+		free(h->folder);
+		free(h->from);
+		free(h->to);
+		free(h->subject);
+		free(h->snippet);
+	}
+	free(page->hits);
+	memset(page, 0, sizeof(*page));
+}

@@ -1,0 +1,550 @@
+/*
+ * The search engine (mailbox/search.h) without HTTP: ranking (subject over
+ * body), ties newest first then by id on every page, the structured
+ * filters and their errors, paging, snippets (the excerpt, FTS5's snippet()
+ * for stemmed words, the body's start for filters alone), the newest-500
+ * ranking window, CJK words, and the cursor hash.  Each test builds a small
+ * index with mb_index_upsert (support_index.c) and reads it read-only, as
+ * mcpd does.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mailbox/index.h"
+#include "mailbox/msg.h"
+#include "mailbox/query.h"
+#include "mailbox/search.h"
+#include "mailbox/util.h"
+#include "support_index.h"
+
+#define DAY	86400
+#define T0	1700000000	/* 2023-11-14T22:13:20Z */
+
+struct fx {
+	char		 dir[64];
+	char		 path[96];
+	struct mb_index	*rw;
+	struct mb_index	*ro;
+	int64_t		 inbox, archive;
+};
+
+static int
+setup(void **state)
+{
+	struct fx *f = mb_xcalloc(1, sizeof(*f));
+	struct mb_err err = { 0 };
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_index_search.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/index.db", f->dir);
+	if (mb_index_open(f->path, MB_INDEX_RW, &f->rw, &err) == -1 ||
+	    mb_index_folder_ensure(f->rw, "INBOX", NULL, &f->inbox, &err) == -1 ||
+	    mb_index_folder_ensure(f->rw, "Archive", NULL, &f->archive, &err) == -1)
+		fail_msg("index: %s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	mb_index_close(&f->ro);
+	mb_index_close(&f->rw);
+	mb_test_rmtree(f->dir);
+	free(f);
+	return 0;
+}
+
+/* The reader's handle, opened once the test's mail is in. */
+static struct mb_index *
+reader(struct fx *f)
+{
+	struct mb_err err = { 0 };
+
+	if (f->ro == NULL && mb_index_open(f->path, MB_INDEX_RO, &f->ro, &err) == -1)
+		fail_msg("open read-only: %s", err.msg);
+	return f->ro;
+}
+
+/* Compile text and narrow it by filt (may be NULL); fails the test on an error. */
+static void
+compile(struct mb_query *q, const char *text, const struct mb_search_filters *filt)
+{
+	struct mb_err err = { 0 };
+
+	mb_query_init(q);
+	if (mb_query_compile(text, strlen(text), q, &err) == -1 ||
+	    (filt != NULL && mb_search_narrow(q, filt, &err) == -1))
+		fail_msg("query \"%s\": %s", text, err.msg);
+}
+
+/* One page of text (narrowed by filt) at offset; fails the test on an error. */
+static void
+page_of(struct fx *f, const char *text, const struct mb_search_filters *filt, int64_t offset,
+    size_t limit, struct mb_search_page *pg)
+{
+	struct mb_query q;
+	struct mb_err err = { 0 };
+
+	compile(&q, text, filt);
+	if (mb_search_run(reader(f), &q, offset, limit, pg, &err) == -1)
+		fail_msg("search \"%s\": %s", text, err.msg);
+	mb_query_release(&q);
+}
+
+/* The ids of every page of text at limit, following next_offset. */
+static size_t
+all_ids(struct fx *f, const char *text, const struct mb_search_filters *filt, size_t limit,
+    int64_t *ids, size_t max)
+{
+	struct mb_search_page pg;
+	int64_t offset = 0;
+	size_t n = 0;
+	bool more;
+
+	do {
+		page_of(f, text, filt, offset, limit, &pg);
+		assert_true(pg.n <= limit);
+		for (size_t i = 0; i < pg.n; i++) {
+			assert_true(n < max);
+			ids[n++] = pg.hits[i].id;
+		}
+		more = pg.more;
+		assert_true(!more || pg.n == limit);	/* only the last page is short */
+		assert_int_equal(pg.next_offset, offset + (int64_t)pg.n);
+		offset = pg.next_offset;
+		mb_search_page_release(&pg);
+	} while (more);
+	return n;
+}
+
+static void
+expect_ids(struct fx *f, const char *text, const struct mb_search_filters *filt,
+    const int64_t *want, size_t n_want)
+{
+	int64_t ids[64];
+	size_t n = all_ids(f, text, filt, MB_SEARCH_MAX_LIMIT, ids, MB_ARRAY_LEN(ids));
+
+	if (n != n_want)
+		fail_msg("\"%s\": %zu hits, want %zu", text, n, n_want);
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] != want[i])
+			fail_msg("\"%s\": position %zu is id %lld, want %lld", text, i,
+			    (long long)ids[i], (long long)want[i]);
+}
+
+static void
+put(struct fx *f, int64_t folder, uint32_t uid, const struct mb_test_msg *t)
+{
+	mb_test_put(f->rw, folder, uid, t);
+}
+
+/* ---- ranking */
+
+static void
+subject_outranks_body_and_hits_carry_the_row(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	const struct mb_search_hit *h;
+
+	put(f, f->inbox, 1, &(struct mb_test_msg){ .subject = "lunch", .date = T0 + 2 * DAY,
+	    .body = "the budget is attached somewhere below" });
+	put(f, f->inbox, 2, &(struct mb_test_msg){ .subject = "budget for 2024", .date = T0,
+	    .body = "numbers", .from = "carol@example.org", .flags = MB_FLAG_SEEN });
+	page_of(f, "budget", NULL, 0, 20, &pg);
+	assert_int_equal(pg.n, 2);
+	assert_false(pg.more);
+	assert_false(pg.capped);
+	h = &pg.hits[0];
+	assert_int_equal(h->id, 2);	/* the subject match, though older */
+	assert_string_equal(h->folder, "INBOX");
+	assert_string_equal(h->subject, "budget for 2024");
+	assert_non_null(strstr(h->from, "carol@example.org"));
+	assert_true(h->has_date);
+	assert_int_equal(h->date, T0);
+	assert_int_equal(h->flags, MB_FLAG_SEEN);
+	assert_int_equal(h->attachment_count, 0);
+	assert_true(h->thread_id > 0);
+	assert_int_equal(pg.hits[1].id, 1);
+	mb_search_page_release(&pg);
+	assert_null(pg.hits);
+	assert_int_equal(pg.n, 0);
+}
+
+/*
+ * Equal scores come newest first, undated last, then by id, highest first,
+ * on every page: the engine sorts the scores itself and reads dates only
+ * for ties, so the order at each page boundary is checked.
+ */
+static void
+ties_are_newest_first_then_highest_id_on_every_page(void **state)
+{
+	/* ids 1..9 in insert order; the same text scores the same */
+	static const struct { const char *subject; int64_t date; } msgs[] = {
+		{ "note", 1700000000 }, { "note", 1700000300 }, { "note", 0 },
+		{ "zebra note", 1600000000 }, { "note", 1700000300 }, { "note", 1700000100 },
+		{ "note", 0 }, { "note", 1700000300 }, { "note", 1700000200 },
+	};
+	static const int64_t want[] = { 4, 8, 5, 2, 9, 6, 1, 7, 3 };
+	struct fx *f = *state;
+	int64_t ids[32];
+	size_t n;
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(msgs); i++)
+		put(f, f->inbox, (uint32_t)i + 1, &(struct mb_test_msg){
+		    .subject = msgs[i].subject, .body = "zebra crossing", .date = msgs[i].date });
+	for (size_t limit = 1; limit <= 9; limit++) {
+		n = all_ids(f, "zebra", NULL, limit, ids, MB_ARRAY_LEN(ids));
+		assert_int_equal(n, MB_ARRAY_LEN(want));
+		for (size_t i = 0; i < n; i++)
+			if (ids[i] != want[i])
+				fail_msg("limit %zu: position %zu is id %lld, want %lld", limit, i,
+				    (long long)ids[i], (long long)want[i]);
+	}
+	/* with a filter the dates come from the same statement: the same order */
+	n = all_ids(f, "zebra", &(struct mb_search_filters){ .folder = "INBOX" }, 2, ids,
+	    MB_ARRAY_LEN(ids));
+	assert_int_equal(n, MB_ARRAY_LEN(want));
+	assert_memory_equal(ids, want, sizeof(want));
+}
+
+/*
+ * More matches than MB_SEARCH_RANK_CAP: only the newest are ranked and the
+ * page says so; the best of those (subject matches) still come first.  At
+ * the cap or below, everything is ranked.
+ */
+static void
+ranking_window_is_the_newest_matches(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_search_page pg;
+	char subject[64];
+	uint32_t n = MB_SEARCH_RANK_CAP + 100;
+
+	assert_int_equal(mb_index_begin(f->rw, &err), 0);
+	for (uint32_t i = 1; i <= n; i++) {
+		/* every tenth has the word in its subject; the oldest 100 all do */
+		snprintf(subject, sizeof(subject), "%s %u", i % 10 == 0 || i <= 100 ? "kayak" :
+		    "paddle", i);
+		put(f, f->inbox, i, &(struct mb_test_msg){ .subject = subject,
+		    .body = i <= 300 ? "kayak trip" : "kayak trip notes", .date = T0 + i });
+	}
+	assert_int_equal(mb_index_commit(f->rw, &err), 0);
+	page_of(f, "kayak", NULL, 0, 20, &pg);
+	assert_true(pg.capped);
+	assert_true(pg.more);
+	assert_int_equal(pg.n, 20);
+	for (size_t i = 0; i < pg.n; i++) {
+		/* the newest 500 are ids 101..600: none of the old subject matches */
+		assert_true(pg.hits[i].id > 100);
+		assert_non_null(strstr(pg.hits[i].subject, "kayak"));
+	}
+	mb_search_page_release(&pg);
+	/* a word in fewer messages than the cap: all ranked */
+	page_of(f, "notes", NULL, 0, 20, &pg);
+	assert_false(pg.capped);
+	assert_int_equal(pg.n, 20);
+	mb_search_page_release(&pg);
+	/* a page past the cap widens the window: it is still a full page */
+	page_of(f, "kayak", NULL, 590, 10, &pg);
+	assert_int_equal(pg.n, 10);
+	assert_false(pg.more);
+	mb_search_page_release(&pg);
+}
+
+/* ---- filters */
+
+static void
+structured_filters_narrow_the_query(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_filters filt = { 0 };
+
+	put(f, f->inbox, 1, &(struct mb_test_msg){ .subject = "invoice march", .date = T0,
+	    .body = "pay", .from = "billing@acme.example" });
+	put(f, f->inbox, 2, &(struct mb_test_msg){ .subject = "invoice april",
+	    .date = T0 + DAY, .body = "pay", .from = "bob@example.org", .flags = MB_FLAG_SEEN });
+	put(f, f->archive, 1, &(struct mb_test_msg){ .subject = "invoice may",
+	    .date = T0 + 2 * DAY, .body = "pay", .from = "billing@acme.example" });
+	put(f, f->archive, 2, &(struct mb_test_msg){ .subject = "old invoice",
+	    .body = "pay", .from = "billing@acme.example" });
+
+	expect_ids(f, "invoice", NULL, (const int64_t[]){ 3, 2, 1, 4 }, 4);
+	filt = (struct mb_search_filters){ .folder = "Archive" };
+	expect_ids(f, "invoice", &filt, (const int64_t[]){ 3, 4 }, 2);
+	filt = (struct mb_search_filters){ .from = "acme" };
+	expect_ids(f, "invoice", &filt, (const int64_t[]){ 3, 1, 4 }, 3);
+	/* the structured from finds what from: in the query text finds */
+	expect_ids(f, "invoice from:acme", NULL, (const int64_t[]){ 3, 1, 4 }, 3);
+	expect_ids(f, "", &filt, (const int64_t[]){ 3, 1, 4 }, 3);
+	/* a '"' in it separates words; it cannot end the phrase early */
+	filt = (struct mb_search_filters){ .from = "billing\"acme" };
+	expect_ids(f, "invoice", &filt, (const int64_t[]){ 3, 1, 4 }, 3);
+	/* since and until are whole days, both inclusive; undated mail never matches */
+	filt = (struct mb_search_filters){ .since = "2023-11-15" };
+	expect_ids(f, "invoice", &filt, (const int64_t[]){ 3, 2 }, 2);
+	filt = (struct mb_search_filters){ .until = "2023-11-15" };
+	expect_ids(f, "invoice", &filt, (const int64_t[]){ 2, 1 }, 2);
+	filt = (struct mb_search_filters){ .since = "2023-11-15", .until = "2023-11-15" };
+	expect_ids(f, "invoice", &filt, (const int64_t[]){ 2 }, 1);
+	/* flags from the query text, and filters alone: newest first */
+	expect_ids(f, "invoice is:unread", NULL, (const int64_t[]){ 3, 1, 4 }, 3);
+	expect_ids(f, "is:read", NULL, (const int64_t[]){ 2 }, 1);
+	expect_ids(f, "folder:INBOX", NULL, (const int64_t[]){ 2, 1 }, 2);
+	filt = (struct mb_search_filters){ .since = "2023-11-14" };
+	expect_ids(f, "", &filt, (const int64_t[]){ 3, 2, 1 }, 3);
+	/* the same folder twice is one filter */
+	filt = (struct mb_search_filters){ .folder = "INBOX" };
+	expect_ids(f, "folder:INBOX invoice", &filt, (const int64_t[]){ 2, 1 }, 2);
+}
+
+static void
+bad_filters_say_what_to_change(void **state)
+{
+	static const struct {
+		const char *text;
+		struct mb_search_filters f;
+		const char *says;
+	} cases[] = {
+		{ "folder:INBOX x", { .folder = "Archive" }, "the folder argument and folder:" },
+		{ "x", { .since = "2024-02-30" }, "since must be a date written YYYY-MM-DD" },
+		{ "x", { .until = "yesterday" }, "until must be a date written YYYY-MM-DD" },
+		{ "x", { .from = "!!! ..." }, "from must contain a name or an address" },
+	};
+	struct fx *f = *state;
+	char long_from[1100];
+
+	(void)f;
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		struct mb_query q;
+		struct mb_err err = { 0 };
+
+		compile(&q, cases[i].text, NULL);
+		assert_int_equal(mb_search_narrow(&q, &cases[i].f, &err), -1);
+		assert_int_equal(err.code, MB_E_INVALID);
+		if (strstr(err.msg, cases[i].says) == NULL)
+			fail_msg("case %zu: \"%s\" does not say \"%s\"", i, err.msg, cases[i].says);
+		mb_query_release(&q);
+	}
+	memset(long_from, 'a', sizeof(long_from) - 1);
+	long_from[sizeof(long_from) - 1] = '\0';
+	{
+		struct mb_query q;
+		struct mb_err err = { 0 };
+
+		compile(&q, "x", NULL);
+		assert_int_equal(mb_search_narrow(&q, &(struct mb_search_filters){
+		    .from = long_from }, &err), -1);
+		assert_non_null(strstr(err.msg, "too long"));
+		assert_string_equal(q.match, "\"x\"");	/* unchanged */
+		mb_query_release(&q);
+	}
+}
+
+static void
+unknown_folder_and_bad_limits_are_errors(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	struct mb_query q;
+	struct mb_err err = { 0 };
+
+	put(f, f->inbox, 1, &(struct mb_test_msg){ .subject = "x", .body = "y" });
+	compile(&q, "folder:Nowhere y", NULL);
+	assert_int_equal(mb_search_run(reader(f), &q, 0, 20, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	mb_search_page_release(&pg);
+	mb_query_release(&q);
+	compile(&q, "y", NULL);
+	err = (struct mb_err){ 0 };	/* mb_err_set keeps the first error */
+	assert_int_equal(mb_search_run(reader(f), &q, 0, 0, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+	err = (struct mb_err){ 0 };
+	assert_int_equal(mb_search_run(reader(f), &q, 0, MB_SEARCH_MAX_LIMIT + 1, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+	err = (struct mb_err){ 0 };
+	assert_int_equal(mb_search_run(reader(f), &q, -1, 20, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+	/* the handle is still good for the next search */
+	err = (struct mb_err){ 0 };
+	assert_int_equal(mb_search_run(reader(f), &q, 0, 20, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	mb_search_page_release(&pg);
+	mb_query_release(&q);
+}
+
+/* ---- paging */
+
+static void
+pages_join_up_and_the_last_says_no_more(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	int64_t whole[32], paged[32];
+	size_t n_whole = 0, n_paged;
+
+	for (uint32_t i = 1; i <= 23; i++)
+		put(f, f->inbox, i, &(struct mb_test_msg){ .subject = i % 3 ? "ferry" : "ferry ferry",
+		    .body = "harbour", .date = T0 + (int64_t)(i % 5) * DAY });
+	page_of(f, "harbour", NULL, 0, MB_SEARCH_MAX_LIMIT, &pg);
+	assert_false(pg.more);
+	for (size_t i = 0; i < pg.n; i++)
+		whole[n_whole++] = pg.hits[i].id;
+	mb_search_page_release(&pg);
+	assert_int_equal(n_whole, 23);
+	n_paged = all_ids(f, "harbour", NULL, 5, paged, MB_ARRAY_LEN(paged));
+	assert_int_equal(n_paged, 23);
+	assert_memory_equal(whole, paged, sizeof(whole[0]) * 23);
+	/* the same for filters alone */
+	n_paged = all_ids(f, "folder:INBOX", NULL, 4, paged, MB_ARRAY_LEN(paged));
+	assert_int_equal(n_paged, 23);
+	/* past the end: an empty page, no more */
+	page_of(f, "harbour", NULL, 23, 5, &pg);
+	assert_int_equal(pg.n, 0);
+	assert_false(pg.more);
+	mb_search_page_release(&pg);
+	page_of(f, "harbour", NULL, 20, 5, &pg);
+	assert_int_equal(pg.n, 3);
+	assert_false(pg.more);
+	assert_int_equal(pg.next_offset, 23);
+	mb_search_page_release(&pg);
+	page_of(f, "harbour", NULL, 15, 5, &pg);
+	assert_true(pg.more);
+	assert_int_equal(pg.next_offset, 20);
+	mb_search_page_release(&pg);
+}
+
+static void
+the_cursor_hash_follows_what_selects_hits(void **state)
+{
+	struct mb_query a, b;
+	uint64_t h;
+
+	(void)state;
+	compile(&a, "budget is:unread", NULL);
+	compile(&b, "budget   is:unread", NULL);
+	h = mb_search_hash(&a);
+	assert_true(h == mb_search_hash(&b));	/* the same search, however typed */
+	mb_query_release(&b);
+	compile(&b, "budget", NULL);
+	assert_false(h == mb_search_hash(&b));
+	mb_query_release(&b);
+	compile(&b, "budget is:unread", &(struct mb_search_filters){ .folder = "INBOX" });
+	assert_false(h == mb_search_hash(&b));
+	mb_query_release(&b);
+	compile(&b, "budget is:unread", &(struct mb_search_filters){ .from = "bob" });
+	assert_false(h == mb_search_hash(&b));
+	mb_query_release(&b);
+	compile(&b, "budget is:unread", &(struct mb_search_filters){ .until = "2024-01-01" });
+	assert_false(h == mb_search_hash(&b));
+	mb_query_release(&b);
+	mb_query_release(&a);
+}
+
+/* ---- snippets */
+
+static void
+snippets_mark_the_query_words(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	char body[600];
+
+	/* a long body: the excerpt is around the word, cut with an ellipsis */
+	memset(body, 0, sizeof(body));
+	for (int i = 0; i < 40; i++)
+		strcat(body, "filler ");
+	strcat(body, "the Quarterly report is late, quarterly as ever");
+	put(f, f->inbox, 1, &(struct mb_test_msg){ .subject = "status", .body = body,
+	    .date = T0 });
+	/* a stemmed form: only FTS5's snippet() finds it */
+	put(f, f->inbox, 2, &(struct mb_test_msg){ .subject = "plans",
+	    .body = "We had a meeting about it yesterday.", .date = T0 + 1 });
+	put(f, f->inbox, 3, &(struct mb_test_msg){ .subject = "hello there",
+	    .body = "Just the start of a body that goes on.", .date = T0 + 2 });
+
+	page_of(f, "quarterly", NULL, 0, 20, &pg);
+	assert_int_equal(pg.n, 1);
+	assert_non_null(strstr(pg.hits[0].snippet, "**Quarterly** report"));
+	assert_non_null(strstr(pg.hits[0].snippet, "**quarterly** as ever"));
+	assert_memory_equal(pg.hits[0].snippet, "…", strlen("…"));
+	assert_int_equal(pg.hits[0].snippet_len, strlen(pg.hits[0].snippet));
+	mb_search_page_release(&pg);
+
+	page_of(f, "meetings", NULL, 0, 20, &pg);
+	assert_int_equal(pg.n, 1);
+	assert_int_equal(pg.hits[0].id, 2);
+	assert_non_null(strstr(pg.hits[0].snippet, "**meeting**"));
+	mb_search_page_release(&pg);
+
+	/* a subject-only hit: snippet() of the subject */
+	page_of(f, "subject:plans", NULL, 0, 20, &pg);
+	assert_int_equal(pg.n, 1);
+	assert_string_equal(pg.hits[0].snippet, "**plans**");
+	mb_search_page_release(&pg);
+
+	/* filters alone: the start of the body, newest first */
+	page_of(f, "folder:INBOX", NULL, 0, 20, &pg);
+	assert_int_equal(pg.n, 3);
+	assert_string_equal(pg.hits[0].snippet, "Just the start of a body that goes on.");
+	assert_int_equal(strlen(pg.hits[2].snippet), 200);	/* the first 200 characters */
+	mb_search_page_release(&pg);
+}
+
+static void
+cjk_words_are_found_whole_and_by_one_character(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+
+	put(f, f->inbox, 1, &(struct mb_test_msg){ .subject = "予定",
+	    .body = "明日の会議は十時からです。", .date = T0 });
+	put(f, f->inbox, 2, &(struct mb_test_msg){ .subject = "other",
+	    .body = "会社の話", .date = T0 + 1 });
+	page_of(f, "会議", NULL, 0, 20, &pg);
+	assert_int_equal(pg.n, 1);
+	assert_int_equal(pg.hits[0].id, 1);
+	assert_non_null(strstr(pg.hits[0].snippet, "**会議**"));
+	mb_search_page_release(&pg);
+	/* one character: a prefix of both messages' bigrams */
+	assert_int_equal(all_ids(f, "会", NULL, 20, (int64_t[4]){ 0 }, 4), 2);
+	expect_ids(f, "予定", NULL, (const int64_t[]){ 1 }, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(subject_outranks_body_and_hits_carry_the_row,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(ties_are_newest_first_then_highest_id_on_every_page,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(ranking_window_is_the_newest_matches, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(structured_filters_narrow_the_query, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(bad_filters_say_what_to_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(unknown_folder_and_bad_limits_are_errors, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(pages_join_up_and_the_last_says_no_more, setup,
+		    teardown),
+		cmocka_unit_test(the_cursor_hash_follows_what_selects_hits),
+		cmocka_unit_test_setup_teardown(snippets_mark_the_query_words, setup, teardown),
+		cmocka_unit_test_setup_teardown(cjk_words_are_found_whole_and_by_one_character,
+		    setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
