@@ -204,49 +204,6 @@ idx_stmt(struct mb_index *idx, enum idx_stmt id, struct mb_err *err)
 	return st;
 }
 
-sqlite3_stmt *
-idx_stmt_sql(struct mb_index *idx, const char *sql, struct mb_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	size_t i;
-	int rc;
-
-	for (i = 0; i < IDX_SQL_CACHE && idx->by_sql[i].sql != NULL; i++)
-		if (idx->by_sql[i].sql == sql) {
-			sqlite3_reset(idx->by_sql[i].st);
-			sqlite3_clear_bindings(idx->by_sql[i].st);
-			return idx->by_sql[i].st;
-		}
-	if (MB_NEVER(i == IDX_SQL_CACHE)) {
-		mb_err_set(err, MB_E_INTERNAL, "index: statement cache full");
-		return NULL;
-	}
-	rc = sqlite3_prepare_v3(idx->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
-	if (rc != SQLITE_OK) {
-		idx_sqlerr(idx, rc, "prepare", err);
-		sqlite3_finalize(st);
-		return NULL;
-	}
-	idx->by_sql[i].sql = sql;
-	idx->by_sql[i].st = st;
-	return st;
-}
-
-struct sqlite3_stmt *
-mb_index_stmt(struct mb_index *idx, const char *sql, struct mb_err *err)
-{
-	return idx_stmt_sql(idx, sql, err);
-}
-
-void
-mb_index_stmt_done(struct sqlite3_stmt *st)
-{
-	if (st != NULL) {
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-	}
-}
-
 void
 idx_stmt_done(sqlite3_stmt *st)
 {
@@ -276,28 +233,6 @@ idx_bind_text(sqlite3_stmt *st, int col, const char *s)
 	if (s == NULL)
 		return sqlite3_bind_null(st, col);
 	return sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
-}
-
-char *
-idx_col_text(sqlite3_stmt *st, int col, size_t *len_r)
-{
-	const unsigned char *s;
-	size_t len;
-	char *p;
-
-	if (len_r != NULL)
-		*len_r = 0;
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return NULL;
-	s = sqlite3_column_text(st, col);
-	len = (size_t)sqlite3_column_bytes(st, col);
-	p = mb_xmalloc(len + 1);
-	if (len > 0)
-		memcpy(p, s, len);
-	p[len] = '\0';
-	if (len_r != NULL)
-		*len_r = len;
-	return p;
 }
 
 static int
@@ -644,30 +579,6 @@ struct sqlite3 *
 mb_index_db(struct mb_index *idx)
 {
 	return idx->db;
-}
-
-/*
- * Serialized mode (Debian's default) puts a mutex around every call on a
- * connection, and the allocation statistics a global mutex around every
- * malloc: for a reader whose handles never change threads that only cost
- * 5-15% of a search's CPU, measured.  Multi-thread mode keeps SQLite's own
- * shared state locked.  sqlite3_config() fails harmlessly once SQLite is in
- * use, hence "before the first open".
- */
-void
-mb_index_per_thread_handles(void)
-{
-	(void)sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
-	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-}
-
-int
-mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err)
-{
-	char sql[64];
-
-	snprintf(sql, sizeof(sql), "PRAGMA mmap_size = %lld", (long long)max_bytes);
-	return exec_fixed(idx, sql, err);
 }
 
 /* Remove path and the journal, WAL and shared-memory files beside it. */
