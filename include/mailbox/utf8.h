@@ -31,6 +31,16 @@ size_t	mb_utf8_count(const char *s, size_t len);
 size_t	mb_utf8_offset(const char *s, size_t len, size_t nchars);
 
 /*
+ * Characters written without spaces between words, which the index stores
+ * as overlapping bigrams (docs/index.md): Han (with 々 〆 〇 and the
+ * Hangzhou numerals), Hiragana, Katakana (with the halfwidth forms and the
+ * phonetic extensions), Bopomofo and Hangul (syllables and Jamo).
+ * Punctuation (、。「」・) is not.  The one table both the FTS5 tokenizer
+ * and the query compiler use, so a query is split the way the text was.
+ */
+bool	mb_utf8_is_cjk(uint32_t cp);
+
+/*
  * Characters that exist to hide text from a human reader: zero-width
  * (U+200B..U+200D, U+2060, U+FEFF), bidi controls (U+202A..U+202E,
  * U+2066..U+2069) and the tag block (U+E0000..U+E007F).
