@@ -16,6 +16,7 @@
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
 #include "mailbox/query.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
 
@@ -771,30 +772,17 @@ static const char attachments_sql[] =
 	"SELECT filename, mime_type, size, is_inline FROM attachments WHERE message_id = ?1 "
 	"ORDER BY ordinal";
 
-/* Byte offset of character nchars in s (len bytes); invalid bytes count as one. */
+/* Byte offset of character nchars in s (len bytes): include/mailbox/utf8.h. */
 static size_t
 char_offset(const char *s, size_t len, size_t nchars)
 {
-	size_t i = 0;
-
-	while (i < len && nchars > 0) {
-		i++;
-		while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
-			i++;
-		nchars--;
-	}
-	return i;
+	return mb_utf8_offset(s, len, nchars);
 }
 
 static size_t
 char_count(const char *s, size_t len)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			n++;
-	return n;
+	return mb_utf8_count(s, len);
 }
 
 /* "a, b" from a to_json/cc_json array of {name, addr}; NULL when empty. */

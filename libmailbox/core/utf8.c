@@ -125,16 +125,17 @@ mb_utf8_count(const char *s, size_t len)
 size_t
 mb_utf8_offset(const char *s, size_t len, size_t nchars)
 {
-	size_t i, seen = 0;
+	size_t i = 0;
 
-	for (i = 0; i < len; i++) {
-		if (((unsigned char)s[i] & 0xc0) != 0x80) {
-			if (seen == nchars)
-				return i;
-			seen++;
-		}
+	/* a character is a byte and the continuation bytes after it, so a
+	 * stray byte (even one at s[0]) counts as one */
+	while (i < len && nchars > 0) {
+		i++;
+		while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
+			i++;
+		nchars--;
 	}
-	return len;
+	return i;
 }
 
 bool

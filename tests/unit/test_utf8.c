@@ -83,6 +83,21 @@ utf8_counts_and_offsets_characters(void **state)
 	assert_int_equal(mb_utf8_offset(s, len, 99), len);
 }
 
+/* What get_message's paging sees in a body with stray bytes. */
+static void
+utf8_counts_and_offsets_in_invalid_text(void **state)
+{
+	/* a stray continuation byte, then a, a lone lead byte, then b */
+	const char *s = "\x80" "a\xe2" "b";
+
+	assert_int_equal(mb_utf8_count(s, 4), 3);	/* a, \xe2, b */
+	assert_int_equal(mb_utf8_offset(s, 4, 0), 0);
+	assert_int_equal(mb_utf8_offset(s, 4, 1), 1);	/* \x80 is one character */
+	assert_int_equal(mb_utf8_offset(s, 4, 2), 2);
+	assert_int_equal(mb_utf8_offset(s, 4, 3), 3);
+	assert_int_equal(mb_utf8_offset("\xe2\x82", 2, 1), 2);	/* a truncated € is one */
+}
+
 /* One table for the tokenizer and the query compiler (docs/index.md). */
 static void
 utf8_cjk_ranges(void **state)
@@ -150,6 +165,7 @@ main(void)
 		cmocka_unit_test(utf8_refuses_overlong_surrogate_and_truncated),
 		cmocka_unit_test(utf8_boundary_never_splits_a_character),
 		cmocka_unit_test(utf8_counts_and_offsets_characters),
+		cmocka_unit_test(utf8_counts_and_offsets_in_invalid_text),
 		cmocka_unit_test(utf8_cjk_ranges),
 		cmocka_unit_test(utf8_invisible_ranges),
 		cmocka_unit_test(utf8_strip_removes_zero_width_bidi_and_tags),
