@@ -24,6 +24,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/compose.h"
+#include "mailbox/json.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 #include "mailbox/msg.h"
@@ -38,22 +39,7 @@
 static void
 json_str(struct mb_buf *b, const char *s)
 {
-	mb_buf_addc(b, '"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			mb_buf_addc(b, '\\');
-			mb_buf_addc(b, (char)ch);
-		} else if (ch < 0x20) {
-			char esc[8];
-
-			snprintf(esc, sizeof(esc), "\\u%04x", ch);
-			mb_buf_adds(b, esc);
-		} else
-			mb_buf_addc(b, (char)ch);
-	}
-	mb_buf_addc(b, '"');
+	(void)mb_json_quote(b, s, strlen(s));
 }
 
 static void
