@@ -23,25 +23,23 @@
 
 #define CTL_TIMEOUT_S	60	/* syncd's own write deadline is shorter (SYNC_WRITE_TIMEOUT) */
 
+/* The flags after a write, as IMAP names them (include/mailbox/msg.h). */
 static json_t *
 flag_names(unsigned flags)
 {
 	json_t *a = json_array();
 
-	if (flags & MB_FLAG_SEEN)
-		json_array_append_new(a, json_string("\\Seen"));
-	if (flags & MB_FLAG_ANSWERED)
-		json_array_append_new(a, json_string("\\Answered"));
-	if (flags & MB_FLAG_FLAGGED)
-		json_array_append_new(a, json_string("\\Flagged"));
-	if (flags & MB_FLAG_DELETED)
-		json_array_append_new(a, json_string("\\Deleted"));
-	if (flags & MB_FLAG_DRAFT)
-		json_array_append_new(a, json_string("\\Draft"));
+	for (size_t i = 0; i < MB_FLAG_COUNT; i++)
+		if (flags & mb_flag_names[i].bit)
+			json_array_append_new(a, json_string(mb_flag_names[i].imap));
 	return a;
 }
 
-/* ["\\Seen", ...] to bits; -1 with *bad naming the refused flag. */
+/*
+ * ["\\Seen", "flagged", ...] (either spelling, any case) to bits; -1 with
+ * *bad naming the refused flag.  \\Deleted passes: syncd refuses it and logs
+ * the attempt.  \\Draft does not: only a draft is saved with it.
+ */
 static int
 parse_flags(json_t *a, unsigned *bits_r, const char **bad)
 {
@@ -57,23 +55,17 @@ parse_flags(json_t *a, unsigned *bits_r, const char **bad)
 	}
 	json_array_foreach(a, i, v) {
 		const char *s = json_string_value(v);
+		enum mb_flag bit = mb_flag_parse(s);
 
 		if (s == NULL) {
 			*bad = "(not a string)";
 			return -1;
 		}
-		if (strcasecmp(s, "\\Seen") == 0)
-			*bits_r |= MB_FLAG_SEEN;
-		else if (strcasecmp(s, "\\Flagged") == 0)
-			*bits_r |= MB_FLAG_FLAGGED;
-		else if (strcasecmp(s, "\\Answered") == 0)
-			*bits_r |= MB_FLAG_ANSWERED;
-		else if (strcasecmp(s, "\\Deleted") == 0)
-			*bits_r |= MB_FLAG_DELETED;	/* syncd refuses it, and logs the attempt */
-		else {
+		if (bit == 0 || bit == MB_FLAG_DRAFT) {
 			*bad = s;
 			return -1;
 		}
+		*bits_r |= bit;
 	}
 	return 0;
 }

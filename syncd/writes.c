@@ -45,22 +45,15 @@ json_str(struct mb_buf *b, const char *s)
 static void
 json_flags(struct mb_buf *b, unsigned bits)
 {
-	static const struct { unsigned bit; const char *name; } f[] = {
-		{ MB_FLAG_SEEN, "\\\\Seen" }, { MB_FLAG_ANSWERED, "\\\\Answered" },
-		{ MB_FLAG_FLAGGED, "\\\\Flagged" }, { MB_FLAG_DELETED, "\\\\Deleted" },
-		{ MB_FLAG_DRAFT, "\\\\Draft" },
-	};
 	bool first = true;
 
 	mb_buf_addc(b, '[');
-	for (size_t i = 0; i < MB_ARRAY_LEN(f); i++) {
-		if (!(bits & f[i].bit))
+	for (size_t i = 0; i < MB_FLAG_COUNT; i++) {
+		if (!(bits & mb_flag_names[i].bit))
 			continue;
 		if (!first)
 			mb_buf_addc(b, ',');
-		mb_buf_addc(b, '"');
-		mb_buf_adds(b, f[i].name);
-		mb_buf_addc(b, '"');
+		json_str(b, mb_flag_names[i].imap);
 		first = false;
 	}
 	mb_buf_addc(b, ']');
