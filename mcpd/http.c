@@ -263,7 +263,7 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 		return send_error(c, 404, -32000, "Not found: the MCP endpoint is /mcp");
 	rq->may_write = true;
 	if (h->srv->auth != NULL) {
-		/* the bearer token on every request, sessions or not (MCP-NOTES §9) */
+		/* the bearer token on every request, sessions or not (docs/auth.md) */
 		struct mcp_auth_result res;
 		const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		    mcp_auth_header_name(h->srv->auth));

@@ -1,5 +1,5 @@
 /*
- * The control socket (STYLE B5; docs/writes.md): a Unix stream socket that
+ * The control socket (docs/writes.md): a Unix stream socket that
  * mcpd's write tools reach syncd through.  Non-blocking, served from the
  * main poll loop.  A peer is checked on accept with SO_PEERCRED against
  * SYNCD_ALLOWED_UIDS; connections are capped in all and per uid.  Frames

@@ -1,5 +1,5 @@
 /*
- * IPC framing between processes on this host (STYLE B5): syncd <-> its
+ * IPC framing between processes on this host (docs/syncd.md): syncd <-> its
  * workers over socketpairs, and mcpd -> syncd over the control socket.
  *
  * A frame is a fixed 16-byte header, four u32 in host byte order (both ends
