@@ -100,18 +100,15 @@ mcp_flag_list(unsigned flags)
 {
 	json_t *a = json_array();
 
-	if (flags & MB_FLAG_SEEN)
-		json_array_append_new(a, json_string("seen"));
-	else
-		json_array_append_new(a, json_string("unread"));
-	if (flags & MB_FLAG_ANSWERED)
-		json_array_append_new(a, json_string("answered"));
-	if (flags & MB_FLAG_FLAGGED)
-		json_array_append_new(a, json_string("flagged"));
-	if (flags & MB_FLAG_DELETED)
-		json_array_append_new(a, json_string("deleted"));
-	if (flags & MB_FLAG_DRAFT)
-		json_array_append_new(a, json_string("draft"));
+	/* the public words (include/mailbox/msg.h): "unread" when not seen */
+	for (size_t i = 0; i < MB_FLAG_COUNT; i++) {
+		const struct mb_flag_name *f = &mb_flag_names[i];
+
+		if (flags & f->bit)
+			json_array_append_new(a, json_string(f->word));
+		else if (f->unset_word != NULL)
+			json_array_append_new(a, json_string(f->unset_word));
+	}
 	return a;
 }
 

@@ -1,5 +1,5 @@
 /*
- * mcpd's settings: one typed table (STYLE B7, libmailbox/core/conf.c, the
+ * mcpd's settings: one typed table (libmailbox/core/conf.c, the
  * one syncd uses), read from the environment, then what derives from them
  * (the listen address split, the index path, the allow-lists).  The OAuth
  * settings are auth.c's (mcp_auth_conf_load).

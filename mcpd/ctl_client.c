@@ -19,7 +19,7 @@
 static atomic_uint next_id = 1;
 
 int
-mcp_ctl_call(const char *path, const struct mb_ctl_request *rq, unsigned timeout_s,
+mcp_ctl_call(const char *path, const struct mb_ctl_request_view *rq, unsigned timeout_s,
     struct mb_ctl_reply *rp, struct mb_err *err)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };

@@ -19,6 +19,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
 
@@ -67,43 +68,13 @@ mcp_fence_add(struct mb_buf *out, const char *nonce, const char *s, size_t len)
 	return mb_buf_addf(out, "</untrusted-mail nonce=\"%s\">\n", nonce);
 }
 
-/* Length of the valid UTF-8 sequence at u (1..4), or 0. */
-static size_t
-u8_len(const unsigned char *u, size_t len)
-{
-	size_t n, i;
-	unsigned cp;
-
-	if (u[0] < 0x80)
-		return 1;
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		n = 2, cp = u[0] & 0x1f;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		n = 3, cp = u[0] & 0x0f;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		n = 4, cp = u[0] & 0x07;
-	else
-		return 0;
-	if (len < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((u[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (u[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 json_t *
 mcp_json_text(const char *s, size_t len)
 {
 	struct mb_buf b = MB_BUF_INIT(SIZE_MAX / 2);
-	const unsigned char *u = (const unsigned char *)s;
 	json_t *j;
 	size_t i = 0;
+	uint32_t cp;
 
 	if (s == NULL)
 		return json_null();
@@ -111,14 +82,14 @@ mcp_json_text(const char *s, size_t len)
 	if (j != NULL)
 		return j;
 	while (i < len) {
-		size_t n = u8_len(u + i, len - i);
+		size_t n = mb_utf8_decode(s + i, len - i, &cp);
 
 		if (n == 0) {
 			mb_buf_adds(&b, "\xef\xbf\xbd");	/* U+FFFD */
 			i++;
 			continue;
 		}
-		mb_buf_add(&b, u + i, n);
+		mb_buf_add(&b, s + i, n);
 		i += n;
 	}
 	j = json_stringn(b.data, b.len);

@@ -14,8 +14,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
+#include "mailbox/unixsock.h"
 #include "mailbox/util.h"
 #include "auth.h"
 #include "mcpd.h"
@@ -264,7 +263,7 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 		return send_error(c, 404, -32000, "Not found: the MCP endpoint is /mcp");
 	rq->may_write = true;
 	if (h->srv->auth != NULL) {
-		/* the bearer token on every request, sessions or not (MCP-NOTES §9) */
+		/* the bearer token on every request, sessions or not (docs/auth.md) */
 		struct mcp_auth_result res;
 		const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		    mcp_auth_header_name(h->srv->auth));
@@ -385,33 +384,15 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	mb_log_warnx("http: %s", line);
 }
 
+/* The careful listener (include/mailbox/unixsock.h), its errors naming the setting. */
 static int
 open_unix(const char *path, struct mb_err *err)
 {
-	struct sockaddr_un sun;
-	int fd;
+	struct mb_err e = { 0 };
+	int fd = mb_unix_listen(path, 0660, 0, 64, &e);
 
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: unix socket path too long");
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1)
-		return mb_err_set(err, MB_E_INTERNAL, "socket: %s", strerror(errno));
-	/* a live instance answers connect(); only a stale path is removed */
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
-		close(fd);
-		return mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: %s is in use by a live server",
-		    path);
-	}
-	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chmod(path, 0660) == -1 || listen(fd, 64) == -1) {
-		mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
+		mb_err_set(err, e.code, "MCP_LISTEN: %s", e.msg);
 	return fd;
 }
 

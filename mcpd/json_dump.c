@@ -4,54 +4,22 @@
  * page is some 20 KB: the fenced text block and the same fields again in
  * structuredContent), and jansson decodes every character of every string
  * and hands each run to a callback; this copies the runs that need no
- * escape whole.  jansson's strings are valid UTF-8 already (json_string*()
- * checks, mcp_json_text() repairs), so bytes of 0x20 and up other than '"'
- * and '\\' are copied as they are, as jansson does without JSON_ENSURE_ASCII.
- * Objects keep their insertion order, as jansson's do.  A real number, which
- * no answer has, makes it hand the whole value to json_dumps().
+ * escape whole (mb_json_quote(), include/mailbox/json.h).  jansson's strings
+ * are valid UTF-8 already (json_string*() checks, mcp_json_text() repairs),
+ * so bytes of 0x20 and up other than '"' and '\\' are copied as they are,
+ * as jansson does without JSON_ENSURE_ASCII.  Objects keep their insertion
+ * order, as jansson's do.  A real number, which no answer has, makes it hand
+ * the whole value to json_dumps().
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mailbox/buf.h"
+#include "mailbox/json.h"
 #include "mcpd.h"
 
 static int	dump_value(struct mb_buf *b, json_t *j);
-
-/* A JSON string: jansson's escapes, "\u00XX" with upper-case hex for the rest. */
-static int
-dump_string(struct mb_buf *b, const char *s, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t i, run = 0;
-
-	if (mb_buf_addc(b, '"') == -1)
-		return -1;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[7] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0 };
-		const char *e = esc;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		switch (c) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\b': e = "\\b"; break;
-		case '\f': e = "\\f"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		}
-		if (mb_buf_add(b, s + run, i - run) == -1 || mb_buf_adds(b, e) == -1)
-			return -1;
-		run = i + 1;
-	}
-	if (mb_buf_add(b, s + run, len - run) == -1)
-		return -1;
-	return mb_buf_addc(b, '"');
-}
 
 static int
 dump_object(struct mb_buf *b, json_t *j)
@@ -64,7 +32,7 @@ dump_object(struct mb_buf *b, json_t *j)
 		return -1;
 	json_object_foreach(j, key, v) {
 		if ((!first && mb_buf_addc(b, ',') == -1) ||
-		    dump_string(b, key, strlen(key)) == -1 || mb_buf_addc(b, ':') == -1 ||
+		    mb_json_quote(b, key, strlen(key)) == -1 || mb_buf_addc(b, ':') == -1 ||
 		    dump_value(b, v) == -1)
 			return -1;
 		first = false;
@@ -96,7 +64,7 @@ dump_value(struct mb_buf *b, json_t *j)
 	case JSON_ARRAY:
 		return dump_array(b, j);
 	case JSON_STRING:
-		return dump_string(b, json_string_value(j), json_string_length(j));
+		return mb_json_quote(b, json_string_value(j), json_string_length(j));
 	case JSON_INTEGER:
 		return mb_buf_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
 	case JSON_TRUE:

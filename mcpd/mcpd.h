@@ -320,9 +320,9 @@ json_t	*mcp_tool_list_recent_writes(struct mcp_server *srv, json_t *args,
 
 /* ---- ctl_client.c: one request to syncd's control socket, blocking, with a timeout */
 
-struct mb_ctl_request;
+struct mb_ctl_request_view;
 struct mb_ctl_reply;
-int	mcp_ctl_call(const char *path, const struct mb_ctl_request *rq, unsigned timeout_s,
+int	mcp_ctl_call(const char *path, const struct mb_ctl_request_view *rq, unsigned timeout_s,
 	    struct mb_ctl_reply *rp, struct mb_err *err);
 
 /* ---- fence.c: mail text is untrusted */

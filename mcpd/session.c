@@ -1,6 +1,6 @@
 /*
  * The session map: id -> negotiated protocol version.  Sessions carry no
- * authority (MCP-NOTES: never use sessions for authentication); they exist
+ * authority (a session id is never a credential: docs/auth.md); they exist
  * so a client's later requests know which protocol version it negotiated,
  * and so an ended session answers 404.  A flat array under one mutex: the
  * map is small and every operation is a short scan.

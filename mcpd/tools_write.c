@@ -23,25 +23,23 @@
 
 #define CTL_TIMEOUT_S	60	/* syncd's own write deadline is shorter (SYNC_WRITE_TIMEOUT) */
 
+/* The flags after a write, as IMAP names them (include/mailbox/msg.h). */
 static json_t *
 flag_names(unsigned flags)
 {
 	json_t *a = json_array();
 
-	if (flags & MB_FLAG_SEEN)
-		json_array_append_new(a, json_string("\\Seen"));
-	if (flags & MB_FLAG_ANSWERED)
-		json_array_append_new(a, json_string("\\Answered"));
-	if (flags & MB_FLAG_FLAGGED)
-		json_array_append_new(a, json_string("\\Flagged"));
-	if (flags & MB_FLAG_DELETED)
-		json_array_append_new(a, json_string("\\Deleted"));
-	if (flags & MB_FLAG_DRAFT)
-		json_array_append_new(a, json_string("\\Draft"));
+	for (size_t i = 0; i < MB_FLAG_COUNT; i++)
+		if (flags & mb_flag_names[i].bit)
+			json_array_append_new(a, json_string(mb_flag_names[i].imap));
 	return a;
 }
 
-/* ["\\Seen", ...] to bits; -1 with *bad naming the refused flag. */
+/*
+ * ["\\Seen", "flagged", ...] (either spelling, any case) to bits; -1 with
+ * *bad naming the refused flag.  \\Deleted passes: syncd refuses it and logs
+ * the attempt.  \\Draft does not: only a draft is saved with it.
+ */
 static int
 parse_flags(json_t *a, unsigned *bits_r, const char **bad)
 {
@@ -57,30 +55,24 @@ parse_flags(json_t *a, unsigned *bits_r, const char **bad)
 	}
 	json_array_foreach(a, i, v) {
 		const char *s = json_string_value(v);
+		enum mb_flag bit = mb_flag_parse(s);
 
 		if (s == NULL) {
 			*bad = "(not a string)";
 			return -1;
 		}
-		if (strcasecmp(s, "\\Seen") == 0)
-			*bits_r |= MB_FLAG_SEEN;
-		else if (strcasecmp(s, "\\Flagged") == 0)
-			*bits_r |= MB_FLAG_FLAGGED;
-		else if (strcasecmp(s, "\\Answered") == 0)
-			*bits_r |= MB_FLAG_ANSWERED;
-		else if (strcasecmp(s, "\\Deleted") == 0)
-			*bits_r |= MB_FLAG_DELETED;	/* syncd refuses it, and logs the attempt */
-		else {
+		if (bit == 0 || bit == MB_FLAG_DRAFT) {
 			*bad = s;
 			return -1;
 		}
+		*bits_r |= bit;
 	}
 	return 0;
 }
 
 /* Hand rq to syncd: its answer as the CallToolResult, or NULL + err (MB_E_TEMP). */
 static json_t *
-forward(struct mcp_server *srv, struct mb_ctl_request *rq, struct mb_err *err)
+forward(struct mcp_server *srv, const struct mb_ctl_request_view *rq, struct mb_err *err)
 {
 	struct mb_ctl_reply rp;
 	struct mb_err e = { 0 };
@@ -118,7 +110,7 @@ forward(struct mcp_server *srv, struct mb_ctl_request *rq, struct mb_err *err)
  * when one cannot go on the wire.
  */
 static int
-draft_addresses(json_t *args, const char *key, char ***v_r, uint32_t *n_r,
+draft_addresses(json_t *args, const char *key, const char ***v_r, uint32_t *n_r,
     struct mb_err *err)
 {
 	json_t *a = json_object_get(args, key), *v;
@@ -139,14 +131,14 @@ draft_addresses(json_t *args, const char *key, char ***v_r, uint32_t *n_r,
 		    strlen(s) != json_string_length(v))
 			return mb_err_set(err, MB_E_INVALID, "create_draft: %s[%zu] must be an "
 			    "email address (name@example.org or Name <name@example.org>)", key, i);
-		(*v_r)[(*n_r)++] = (char *)s;
+		(*v_r)[(*n_r)++] = s;
 	}
 	return 0;
 }
 
 /* create_draft's (checked) arguments into rq (borrowed from args); -1 + err. */
 static int
-draft_request(json_t *args, struct mb_ctl_request *rq, struct mb_err *err)
+draft_request(json_t *args, struct mb_ctl_request_view *rq, struct mb_err *err)
 {
 	json_t *v;
 
@@ -160,14 +152,14 @@ draft_request(json_t *args, struct mb_ctl_request *rq, struct mb_err *err)
 			return mb_err_set(err, MB_E_INVALID, "create_draft: subject must be a "
 			    "string of at most %d bytes", MB_CTL_LINE_MAX);
 		if (json_string_length(v) > 0)
-			rq->subject = (char *)json_string_value(v);
+			rq->subject = json_string_value(v);
 	}
 	v = json_object_get(args, "body");
 	if (json_string_length(v) > MB_CTL_BODY_MAX ||
 	    strlen(json_string_value(v)) != json_string_length(v))
 		return mb_err_set(err, MB_E_INVALID, "create_draft: body must be a string of at "
 		    "most %u bytes", MB_CTL_BODY_MAX);
-	rq->body = (char *)json_string_value(v);
+	rq->body = json_string_value(v);
 	return 0;
 }
 
@@ -238,7 +230,7 @@ mcp_tool_list_recent_writes(struct mcp_server *srv, json_t *args, const struct m
  * to the wire's limit) into who_buf, and the message id.
  */
 static void
-write_request(struct mb_ctl_request *rq, char who_buf[MB_CTL_WHO_MAX + 1],
+write_request(struct mb_ctl_request_view *rq, char who_buf[MB_CTL_WHO_MAX + 1],
     const struct mcp_caller *who, int64_t id)
 {
 	const char *owner = who->owner;
@@ -264,7 +256,7 @@ json_t *
 mcp_tool_flag_message(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
 {
-	struct mb_ctl_request rq;
+	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
 	const char *bad = NULL;
 
@@ -293,7 +285,7 @@ json_t *
 mcp_tool_move_message(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
 {
-	struct mb_ctl_request rq;
+	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
 	const char *d = mcp_arg_str(args, "destination");
 
@@ -303,7 +295,7 @@ mcp_tool_move_message(struct mcp_server *srv, json_t *args, const struct mcp_cal
 		return NULL;
 	}
 	rq.op = MB_CTL_MOVE;
-	rq.dest = (char *)d;
+	rq.dest = d;
 	return forward(srv, &rq, err);
 }
 
@@ -311,7 +303,7 @@ json_t *
 mcp_tool_trash_message(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
 {
-	struct mb_ctl_request rq;
+	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
 
 	write_request(&rq, who_buf, who, mcp_arg_int(args, "id"));
@@ -323,7 +315,7 @@ json_t *
 mcp_tool_create_draft(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
 {
-	struct mb_ctl_request rq;
+	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
 	json_t *r = NULL;
 

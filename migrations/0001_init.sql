@@ -1,4 +1,4 @@
--- 0001_init: the index schema (DESIGN.md "Storage"; docs/index.md explains it).
+-- 0001_init: the index schema (docs/index.md explains it).
 -- Applied by mb_index_open() in one transaction and recorded in
 -- schema_migrations.  Append-only: later changes are new files that add
 -- columns or tables; nothing here is ever renamed.

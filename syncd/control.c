@@ -1,5 +1,5 @@
 /*
- * The control socket (STYLE B5; docs/writes.md): a Unix stream socket that
+ * The control socket (docs/writes.md): a Unix stream socket that
  * mcpd's write tools reach syncd through.  Non-blocking, served from the
  * main poll loop.  A peer is checked on accept with SO_PEERCRED against
  * SYNCD_ALLOWED_UIDS; connections are capped in all and per uid.  Frames
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "mailbox/log.h"
+#include "mailbox/unixsock.h"
 #include "mailbox/util.h"
 #include "control.h"
 #include "syncd.h"
@@ -66,62 +67,17 @@ uid_allowed(const struct sd_ctl *ctl, uid_t uid)
 }
 
 /*
- * Bind the listener.  A socket file that answers connect() belongs to a live
- * syncd: not stolen.  One that refuses (ECONNREFUSED) is a dead one's: replaced.
+ * Bind the listener (include/mailbox/unixsock.h): a live syncd's socket is
+ * not stolen, a dead one's is replaced, anything else is left alone.
  */
 static int
 listen_socket(const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct stat st;
-	mode_t old;
-	int fd;
+	struct mb_err err = { 0 };
+	int fd = mb_unix_listen(path, 0660, MB_UNIX_NONBLOCK, 16, &err);
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		mb_log_error("control: SYNCD_SOCKET is too long for a socket path");
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			mb_log_error("control: %s exists and is not a socket; not replacing it", path);
-			return -1;
-		}
-		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-			mb_log_warn("control: socket");
-			return -1;
-		}
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
-			close(fd);
-			mb_log_error("control: %s is live (another syncd answers); not taking it",
-			    path);
-			return -1;
-		}
-		close(fd);
-		mb_log_info("control: removing the stale socket %s", path);
-		if (unlink(path) == -1 && errno != ENOENT) {
-			mb_log_warn("control: unlink %s", path);
-			return -1;
-		}
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
-		mb_log_warn("control: socket");
-		return -1;
-	}
-	old = umask(0117);	/* 0660 from the start: no window with a wider mode */
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		mb_log_warn("control: bind %s", path);
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (chmod(path, 0660) == -1 || listen(fd, 16) == -1) {
-		mb_log_warn("control: %s", path);
-		close(fd);
-		unlink(path);
-		return -1;
-	}
+	if (fd == -1)
+		mb_log_error("control: SYNCD_SOCKET: %s", err.msg);
 	return fd;
 }
 

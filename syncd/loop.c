@@ -1,5 +1,5 @@
 /*
- * The main loop (STYLE B8): one poll() over the signalfd and the worker
+ * The main loop (docs/syncd.md): one poll() over the signalfd and the worker
  * sockets; the timeout is the nearest of the next tick, a worker's deadline,
  * a queued range's backoff and the progress redraw.  No work happens in a
  * signal handler: signals are blocked and read from the signalfd.

@@ -1,6 +1,6 @@
 /*
- * The enumeration half of a tick (DESIGN.md "Data flow of one sync tick",
- * steps 1-4): one IMAP session, one LIST, one EXAMINE per folder, and a UID
+ * The enumeration half of a tick (docs/syncd.md "One tick", the steps up to
+ * the fetch): one IMAP session, one LIST, one EXAMINE per folder, and a UID
  * SEARCH only for folders whose watermark is below the top.  What is missing
  * is found by comparing, bucket by bucket, the UIDs the server lists with
  * the rows the index holds, so a folder converges whatever happened before

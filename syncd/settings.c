@@ -1,5 +1,5 @@
 /*
- * syncd's settings: one table (STYLE B7), in step with .env.example.  The
+ * syncd's settings: one table (libmailbox/core/conf.c), in step with .env.example.  The
  * password is not a setting: main.c reads it from IMAP_PASSWORD_FILE or
  * systemd's credentials directory, never from the environment or argv.
  */

@@ -22,7 +22,7 @@
 #include "mailbox/log.h"
 #include "syncd.h"
 
-/* The crash hook (STYLE B9): _exit at commit point n, like isync's -Tj. */
+/* The crash hook (docs/syncd.md): _exit at commit point n, like isync's -Tj. */
 static void
 crash_point(struct sd *sd)
 {

@@ -24,9 +24,11 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/compose.h"
+#include "mailbox/json.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 #include "mailbox/msg.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 #include "control.h"
 #include "syncd.h"
@@ -38,43 +40,21 @@
 static void
 json_str(struct mb_buf *b, const char *s)
 {
-	mb_buf_addc(b, '"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			mb_buf_addc(b, '\\');
-			mb_buf_addc(b, (char)ch);
-		} else if (ch < 0x20) {
-			char esc[8];
-
-			snprintf(esc, sizeof(esc), "\\u%04x", ch);
-			mb_buf_adds(b, esc);
-		} else
-			mb_buf_addc(b, (char)ch);
-	}
-	mb_buf_addc(b, '"');
+	(void)mb_json_quote(b, s, strlen(s));
 }
 
 static void
 json_flags(struct mb_buf *b, unsigned bits)
 {
-	static const struct { unsigned bit; const char *name; } f[] = {
-		{ MB_FLAG_SEEN, "\\\\Seen" }, { MB_FLAG_ANSWERED, "\\\\Answered" },
-		{ MB_FLAG_FLAGGED, "\\\\Flagged" }, { MB_FLAG_DELETED, "\\\\Deleted" },
-		{ MB_FLAG_DRAFT, "\\\\Draft" },
-	};
 	bool first = true;
 
 	mb_buf_addc(b, '[');
-	for (size_t i = 0; i < MB_ARRAY_LEN(f); i++) {
-		if (!(bits & f[i].bit))
+	for (size_t i = 0; i < MB_FLAG_COUNT; i++) {
+		if (!(bits & mb_flag_names[i].bit))
 			continue;
 		if (!first)
 			mb_buf_addc(b, ',');
-		mb_buf_addc(b, '"');
-		mb_buf_adds(b, f[i].name);
-		mb_buf_addc(b, '"');
+		json_str(b, mb_flag_names[i].imap);
 		first = false;
 	}
 	mb_buf_addc(b, ']');
@@ -393,16 +373,13 @@ child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_
 	struct mb_ipc_conn c;
 	struct mb_ipc_out o;
 	struct mb_err err = { 0 };
+	struct mb_ctl_result r = { .outcome = outcome, .flags = flags, .uidvalidity = uidv,
+	    .uid = uid, .used_move = used_move };
 
+	snprintf(r.detail, sizeof(r.detail), "%.*s", (int)mb_utf8_boundary(detail,
+	    strlen(detail), MB_CTL_DETAIL_MAX), detail);
 	mb_ipc_conn_init(&c, fd, 0);
-	mb_ipc_out_begin(&o, MB_IPC_CTL_REPLY, 0);
-	mb_ipc_put_u32(&o, outcome);
-	mb_ipc_put_str(&o, detail);
-	mb_ipc_put_u32(&o, flags);
-	mb_ipc_put_u32(&o, uidv);
-	mb_ipc_put_u32(&o, uid);
-	mb_ipc_put_bool(&o, used_move);
-	if (mb_ipc_out_finish(&o, &err) == 0)
+	if (mb_ctl_put_result(&o, &r, &err) == 0)
 		mb_ipc_send(&c, &o, &err);
 	else
 		mb_ipc_out_release(&o);
@@ -608,7 +585,7 @@ sd_write_start(struct sd *sd, struct sd_client *cl, uint32_t req_id, struct mb_c
 	}
 	close(sv[1]);
 	j->pid = pid;
-	mb_ipc_conn_init(&j->conn, sv[0], MB_IPC_BIT(MB_IPC_CTL_REPLY));
+	mb_ipc_conn_init(&j->conn, sv[0], MB_IPC_BIT(MB_IPC_WRITE_RESULT));
 	return;
 refuse:
 	log_update(sd, j, "refused", why);
@@ -699,7 +676,7 @@ job_done(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *deta
 rollback:
 	mb_index_rollback(sd->idx);
 index_fail:
-	snprintf(buf, sizeof(buf), "%s, but the index could not be updated (%s); the next "
+	snprintf(buf, sizeof(buf), "%.400s, but the index could not be updated (%s); the next "
 	    "tick catches up", detail, err.msg);
 	log_update(sd, j, mb_ctl_outcome_name(outcome), buf);
 	finish(sd, cl, outcome, buf, new_id, flags, where);
@@ -719,19 +696,15 @@ sd_write_input(struct sd *sd, struct sd_client *cl)
 		return;
 	r = n == -1 ? -1 : mb_ipc_next(&j->conn, &f, &err);
 	if (r == 1) {
-		uint32_t outcome = mb_ipc_get_u32(&f.cur);
-		char *detail = mb_ipc_get_strdup(&f.cur);
-		unsigned flags = mb_ipc_get_u32(&f.cur);
-		uint32_t uidv = mb_ipc_get_u32(&f.cur), uid = mb_ipc_get_u32(&f.cur);
+		struct mb_ctl_result res;
 
-		(void)mb_ipc_get_bool(&f.cur);
-		if (mb_ipc_end(&f.cur, &err) == 0 && outcome <= MB_CTL_FAILED && detail != NULL)
-			job_done(sd, cl, outcome, detail, flags, uidv, uid);
+		if (mb_ctl_get_result(&f.cur, &res, &err) == 0)
+			job_done(sd, cl, res.outcome, res.detail, res.flags, res.uidvalidity,
+			    res.uid);
 		else {
 			log_update(sd, j, "failed", "the write process sent a malformed answer");
 			finish(sd, cl, MB_CTL_FAILED, "internal error", j->rq.message_id, 0, NULL);
 		}
-		free(detail);
 	} else if (r == 0 && n != 0)
 		return;	/* more to come */
 	else {

@@ -1,5 +1,5 @@
 /*
- * Typed configuration tables (STYLE B7).  A daemon describes its settings in
+ * Typed configuration tables, the one way both daemons read settings.  A daemon describes its settings in
  * a table of struct mb_conf_key; mb_conf_load() fills a struct of the
  * daemon's own type from, in rising precedence: the table's defaults, a
  * KEY=VALUE file (as .env.example), and a lookup function (getenv in main.c,

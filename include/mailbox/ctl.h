@@ -1,12 +1,14 @@
 /*
  * The control socket's requests and replies (mcpd -> syncd; docs/writes.md),
- * carried in MB_IPC_CTL_REQUEST / MB_IPC_CTL_REPLY frames (ipc.h).  The
- * frame id is the request id, echoed in the reply.  The peer's uid is never
+ * carried in MB_IPC_CTL_REQUEST / MB_IPC_CTL_REPLY frames (ipc.h), and the
+ * result a write process hands syncd (MB_IPC_WRITE_RESULT).  The frame id
+ * is the request id, echoed in the reply.  The peer's uid is never
  * in a payload: syncd reads it from the kernel (SO_PEERCRED).
  */
 #ifndef MAILBOX_CTL_H
 #define MAILBOX_CTL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mailbox/err.h"
@@ -33,6 +35,7 @@ enum mb_ctl_outcome {
 #define MB_CTL_LINE_MAX		998	/* bytes of one recipient, or of the subject */
 #define MB_CTL_BODY_MAX		(1u << 20)	/* bytes of a draft's body */
 
+/* A decoded request: every string is the struct's (mb_ctl_request_release()). */
 struct mb_ctl_request {
 	uint32_t	 op;		/* enum mb_ctl_op */
 	char		*who;		/* owned; the OAuth subject, or "local" */
@@ -46,6 +49,23 @@ struct mb_ctl_request {
 	char		*body;		/* owned; never NULL for a draft ("" allowed) */
 };
 
+/*
+ * A request to encode, built by the sender from strings it keeps (a tool's
+ * JSON arguments): nothing here is owned, so nothing is freed through it
+ * but the sender's own to/cc arrays.  Fields as in struct mb_ctl_request.
+ */
+struct mb_ctl_request_view {
+	uint32_t	 op;
+	const char	*who;
+	int64_t		 message_id;
+	uint32_t	 add, remove;
+	const char	*dest;
+	const char	**to, **cc;	/* arrays of borrowed strings */
+	uint32_t	 n_to, n_cc;
+	const char	*subject;
+	const char	*body;
+};
+
 struct mb_ctl_reply {
 	uint32_t	 outcome;	/* enum mb_ctl_outcome */
 	char		*detail;	/* owned; never NULL after a decode */
@@ -55,9 +75,22 @@ struct mb_ctl_reply {
 	int64_t		 log_id;	/* write_log.id */
 };
 
+/*
+ * What a write process reports to syncd (MB_IPC_WRITE_RESULT, over the
+ * socketpair to its parent): a frame type and layout of its own, not a
+ * second layout of MB_IPC_CTL_REPLY.  Held by value: nothing to release.
+ */
+struct mb_ctl_result {
+	uint32_t	 outcome;	/* enum mb_ctl_outcome */
+	char		 detail[MB_CTL_DETAIL_MAX + 1];	/* NUL-terminated */
+	uint32_t	 flags;		/* MB_CTL_FLAG: the flags the server reported after */
+	uint32_t	 uidvalidity, uid;	/* COPYUID/APPENDUID; 0 when unknown */
+	bool		 used_move;	/* the server did UID MOVE (not COPY + EXPUNGE) */
+};
+
 /* Build a request or reply frame with request id id (mb_ipc_out_finish is called). */
-int	mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_request *rq,
-	    struct mb_err *err);
+int	mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id,
+	    const struct mb_ctl_request_view *rq, struct mb_err *err);
 int	mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_reply *rp,
 	    struct mb_err *err);
 /*
@@ -69,6 +102,17 @@ int	mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_repl
 int	mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_err *err);
 int	mb_ctl_get_reply(struct mb_ipc_cur *c, struct mb_ctl_reply *rp, struct mb_err *err);
 void	mb_ctl_request_release(struct mb_ctl_request *rq);	/* idempotent */
+
+/* A view of the decoded rq, for encoding it again; valid while rq is. */
+void	mb_ctl_request_view(const struct mb_ctl_request *rq, struct mb_ctl_request_view *v);
+
+/*
+ * A write result frame (id 0), and its decoder: -1 (MB_E_PROTO) for a
+ * malformed one (an unknown outcome, a detail longer than MB_CTL_DETAIL_MAX).
+ */
+int	mb_ctl_put_result(struct mb_ipc_out *o, const struct mb_ctl_result *r,
+	    struct mb_err *err);
+int	mb_ctl_get_result(struct mb_ipc_cur *c, struct mb_ctl_result *r, struct mb_err *err);
 void	mb_ctl_reply_release(struct mb_ctl_reply *rp);		/* idempotent */
 
 const char	*mb_ctl_op_name(uint32_t op);		/* "flag_message", ...; "?" */

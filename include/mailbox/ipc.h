@@ -1,5 +1,5 @@
 /*
- * IPC framing between processes on this host (STYLE B5): syncd <-> its
+ * IPC framing between processes on this host (docs/syncd.md): syncd <-> its
  * workers over socketpairs, and mcpd -> syncd over the control socket.
  *
  * A frame is a fixed 16-byte header, four u32 in host byte order (both ends
@@ -25,7 +25,8 @@
 #include "mailbox/err.h"
 #include "mailbox/index.h"
 
-#define MB_IPC_VERSION	2		/* bump on ANY wire change (2: create_draft) */
+#define MB_IPC_VERSION	3		/* bump on ANY wire change (2: create_draft;
+				   3: MB_IPC_WRITE_RESULT) */
 #define MB_IPC_HDR_LEN	16u
 #define MB_IPC_MAX	(4u << 20)	/* header + payload: a 1 MiB body plus headers fits */
 #define MB_IPC_QUEUE_MAX (64u << 20)	/* bytes a writer may have waiting */
@@ -40,9 +41,11 @@ enum mb_ipc_type {
 	MB_IPC_ROW,		/* one normalised message: mb_ipc_put_row() */
 	MB_IPC_RANGE_DONE,	/* u32 rows sent */
 	MB_IPC_FAIL,		/* u32 enum mb_errcode, str message (for the log) */
-	/* mcpd -> syncd control socket (reserved) */
+	/* mcpd -> syncd control socket: ctl.h */
 	MB_IPC_CTL_REQUEST,
 	MB_IPC_CTL_REPLY,
+	/* a syncd write process -> syncd: mb_ctl_put_result() (ctl.h) */
+	MB_IPC_WRITE_RESULT,
 	MB_IPC_TYPE_MAX
 };
 #define MB_IPC_BIT(t)	(1u << (t))

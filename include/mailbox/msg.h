@@ -63,5 +63,29 @@ enum mb_flag {
 	MB_FLAG_DELETED = 1 << 3,
 	MB_FLAG_DRAFT = 1 << 4,
 };
+#define MB_FLAG_COUNT	5
+
+/*
+ * The one table of flag names, in bit order (the order every list of flags
+ * is written in).  word is the public spelling, what get_message and
+ * search_messages answer ("seen"); imap is the IMAP system flag ("\Seen",
+ * one backslash), what the write tools answer and syncd logs.  unset_word
+ * names the flag's absence where answers do ("unread"), else NULL.
+ * docs/mcpd.md says which spelling a client sees where.
+ */
+struct mb_flag_name {
+	enum mb_flag	 bit;
+	const char	*word;
+	const char	*imap;
+	const char	*unset_word;
+};
+extern const struct mb_flag_name mb_flag_names[MB_FLAG_COUNT];
+
+/*
+ * The flag a client named: its IMAP name or its public word, in any case
+ * ("\Seen", "\SEEN", "seen").  Returns the bit, or 0 for anything else
+ * (including "unread", which names no flag but its absence).
+ */
+enum mb_flag	mb_flag_parse(const char *s);
 
 #endif

@@ -24,11 +24,30 @@ size_t	mb_utf8_encode(uint32_t cp, char out[4]);
  */
 size_t	mb_utf8_boundary(const char *s, size_t len, size_t max);
 
-/* Number of characters (code points) in the valid UTF-8 string s. */
+/*
+ * Number of characters (code points) in the valid UTF-8 string s: the bytes
+ * that are not continuation bytes (10xxxxxx).  In invalid text, a stray
+ * lead or ASCII byte counts as one and a stray continuation byte as none.
+ */
 size_t	mb_utf8_count(const char *s, size_t len);
 
-/* Byte offset of character number nchars (clamped to len). */
+/*
+ * Byte offset of character number nchars (clamped to len).  A character is
+ * the byte at the offset and the continuation bytes that follow it, so in
+ * invalid text each stray byte (even a continuation byte at s[0]) counts as
+ * one character.
+ */
 size_t	mb_utf8_offset(const char *s, size_t len, size_t nchars);
+
+/*
+ * Characters written without spaces between words, which the index stores
+ * as overlapping bigrams (docs/index.md): Han (with 々 〆 〇 and the
+ * Hangzhou numerals), Hiragana, Katakana (with the halfwidth forms and the
+ * phonetic extensions), Bopomofo and Hangul (syllables and Jamo).
+ * Punctuation (、。「」・) is not.  The one table both the FTS5 tokenizer
+ * and the query compiler use, so a query is split the way the text was.
+ */
+bool	mb_utf8_is_cjk(uint32_t cp);
 
 /*
  * Characters that exist to hide text from a human reader: zero-width

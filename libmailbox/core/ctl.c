@@ -35,7 +35,7 @@ mb_ctl_outcome_name(uint32_t outcome)
 }
 
 int
-mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_request *rq,
+mb_ctl_put_request(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_request_view *rq,
     struct mb_err *err)
 {
 	mb_ipc_out_begin(o, MB_IPC_CTL_REQUEST, id);
@@ -68,6 +68,45 @@ mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_reply *r
 	mb_ipc_put_str(o, rp->folder);
 	mb_ipc_put_u64(o, (uint64_t)rp->log_id);
 	return mb_ipc_out_finish(o, err);
+}
+
+int
+mb_ctl_put_result(struct mb_ipc_out *o, const struct mb_ctl_result *r, struct mb_err *err)
+{
+	mb_ipc_out_begin(o, MB_IPC_WRITE_RESULT, 0);
+	mb_ipc_put_u32(o, r->outcome);
+	mb_ipc_put_str(o, r->detail);
+	mb_ipc_put_u32(o, r->flags);
+	mb_ipc_put_u32(o, r->uidvalidity);
+	mb_ipc_put_u32(o, r->uid);
+	mb_ipc_put_bool(o, r->used_move);
+	return mb_ipc_out_finish(o, err);
+}
+
+int
+mb_ctl_get_result(struct mb_ipc_cur *c, struct mb_ctl_result *r, struct mb_err *err)
+{
+	char *detail;
+
+	memset(r, 0, sizeof(*r));
+	r->outcome = mb_ipc_get_u32(c);
+	detail = mb_ipc_get_strdup(c);
+	r->flags = mb_ipc_get_u32(c);
+	r->uidvalidity = mb_ipc_get_u32(c);
+	r->uid = mb_ipc_get_u32(c);
+	r->used_move = mb_ipc_get_bool(c);
+	if (mb_ipc_end(c, err) == -1) {
+		free(detail);
+		return -1;
+	}
+	if (r->outcome > MB_CTL_FAILED || detail == NULL || strlen(detail) > MB_CTL_DETAIL_MAX ||
+	    (r->flags & ~FLAG_BITS) != 0) {
+		free(detail);
+		return mb_err_set(err, MB_E_PROTO, "write process: malformed result");
+	}
+	memcpy(r->detail, detail, strlen(detail) + 1);
+	free(detail);
+	return 0;
 }
 
 static bool
@@ -190,6 +229,18 @@ mb_ctl_request_release(struct mb_ctl_request *rq)
 	rq->who = rq->dest = rq->subject = rq->body = NULL;
 	strs_free(&rq->to, &rq->n_to);
 	strs_free(&rq->cc, &rq->n_cc);
+}
+
+void
+mb_ctl_request_view(const struct mb_ctl_request *rq, struct mb_ctl_request_view *v)
+{
+	*v = (struct mb_ctl_request_view){ .op = rq->op, .who = rq->who,
+	    .message_id = rq->message_id, .add = rq->add, .remove = rq->remove,
+	    .dest = rq->dest, .n_to = rq->n_to, .n_cc = rq->n_cc, .subject = rq->subject,
+	    .body = rq->body };
+	/* char ** to const char **: C needs the cast; the view only reads them */
+	v->to = (const char **)rq->to;
+	v->cc = (const char **)rq->cc;
 }
 
 void

@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "mailbox/err.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 
 #include "index-private.h"
@@ -34,78 +35,19 @@ struct cjk_tok {
 
 /*
  * Decode one UTF-8 character at p (n bytes available).  Returns its length
- * (1 for an invalid byte, which then counts as not CJK) and sets *cp_r.
+ * (1 for an invalid byte, which then counts as U+FFFD: not CJK) and sets
+ * *cp_r.
  */
 static int
 utf8_next(const unsigned char *p, int n, uint32_t *cp_r)
 {
-	uint32_t cp;
-	int len;
+	size_t len = mb_utf8_decode((const char *)p, (size_t)n, cp_r);
 
-	if (p[0] < 0x80) {
-		*cp_r = p[0];
-		return 1;
-	}
-	if ((p[0] & 0xe0) == 0xc0) {
-		cp = p[0] & 0x1f;
-		len = 2;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		cp = p[0] & 0x0f;
-		len = 3;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		cp = p[0] & 0x07;
-		len = 4;
-	} else {
+	if (len == 0) {
 		*cp_r = 0xfffd;
 		return 1;
 	}
-	if (len > n) {
-		*cp_r = 0xfffd;
-		return 1;
-	}
-	for (int i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80) {
-			*cp_r = 0xfffd;
-			return 1;
-		}
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	*cp_r = cp;
-	return len;
-}
-
-/*
- * Characters written without spaces between words: Han (with 々 and 〇),
- * Hiragana, Katakana (with the halfwidth forms), Bopomofo and Hangul.
- * Punctuation (、。「」・) is not: the parent drops it as a separator.
- */
-static bool
-is_cjk(uint32_t c)
-{
-	if (c < 0x1100)
-		return false;
-	return (c >= 0x1100 && c <= 0x11ff) ||		/* Hangul Jamo */
-	    (c >= 0x2e80 && c <= 0x2fdf) ||		/* CJK and Kangxi radicals */
-	    c == 0x3005 || c == 0x3006 || c == 0x3007 ||	/* 々 〆 〇 */
-	    (c >= 0x3021 && c <= 0x3029) ||		/* Hangzhou numerals */
-	    (c >= 0x3038 && c <= 0x303b) ||
-	    (c >= 0x3041 && c <= 0x309f) ||		/* Hiragana */
-	    (c >= 0x30a0 && c <= 0x30fa) ||		/* Katakana (not ・) */
-	    (c >= 0x30fc && c <= 0x30ff) ||		/* ー ヽ ヾ ヿ */
-	    (c >= 0x3105 && c <= 0x312f) ||		/* Bopomofo */
-	    (c >= 0x3131 && c <= 0x318e) ||		/* Hangul compatibility Jamo */
-	    (c >= 0x31a0 && c <= 0x31bf) ||		/* Bopomofo extended */
-	    (c >= 0x31f0 && c <= 0x31ff) ||		/* Katakana phonetic extensions */
-	    (c >= 0x3400 && c <= 0x4dbf) ||		/* Han extension A */
-	    (c >= 0x4e00 && c <= 0x9fff) ||		/* Han */
-	    (c >= 0xa960 && c <= 0xa97f) ||		/* Hangul Jamo extended A */
-	    (c >= 0xac00 && c <= 0xd7af) ||		/* Hangul syllables */
-	    (c >= 0xd7b0 && c <= 0xd7ff) ||		/* Hangul Jamo extended B */
-	    (c >= 0xf900 && c <= 0xfaff) ||		/* Han compatibility */
-	    (c >= 0xff66 && c <= 0xff9f) ||		/* halfwidth Katakana */
-	    (c >= 0xffa0 && c <= 0xffdc) ||		/* halfwidth Hangul */
-	    (c >= 0x1b000 && c <= 0x1b16f) ||		/* Kana supplement, extended A */
-	    (c >= 0x20000 && c <= 0x3134f);		/* Han extensions B..G */
+	return (int)len;
 }
 
 /* Passes the parent's tokens on, with offsets moved from the piece to the text. */
@@ -201,7 +143,7 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 	while (i < ntext && rc == SQLITE_OK) {
 		uint32_t cp;
 		int len = utf8_next(u + i, ntext - i, &cp);
-		bool cjk = is_cjk(cp);
+		bool cjk = mb_utf8_is_cjk(cp);
 
 		if (!cjk) {
 			i += len;
@@ -215,7 +157,7 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 				break;
 		}
 		seg = i;
-		while (i < ntext && is_cjk(cp)) {
+		while (i < ntext && mb_utf8_is_cjk(cp)) {
 			i += len;
 			if (i < ntext)
 				len = utf8_next(u + i, ntext - i, &cp);

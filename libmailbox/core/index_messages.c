@@ -10,6 +10,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
+#include "mailbox/json.h"
 #include "mailbox/util.h"
 
 #include "index-private.h"
@@ -52,23 +53,7 @@ render_addr_list(struct mb_buf *b, const struct mb_addr *v, size_t n)
 static int
 json_string(struct mb_buf *b, const char *s)
 {
-	if (s == NULL)
-		return mb_buf_adds(b, "null");
-	if (mb_buf_addc(b, '"') == -1)
-		return -1;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		int rc;
-
-		if (*p == '"' || *p == '\\')
-			rc = mb_buf_addf(b, "\\%c", *p);
-		else if (*p < 0x20)
-			rc = mb_buf_addf(b, "\\u%04x", *p);
-		else
-			rc = mb_buf_addc(b, (char)*p);
-		if (rc == -1)
-			return -1;
-	}
-	return mb_buf_addc(b, '"');
+	return s == NULL ? mb_buf_adds(b, "null") : mb_json_quote(b, s, strlen(s));
 }
 
 /* [{"name":...,"addr":...},...] */

@@ -44,27 +44,6 @@ static const char folders_sql[] =
 static const char recent_sql[] =
 	"SELECT id, subject, date FROM messages ORDER BY date DESC, id DESC LIMIT ?1 OFFSET ?2";
 
-/*
- * Byte offset of character nchars in s (len bytes).  Counted from the first
- * byte whatever it is, so a stray continuation byte at the start counts as
- * a character of its own (mb_utf8_offset() would skip it): a page then
- * always starts where the previous one ended, also in a malformed body, and
- * its length agrees with mb_utf8_count().
- */
-static size_t
-page_offset(const char *s, size_t len, size_t nchars)
-{
-	size_t i = 0;
-
-	while (i < len && nchars > 0) {
-		i++;
-		while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
-			i++;
-		nchars--;
-	}
-	return i;
-}
-
 /* ---- a message */
 
 static void
@@ -95,8 +74,8 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 		blen = 0;
 	}
 	m->body_chars = mb_utf8_count(body, blen);
-	start = page_offset(body, blen, offset);
-	end = start + page_offset(body + start, blen - start, cap);
+	start = mb_utf8_offset(body, blen, offset);
+	end = start + mb_utf8_offset(body + start, blen - start, cap);
 	m->body = mb_xmalloc(end - start + 1);
 	memcpy(m->body, body + start, end - start);
 	m->body[end - start] = '\0';

@@ -1,5 +1,6 @@
-/* Lifetime of struct mb_msg: see include/mailbox/msg.h. */
+/* Lifetime of struct mb_msg, and the flag names: see include/mailbox/msg.h. */
 #include <stdlib.h>
+#include <strings.h>
 
 #include "mailbox/msg.h"
 #include "mailbox/util.h"
@@ -54,4 +55,22 @@ mb_msg_free(struct mb_msg **msgp)
 	free(m->parse_error);
 	free(m);
 	*msgp = NULL;
+}
+
+const struct mb_flag_name mb_flag_names[MB_FLAG_COUNT] = {
+	{ MB_FLAG_SEEN, "seen", "\\Seen", "unread" },
+	{ MB_FLAG_ANSWERED, "answered", "\\Answered", NULL },
+	{ MB_FLAG_FLAGGED, "flagged", "\\Flagged", NULL },
+	{ MB_FLAG_DELETED, "deleted", "\\Deleted", NULL },
+	{ MB_FLAG_DRAFT, "draft", "\\Draft", NULL },
+};
+
+enum mb_flag
+mb_flag_parse(const char *s)
+{
+	for (size_t i = 0; s != NULL && i < MB_FLAG_COUNT; i++)
+		if (strcasecmp(s, mb_flag_names[i].imap) == 0 ||
+		    strcasecmp(s, mb_flag_names[i].word) == 0)
+			return mb_flag_names[i].bit;
+	return 0;
 }

@@ -93,56 +93,6 @@ mb_query_empty(const struct mb_query *q)
 	    q->has_attachment == -1;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0; *cp_r its code point. */
-static size_t
-u8_decode(const unsigned char *s, size_t len, uint32_t *cp_r)
-{
-	uint32_t cp;
-	size_t n, i;
-
-	if (len == 0)
-		return 0;
-	if (s[0] < 0x80) {
-		*cp_r = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (len < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and values past U+10FFFF. */
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	*cp_r = cp;
-	return n;
-}
-
-static bool
-is_cjk(uint32_t cp)
-{
-	return (cp >= 0x3040 && cp <= 0x30ff) ||	/* hiragana, katakana */
-	    (cp >= 0x3400 && cp <= 0x4dbf) ||		/* CJK extension A */
-	    (cp >= 0x4e00 && cp <= 0x9fff) ||		/* CJK unified */
-	    (cp >= 0xac00 && cp <= 0xd7af) ||		/* hangul syllables */
-	    (cp >= 0xf900 && cp <= 0xfaff) ||		/* compatibility ideographs */
-	    (cp >= 0x20000 && cp <= 0x3134f);		/* extensions B..G */
-}
-
 /*
  * Copy text into out with every NUL, control character and byte that is not
  * part of valid UTF-8 turned into a space: the parser below then only ever
@@ -151,12 +101,11 @@ is_cjk(uint32_t cp)
 static int
 sanitize(const char *text, size_t len, struct mb_buf *out)
 {
-	const unsigned char *s = (const unsigned char *)text;
 	size_t i = 0, n;
 	uint32_t cp;
 
 	while (i < len) {
-		n = u8_decode(s + i, len - i, &cp);
+		n = mb_utf8_decode(text + i, len - i, &cp);
 		if (n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) ||
 		    cp == 0x2028 || cp == 0x2029 || mb_utf8_is_invisible(cp)) {
 			if (mb_buf_addc(out, ' ') == -1)
@@ -164,7 +113,7 @@ sanitize(const char *text, size_t len, struct mb_buf *out)
 			i += n ? n : 1;
 			continue;
 		}
-		if (mb_buf_add(out, s + i, n) == -1)
+		if (mb_buf_add(out, text + i, n) == -1)
 			return -1;
 		i += n;
 	}
@@ -188,9 +137,9 @@ static bool
 single_cjk(const char *s, size_t len)
 {
 	uint32_t cp;
-	size_t n = u8_decode((const unsigned char *)s, len, &cp);
+	size_t n = mb_utf8_decode(s, len, &cp);
 
-	return n != 0 && n == len && is_cjk(cp);
+	return n != 0 && n == len && mb_utf8_is_cjk(cp);
 }
 
 int
@@ -612,8 +561,8 @@ match_at(const struct mb_query *q, const char *text, size_t len, size_t i)
 		if (n == 0 || n > len - i)
 			continue;
 		/* CJK has no word boundaries: a CJK term may start anywhere */
-		if (!cjk_or_start && !(u8_decode((const unsigned char *)q->hl[k], n, &cp) &&
-		    is_cjk(cp)))
+		if (!cjk_or_start && !(mb_utf8_decode(q->hl[k], n, &cp) &&
+		    mb_utf8_is_cjk(cp)))
 			continue;
 		if (strncasecmp(text + i, q->hl[k], n) == 0)
 			return n;
@@ -698,9 +647,9 @@ mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t 
 			 * into CJK, which has no spaces between words */
 			while (w < end) {
 				uint32_t cp = 0;
-				size_t n = u8_decode((const unsigned char *)text + w, len - w, &cp);
+				size_t n = mb_utf8_decode(text + w, len - w, &cp);
 
-				if (n == 0 || !word_byte((unsigned char)text[w]) || is_cjk(cp))
+				if (n == 0 || !word_byte((unsigned char)text[w]) || mb_utf8_is_cjk(cp))
 					break;
 				w += n;
 			}

@@ -125,16 +125,46 @@ mb_utf8_count(const char *s, size_t len)
 size_t
 mb_utf8_offset(const char *s, size_t len, size_t nchars)
 {
-	size_t i, seen = 0;
+	size_t i = 0;
 
-	for (i = 0; i < len; i++) {
-		if (((unsigned char)s[i] & 0xc0) != 0x80) {
-			if (seen == nchars)
-				return i;
-			seen++;
-		}
+	/* a character is a byte and the continuation bytes after it, so a
+	 * stray byte (even one at s[0]) counts as one */
+	while (i < len && nchars > 0) {
+		i++;
+		while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
+			i++;
+		nchars--;
 	}
-	return len;
+	return i;
+}
+
+bool
+mb_utf8_is_cjk(uint32_t c)
+{
+	if (c < 0x1100)
+		return false;	/* the common case: Latin, Greek, Cyrillic ... */
+	return (c >= 0x1100 && c <= 0x11ff) ||		/* Hangul Jamo */
+	    (c >= 0x2e80 && c <= 0x2fdf) ||		/* CJK and Kangxi radicals */
+	    c == 0x3005 || c == 0x3006 || c == 0x3007 ||	/* 々 〆 〇 */
+	    (c >= 0x3021 && c <= 0x3029) ||		/* Hangzhou numerals */
+	    (c >= 0x3038 && c <= 0x303b) ||
+	    (c >= 0x3041 && c <= 0x309f) ||		/* Hiragana */
+	    (c >= 0x30a0 && c <= 0x30fa) ||		/* Katakana (not ・) */
+	    (c >= 0x30fc && c <= 0x30ff) ||		/* ー ヽ ヾ ヿ */
+	    (c >= 0x3105 && c <= 0x312f) ||		/* Bopomofo */
+	    (c >= 0x3131 && c <= 0x318e) ||		/* Hangul compatibility Jamo */
+	    (c >= 0x31a0 && c <= 0x31bf) ||		/* Bopomofo extended */
+	    (c >= 0x31f0 && c <= 0x31ff) ||		/* Katakana phonetic extensions */
+	    (c >= 0x3400 && c <= 0x4dbf) ||		/* Han extension A */
+	    (c >= 0x4e00 && c <= 0x9fff) ||		/* Han */
+	    (c >= 0xa960 && c <= 0xa97f) ||		/* Hangul Jamo extended A */
+	    (c >= 0xac00 && c <= 0xd7af) ||		/* Hangul syllables */
+	    (c >= 0xd7b0 && c <= 0xd7ff) ||		/* Hangul Jamo extended B */
+	    (c >= 0xf900 && c <= 0xfaff) ||		/* Han compatibility */
+	    (c >= 0xff66 && c <= 0xff9f) ||		/* halfwidth Katakana */
+	    (c >= 0xffa0 && c <= 0xffdc) ||		/* halfwidth Hangul */
+	    (c >= 0x1b000 && c <= 0x1b16f) ||		/* Kana supplement, extended A */
+	    (c >= 0x20000 && c <= 0x3134f);		/* Han extensions B..G */
 }
 
 bool

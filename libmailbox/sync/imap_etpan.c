@@ -1,8 +1,7 @@
 /*
  * The Mailbox interface (include/mailbox/imap.h) over libetpan 1.9.4.  This
  * is the only file in the tree that includes libetpan; docs/imap.md explains
- * the choices, /work/shared/research/libetpan.md the library's flaws that
- * shape them:
+ * the choices and lists the library's flaws that shape them (§n there):
  *
  * - Debian's libetpan never verifies a certificate: the chain and host name
  *   are checked here with GnuTLS after the handshake and before LOGIN.
@@ -49,7 +48,7 @@ struct mb_imap {
 	bool		 sel_modseq;	/* the examined folder sent HIGHESTMODSEQ: fetch MODSEQ */
 	bool		 selected;
 
-	/* The watchdog (libetpan.md 7.3); everything below is under wd_lock. */
+	/* The watchdog (docs/imap.md §7.3); everything below is under wd_lock. */
 	pthread_t	 wd_thread;
 	bool		 wd_started;
 	pthread_mutex_t	 wd_lock;
@@ -355,7 +354,7 @@ sni_cb(struct mailstream_ssl_context *ctx, void *data)
 
 /*
  * Verify the peer's chain against the system trust store plus ca_file, for
- * host and the TLS server purpose (libetpan.md 7.1).  No credential has been
+ * host and the TLS server purpose (docs/imap.md §7.1).  No credential has been
  * sent when this runs.
  */
 static int

@@ -13,43 +13,9 @@
 
 #include "mailbox/util.h"
 #include "mailbox/mutf7.h"
+#include "mailbox/utf8.h"
 
 #define MUTF7_NAME_MAX	(64u * 1024)	/* no sane mailbox name is longer */
-
-/*
- * Strict UTF-8 check (no overlongs, surrogates or values past U+10FFFF).
- * Kept here rather than using utf8.h so this module stands alone.
- */
-static bool
-utf8_ok(const unsigned char *s)
-{
-	while (*s) {
-		unsigned c = *s, n, cp;
-
-		if (c < 0x80) {
-			s++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return false;
-		for (unsigned i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		s += n + 1;
-	}
-	return true;
-}
 
 /* Convert in (NUL-terminated) from one charset to another; 0 or -1. */
 static int
@@ -101,7 +67,7 @@ mb_mutf7_decode(const char *mutf7, char **utf8_r, struct mb_err *err)
 	 */
 	char *again = NULL;
 
-	if (!utf8_ok((const unsigned char *)out) ||
+	if (!mb_utf8_valid(out, strlen(out)) ||
 	    convert("UTF-7-IMAP", "UTF-8", out, &again) == -1 || strcmp(again, mutf7) != 0) {
 		free(again);
 		free(out);
@@ -116,7 +82,7 @@ int
 mb_mutf7_encode(const char *utf8, char **mutf7_r, struct mb_err *err)
 {
 	*mutf7_r = NULL;
-	if (!utf8_ok((const unsigned char *)utf8))
+	if (!mb_utf8_valid(utf8, strlen(utf8)))
 		return mb_err_set(err, MB_E_INVALID, "mailbox name is not UTF-8");
 	if (convert("UTF-7-IMAP", "UTF-8", utf8, mutf7_r) == -1)
 		return mb_err_set(err, MB_E_INVALID, "mailbox name cannot be encoded");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash and resume (STYLE B9, isync's -Tj): a backfill of 5,000 messages is
+# Crash and resume (docs/syncd.md "The crash hook", like isync's -Tj): a backfill of 5,000 messages is
 # interrupted again and again, and restarted each time:
 #  - at chosen commit points through SYNCD_TEST_CRASH_AT_COMMIT (odd points
 #    die with a transaction open, even ones just after a COMMIT);

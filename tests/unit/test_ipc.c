@@ -438,7 +438,7 @@ ipc_fuzz_seed_stream_decodes(void **state)
 
 /* Encode rq, then decode it as syncd would: 0 and *back filled, or -1. */
 static int
-ctl_round_trip(const struct mb_ctl_request *rq, struct mb_ctl_request *back)
+ctl_round_trip(const struct mb_ctl_request_view *rq, struct mb_ctl_request *back)
 {
 	struct mb_ipc_out o;
 	struct mb_ipc_conn c;
@@ -462,8 +462,8 @@ ctl_round_trip(const struct mb_ctl_request *rq, struct mb_ctl_request *back)
 static void
 ctl_draft_request_round_trip_and_limits(void **state)
 {
-	char *to[MB_CTL_RCPT_MAX + 1], *cc[] = { "carol@example.org" };
-	struct mb_ctl_request rq = { .op = MB_CTL_DRAFT, .who = "sub-1", .to = to, .n_to = 2,
+	const char *to[MB_CTL_RCPT_MAX + 1], *cc[] = { "carol@example.org" };
+	struct mb_ctl_request_view rq = { .op = MB_CTL_DRAFT, .who = "sub-1", .to = to, .n_to = 2,
 	    .cc = cc, .n_cc = 1, .subject = "Grüße", .body = "line one\nline two\n" };
 	struct mb_ctl_request back;
 
@@ -509,6 +509,80 @@ ctl_draft_request_round_trip_and_limits(void **state)
 	mb_ctl_request_release(&back);
 }
 
+/* A decoded request encodes again, through its view, to the same fields. */
+static void
+ctl_decoded_request_encodes_again(void **state)
+{
+	const char *to[] = { "alice@example.org", "Bob <bob@example.org>" };
+	struct mb_ctl_request_view rq = { .op = MB_CTL_DRAFT, .who = "sub-1", .to = to,
+	    .n_to = 2, .subject = "Hello", .body = "text" };
+	struct mb_ctl_request_view v;
+	struct mb_ctl_request back, again;
+
+	(void)state;
+	assert_int_equal(ctl_round_trip(&rq, &back), 0);
+	mb_ctl_request_view(&back, &v);
+	assert_int_equal(ctl_round_trip(&v, &again), 0);
+	assert_int_equal(again.op, MB_CTL_DRAFT);
+	assert_string_equal(again.who, "sub-1");
+	assert_int_equal(again.n_to, 2);
+	assert_string_equal(again.to[1], "Bob <bob@example.org>");
+	assert_string_equal(again.body, "text");
+	mb_ctl_request_release(&again);
+	mb_ctl_request_release(&back);
+}
+
+/* Encode r as a write process does, then decode it as syncd does. */
+static int
+result_round_trip(const struct mb_ctl_result *r, struct mb_ctl_result *back, uint32_t mask)
+{
+	struct mb_ipc_out o;
+	struct mb_ipc_conn c;
+	struct mb_ipc_frame f;
+	struct mb_err err = { 0 };
+	int rc = -1;
+
+	assert_int_equal(mb_ctl_put_result(&o, r, &err), 0);
+	mb_ipc_conn_init(&c, -1, mask);
+	assert_int_equal(mb_ipc_feed(&c, o.buf.data, o.buf.len, &err), 0);
+	if (mb_ipc_next(&c, &f, &err) == 1) {
+		assert_int_equal(f.hdr.type, MB_IPC_WRITE_RESULT);
+		rc = mb_ctl_get_result(&f.cur, back, &err);
+	}
+	if (rc == -1)
+		assert_int_equal(err.code, MB_E_PROTO);
+	mb_ipc_conn_release(&c);
+	mb_ipc_out_release(&o);
+	return rc;
+}
+
+/*
+ * A write result is its own frame type: it round-trips whole, a control
+ * channel (which takes only replies) refuses it, and a bad one is refused.
+ */
+static void
+ctl_write_result_has_its_own_frame(void **state)
+{
+	struct mb_ctl_result r = { .outcome = MB_CTL_OK, .detail = "moved to 'Archive' as UID 7",
+	    .flags = MB_FLAG_SEEN, .uidvalidity = 12, .uid = 7, .used_move = true }, back;
+
+	(void)state;
+	assert_int_equal(result_round_trip(&r, &back, MB_IPC_BIT(MB_IPC_WRITE_RESULT)), 0);
+	assert_int_equal(back.outcome, MB_CTL_OK);
+	assert_string_equal(back.detail, r.detail);
+	assert_int_equal(back.flags, MB_FLAG_SEEN);
+	assert_int_equal(back.uidvalidity, 12);
+	assert_int_equal(back.uid, 7);
+	assert_true(back.used_move);
+	/* mcpd's side of the control socket takes replies only */
+	assert_int_equal(result_round_trip(&r, &back, MB_IPC_BIT(MB_IPC_CTL_REPLY)), -1);
+	r.outcome = MB_CTL_FAILED + 1;
+	assert_int_equal(result_round_trip(&r, &back, MB_IPC_BIT(MB_IPC_WRITE_RESULT)), -1);
+	r.outcome = MB_CTL_REFUSED;
+	r.flags = 1u << 7;
+	assert_int_equal(result_round_trip(&r, &back, MB_IPC_BIT(MB_IPC_WRITE_RESULT)), -1);
+}
+
 int
 main(void)
 {
@@ -526,6 +600,8 @@ main(void)
 		cmocka_unit_test(ipc_over_a_socketpair_with_many_frames),
 		cmocka_unit_test(ipc_writer_queue_is_capped),
 		cmocka_unit_test(ctl_draft_request_round_trip_and_limits),
+		cmocka_unit_test(ctl_decoded_request_encodes_again),
+		cmocka_unit_test(ctl_write_result_has_its_own_frame),
 		cmocka_unit_test_setup_teardown(ipc_fuzz_seed_stream_decodes, setup, teardown),
 	};
 

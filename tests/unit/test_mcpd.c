@@ -230,6 +230,14 @@ write_tools_follow_scope_and_read_only(void **state)
 		    json_object_get(r, "content"), 0), "text")), "refused: \\Draft"));
 		json_decref(r);
 		json_decref(a);
+		/* the public word get_message answers is taken too: this one gets as
+		 * far as syncd (which is not there) */
+		a = json_pack("{s:i, s:[s,s]}", "id", 1, "add", "flagged", "\\SEEN");
+		r = mcp_tools_call(&srv, "flag_message", a, &writer, &err);
+		assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+		    json_object_get(r, "content"), 0), "text")), "could not be handed to syncd"));
+		json_decref(r);
+		json_decref(a);
 	}
 	mcp_server_release(&srv);
 }

@@ -49,6 +49,8 @@ static const struct {
 	{ "^start col:x", "\"^start\" AND \"col:x\"" },
 	{ "会", "\"会\"*" },
 	{ "会議", "\"会議\"" },
+	/* ・ is punctuation to the tokenizer, not a CJK character: no prefix */
+	{ "\xe3\x83\xbb", "\"\xe3\x83\xbb\"" },
 	{ "!!! ??? ---", NULL },
 	{ "", NULL },
 	{ "is:unread", NULL },
@@ -405,6 +407,25 @@ searches_find_what_a_user_expects(void **state)
 }
 
 /*
+ * One character of any script the tokenizer splits into bigrams finds the
+ * text: the compiler and the tokenizer share one table of CJK ranges.
+ */
+static void
+one_cjk_character_finds_every_cjk_script(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, f->inbox, 10, "halfwidth", "k@example.jp", "ｶﾀｶﾅ", 1709700000, 0);
+	put(f, f->inbox, 11, "bopomofo", "z@example.tw", "ㄅㄆㄇ", 1709800000, 0);
+	put(f, f->inbox, 12, "jamo", "h@example.kr", "ㄱㄴㄷ", 1709900000, 0);
+	expect(f, "ｶ", "halfwidth");
+	expect(f, "ﾀ", "halfwidth");
+	expect(f, "ㄆ", "bopomofo");
+	expect(f, "ㄴ", "jamo");
+	expect(f, "ｶﾀ", "halfwidth");
+}
+
+/*
  * Every row's mb_bm25() and bm25() for text on conn, compared bit for bit;
  * returns how many rows matched.
  */
@@ -534,6 +555,8 @@ main(void)
 		cmocka_unit_test(excerpt_falls_back_when_no_word_is_literal),
 		cmocka_unit_test_setup_teardown(searches_find_what_a_user_expects, setup, teardown),
 		cmocka_unit_test_setup_teardown(hostile_inputs_never_break_fts5, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_cjk_character_finds_every_cjk_script, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(mb_bm25_scores_as_bm25, setup, teardown),
 	};
 

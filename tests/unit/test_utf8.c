@@ -83,6 +83,38 @@ utf8_counts_and_offsets_characters(void **state)
 	assert_int_equal(mb_utf8_offset(s, len, 99), len);
 }
 
+/* What get_message's paging sees in a body with stray bytes. */
+static void
+utf8_counts_and_offsets_in_invalid_text(void **state)
+{
+	/* a stray continuation byte, then a, a lone lead byte, then b */
+	const char *s = "\x80" "a\xe2" "b";
+
+	assert_int_equal(mb_utf8_count(s, 4), 3);	/* a, \xe2, b */
+	assert_int_equal(mb_utf8_offset(s, 4, 0), 0);
+	assert_int_equal(mb_utf8_offset(s, 4, 1), 1);	/* \x80 is one character */
+	assert_int_equal(mb_utf8_offset(s, 4, 2), 2);
+	assert_int_equal(mb_utf8_offset(s, 4, 3), 3);
+	assert_int_equal(mb_utf8_offset("\xe2\x82", 2, 1), 2);	/* a truncated € is one */
+}
+
+/* One table for the tokenizer and the query compiler (docs/index.md). */
+static void
+utf8_cjk_ranges(void **state)
+{
+	static const uint32_t cjk[] = { 0x4e00, 0x9fff, 0x3042, 0x30a2, 0x30fc, 0xac00,
+	    0x3005, 0xff76, 0xffa1, 0x3105, 0x3131, 0x1100, 0x20000, 0x1b001, 0xf900 };
+	static const uint32_t other[] = { 'a', 0xe9, 0x3001, 0x3002, 0x300c, 0x30fb, 0x3040,
+	    0xff01, 0xff65, 0x10ff, 0x2e7f, 0xd800, 0x31350 };
+
+	for (size_t i = 0; i < sizeof(cjk) / sizeof(cjk[0]); i++)
+		if (!mb_utf8_is_cjk(cjk[i]))
+			fail_msg("U+%04X should be CJK", (unsigned)cjk[i]);
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		if (mb_utf8_is_cjk(other[i]))
+			fail_msg("U+%04X should not be CJK", (unsigned)other[i]);
+}
+
 static void
 utf8_invisible_ranges(void **state)
 {
@@ -133,6 +165,8 @@ main(void)
 		cmocka_unit_test(utf8_refuses_overlong_surrogate_and_truncated),
 		cmocka_unit_test(utf8_boundary_never_splits_a_character),
 		cmocka_unit_test(utf8_counts_and_offsets_characters),
+		cmocka_unit_test(utf8_counts_and_offsets_in_invalid_text),
+		cmocka_unit_test(utf8_cjk_ranges),
 		cmocka_unit_test(utf8_invisible_ranges),
 		cmocka_unit_test(utf8_strip_removes_zero_width_bidi_and_tags),
 		cmocka_unit_test(utf8_strip_replaces_bad_bytes_where_room),
