@@ -1,8 +1,8 @@
 /*
  * syncd --status: what is indexed, what is queued, what failed, what was
  * written.  The index reads them (libmailbox/core/index_status.c,
- * index_queue.c, index_audit.c); this file prints.  --status opens the index read-only, so it works next to a
- * running daemon.
+ * index_queue.c, index_audit.c); this file prints.  --status opens the
+ * index read-only, so it works next to a running daemon.
  */
 #include <stdio.h>
 #include <time.h>
