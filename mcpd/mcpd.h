@@ -125,17 +125,6 @@ void	mcp_server_release(struct mcp_server *srv);
  */
 struct mb_index	*mcp_server_index(struct mcp_server *srv, struct mb_err *err);
 void	mcp_server_close_index(struct mcp_server *srv);
-/*
- * A prepared statement for sql on this thread's index handle (after
- * mcp_server_index() succeeded), cached by the handle (mb_index_stmt()) by
- * the address of sql, which must be a static string.  Borrowed: hand it back
- * with mcp_server_stmt_done() (which resets it), never finalize it.  NULL
- * (logged) when it cannot be prepared.  Only for SQL that has not moved into
- * libmailbox yet (list_recent_writes); the read tools have none.
- */
-struct sqlite3_stmt;
-struct sqlite3_stmt	*mcp_server_stmt(struct mcp_server *srv, const char *sql);
-void	mcp_server_stmt_done(struct sqlite3_stmt *st);
 
 /* ---- rpc.c: one HTTP POST body in, one HTTP answer out */
 

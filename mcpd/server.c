@@ -94,26 +94,6 @@ mcp_server_index(struct mcp_server *srv, struct mb_err *err)
 	return idx;
 }
 
-struct sqlite3_stmt *
-mcp_server_stmt(struct mcp_server *srv, const char *sql)
-{
-	struct mb_index *idx = pthread_getspecific(srv->idx_key);
-	struct mb_err err = { 0 };
-	struct sqlite3_stmt *st;
-
-	if (MB_NEVER(idx == NULL))
-		return NULL;
-	if ((st = mb_index_stmt(idx, sql, &err)) == NULL)
-		mb_log_error("%s", err.msg);
-	return st;
-}
-
-void
-mcp_server_stmt_done(struct sqlite3_stmt *st)
-{
-	mb_index_stmt_done(st);
-}
-
 void
 mcp_server_close_index(struct mcp_server *srv)
 {

@@ -12,9 +12,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include <sqlite3.h>
-
 #include "mailbox/ctl.h"
+#include "mailbox/index_audit.h"
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
 #include "mailbox/utf8.h"
@@ -163,57 +162,63 @@ draft_request(json_t *args, struct mb_ctl_request_view *rq, struct mb_err *err)
 	return 0;
 }
 
+/* A nullable column of write_log: the text, or JSON null. */
+static json_t *
+audit_text(const char *s)
+{
+	return s != NULL ? mcp_json_text(s, strlen(s)) : json_null();
+}
+
+/* A nullable integer column of write_log (-1: none), or JSON null. */
+static json_t *
+audit_int(int64_t v)
+{
+	return v != -1 ? json_integer(v) : json_null();
+}
+
 json_t *
 mcp_tool_list_recent_writes(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
 {
-	static const char sql[] = "SELECT id, at, tool, requested_by, peer_uid, message_id, "
-	    "folder, uidvalidity, uid, arguments, outcome, detail FROM write_log "
-	    "ORDER BY id DESC LIMIT ?1";
 	json_int_t limit = mcp_arg_int(args, "limit");
 	json_t *writes, *data;
-	sqlite3_stmt *st;
-	int rc;
+	struct mb_index *idx;
+	struct mb_audit_entry *e;
+	size_t n;
 
-	if (mcp_server_index(srv, err) == NULL)
+	if ((idx = mcp_server_index(srv, err)) == NULL)
 		return mcp_index_unavailable(err);
-	if ((st = mcp_server_stmt(srv, sql)) == NULL) {	/* logged with SQLite's words */
-		mb_err_set(err, MB_E_INTERNAL, "write_log: the statement was not prepared");
+	if (mb_index_audit_recent(idx, (size_t)limit, &e, &n, err) == -1) {
+		if (err->code == MB_E_TEMP) {	/* SQLite's words stay in the log */
+			mb_log_warnx("write_log: %s", err->msg);
+			mb_err_clear(err);
+			mb_err_set(err, MB_E_TEMP, "the audit log is busy; try again");
+		}
 		return NULL;
 	}
-	sqlite3_bind_int64(st, 1, limit);
 	writes = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	for (size_t i = 0; i < n; i++) {
 		json_t *w = json_object();
 		char d[32];
 		struct tm tm;
-		time_t t = (time_t)sqlite3_column_int64(st, 1);
-		static const char *const names[] = { "write_log_id", NULL, "tool", "requested_by",
-		    "peer_uid", "id", "folder", "uidvalidity", "uid", "arguments", "outcome",
-		    "detail" };
+		time_t t = (time_t)e[i].at;
 
 		if (gmtime_r(&t, &tm) != NULL && strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%SZ", &tm))
 			json_object_set_new(w, "at", json_string(d));
-		for (int i = 0; i < 12; i++) {
-			if (names[i] == NULL)
-				continue;
-			switch (sqlite3_column_type(st, i)) {
-			case SQLITE_NULL:
-				json_object_set_new(w, names[i], json_null());
-				break;
-			case SQLITE_INTEGER:
-				json_object_set_new(w, names[i],
-				    json_integer(sqlite3_column_int64(st, i)));
-				break;
-			default:
-				json_object_set_new(w, names[i], mcp_json_text(
-				    (const char *)sqlite3_column_text(st, i),
-				    (size_t)sqlite3_column_bytes(st, i)));
-			}
-		}
+		json_object_set_new(w, "write_log_id", json_integer(e[i].id));
+		json_object_set_new(w, "tool", audit_text(e[i].tool));
+		json_object_set_new(w, "requested_by", audit_text(e[i].requested_by));
+		json_object_set_new(w, "peer_uid", audit_int(e[i].peer_uid));
+		json_object_set_new(w, "id", audit_int(e[i].message_id));
+		json_object_set_new(w, "folder", audit_text(e[i].folder));
+		json_object_set_new(w, "uidvalidity", audit_int(e[i].uidvalidity));
+		json_object_set_new(w, "uid", audit_int(e[i].uid));
+		json_object_set_new(w, "arguments", audit_text(e[i].arguments));
+		json_object_set_new(w, "outcome", audit_text(e[i].outcome));
+		json_object_set_new(w, "detail", audit_text(e[i].detail));
 		json_array_append_new(writes, w);
 	}
-	mcp_server_stmt_done(st);
+	mb_audit_list_free(&e, n);
 	data = json_pack("{s:o}", "writes", writes);
 	{
 		char *text = json_dumps(data, JSON_COMPACT);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mailbox/index_status.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 #include "syncd.h"
@@ -288,7 +289,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (cmd == CMD_REBUILD) {
-		if (sd_rebuild_reset(sd.idx, &err) == -1) {
+		if (mb_index_reset(sd.idx, &err) == -1) {
 			mb_log_error("rebuild: %s", err.msg);
 			goto out;
 		}

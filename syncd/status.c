@@ -1,15 +1,19 @@
 /*
- * syncd --status (what is indexed, what is queued, what failed, what was
- * written) and the reset half of --rebuild.  Both read or write the index
- * directly; --status opens it read-only, so it works next to a running
- * daemon.
+ * syncd --status: what is indexed, what is queued, what failed, what was
+ * written.  The index reads them (libmailbox/core/index_status.c,
+ * index_queue.c, index_audit.c); this file prints.  --status opens the
+ * index read-only, so it works next to a running daemon.
  */
 #include <stdio.h>
 #include <time.h>
 
-#include <sqlite3.h>
-
+#include "mailbox/index_audit.h"
+#include "mailbox/index_queue.h"
+#include "mailbox/index_status.h"
 #include "syncd.h"
+
+#define STATUS_DEAD_LETTERS	10
+#define STATUS_WRITES		5
 
 static void
 fmt_time(char *buf, size_t len, int64_t t)
@@ -24,40 +28,37 @@ fmt_time(char *buf, size_t len, int64_t t)
 }
 
 static int
-st_err(struct mb_index *idx, struct mb_err *err)
+print_folders(struct mb_index *idx, FILE *out, struct mb_err *err)
 {
-	return mb_err_set(err, MB_E_INTERNAL, "status: %s", sqlite3_errmsg(mb_index_db(idx)));
-}
+	struct mb_status_folder *f;
+	size_t n;
 
-int
-sd_status_print(struct mb_index *idx, FILE *out, struct mb_err *err)
-{
-	sqlite3 *db = mb_index_db(idx);
-	sqlite3_stmt *st = NULL;
-	unsigned depth = 0;
-	int64_t next = 0;
-	int rc;
-
-	if (sqlite3_prepare_v2(db, "SELECT f.name, f.uidvalidity, f.uidnext, f.watermark, "
-	    "f.last_sync, (SELECT count(*) FROM messages m WHERE m.folder_id = f.id AND "
-	    "m.uidvalidity = f.uidvalidity), (SELECT count(*) FROM work_queue q WHERE "
-	    "q.folder_id = f.id) FROM folders f ORDER BY f.name", -1, &st, NULL) != SQLITE_OK)
-		return st_err(idx, err);
+	if (mb_index_status_folders(idx, &f, &n, err) == -1)
+		return -1;
 	fprintf(out, "%-28s %10s %10s %10s %10s %6s  %s\n", "folder", "indexed", "uidnext",
 	    "watermark", "uidvalid.", "queued", "last sync");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	for (size_t i = 0; i < n; i++) {
 		char when[32];
 
-		fmt_time(when, sizeof(when), sqlite3_column_int64(st, 4));
-		fprintf(out, "%-28s %10lld %10lld %10lld %10lld %6lld  %s\n",
-		    (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 5),
-		    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-		    sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 6), when);
+		fmt_time(when, sizeof(when), f[i].last_sync);
+		fprintf(out, "%-28s %10llu %10u %10u %10u %6llu  %s\n", f[i].name,
+		    (unsigned long long)f[i].indexed, f[i].uidnext, f[i].watermark,
+		    f[i].uidvalidity, (unsigned long long)f[i].queued, when);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return st_err(idx, err);
-	if (sd_queue_depth(idx, &depth, &next, err) == -1)
+	mb_status_folders_free(&f, n);
+	return 0;
+}
+
+static int
+print_queue(struct mb_index *idx, FILE *out, struct mb_err *err)
+{
+	struct mb_dead_letter *d;
+	unsigned depth;
+	int64_t next;
+	uint64_t total;
+	size_t n;
+
+	if (mb_index_queue_depth(idx, &depth, &next, err) == -1)
 		return -1;
 	fprintf(out, "\nqueue: %u range%s", depth, depth == 1 ? "" : "s");
 	if (depth > 0) {
@@ -68,65 +69,46 @@ sd_status_print(struct mb_index *idx, FILE *out, struct mb_err *err)
 	}
 	fputc('\n', out);
 
-	if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM dead_letters), folder_name, "
-	    "uidvalidity, first_uid, last_uid, attempts, last_error, failed_at FROM dead_letters "
-	    "ORDER BY id DESC LIMIT 10", -1, &st, NULL) != SQLITE_OK)
-		return st_err(idx, err);
-	rc = sqlite3_step(st);
-	fprintf(out, "dead letters: %lld\n", rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0LL);
-	for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+	if (mb_index_dead_letters(idx, STATUS_DEAD_LETTERS, &d, &n, &total, err) == -1)
+		return -1;
+	fprintf(out, "dead letters: %llu\n", (unsigned long long)total);
+	for (size_t i = 0; i < n; i++) {
 		char when[32];
 
-		fmt_time(when, sizeof(when), sqlite3_column_int64(st, 7));
-		fprintf(out, "  %s  folder '%s' uidvalidity %lld UIDs %lld:%lld, %lld attempts: %s\n",
-		    when, (const char *)sqlite3_column_text(st, 1), sqlite3_column_int64(st, 2),
-		    sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4),
-		    sqlite3_column_int64(st, 5), sqlite3_column_text(st, 6) ?
-		    (const char *)sqlite3_column_text(st, 6) : "");
+		fmt_time(when, sizeof(when), d[i].failed_at);
+		fprintf(out, "  %s  folder '%s' uidvalidity %u UIDs %u:%u, %u attempts: %s\n",
+		    when, d[i].folder, d[i].uidvalidity, d[i].first, d[i].last, d[i].attempts,
+		    d[i].last_error ? d[i].last_error : "");
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return st_err(idx, err);
+	mb_dead_letters_free(&d, n);
+	return 0;
+}
 
-	if (sqlite3_prepare_v2(db, "SELECT at, tool, coalesce(requested_by, ''), outcome, "
-	    "coalesce(folder, ''), coalesce(uid, 0) FROM write_log ORDER BY id DESC LIMIT 5", -1,
-	    &st, NULL) != SQLITE_OK)
-		return st_err(idx, err);
-	fprintf(out, "last writes:%s\n", "");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+static int
+print_writes(struct mb_index *idx, FILE *out, struct mb_err *err)
+{
+	struct mb_audit_entry *w;
+	size_t n;
+
+	if (mb_index_audit_recent(idx, STATUS_WRITES, &w, &n, err) == -1)
+		return -1;
+	fprintf(out, "last writes:\n");
+	for (size_t i = 0; i < n; i++) {
 		char when[32];
 
-		fmt_time(when, sizeof(when), sqlite3_column_int64(st, 0));
-		fprintf(out, "  %s  %s by '%s' on '%s' UID %lld: %s\n", when,
-		    (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2),
-		    (const char *)sqlite3_column_text(st, 4), sqlite3_column_int64(st, 5),
-		    (const char *)sqlite3_column_text(st, 3));
+		fmt_time(when, sizeof(when), w[i].at);
+		fprintf(out, "  %s  %s by '%s' on '%s' UID %lld: %s\n", when, w[i].tool,
+		    w[i].requested_by ? w[i].requested_by : "", w[i].folder ? w[i].folder : "",
+		    (long long)(w[i].uid == -1 ? 0 : w[i].uid), w[i].outcome);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return st_err(idx, err);
+	mb_audit_list_free(&w, n);
 	return 0;
 }
 
 int
-sd_rebuild_reset(struct mb_index *idx, struct mb_err *err)
+sd_status_print(struct mb_index *idx, FILE *out, struct mb_err *err)
 {
-	static const char *const sql[] = {
-		"DELETE FROM work_queue",
-		"DELETE FROM attachments",
-		"DELETE FROM messages",		/* the FTS triggers follow */
-		"DELETE FROM thread_refs",
-		"DELETE FROM dead_letters",
-		"DELETE FROM folders",
-	};
-
-	if (mb_index_begin(idx, err) == -1)
+	if (print_folders(idx, out, err) == -1 || print_queue(idx, out, err) == -1)
 		return -1;
-	for (size_t i = 0; i < MB_ARRAY_LEN(sql); i++)
-		if (sqlite3_exec(mb_index_db(idx), sql[i], NULL, NULL, NULL) != SQLITE_OK) {
-			st_err(idx, err);
-			mb_index_rollback(idx);
-			return -1;
-		}
-	return mb_index_commit(idx, err);
+	return print_writes(idx, out, err);
 }

@@ -56,7 +56,7 @@ extern const struct mb_conf_key	sd_conf_keys[];
 extern const size_t		sd_conf_nkeys;
 enum mb_log_level	sd_conf_log_level(const struct sd_conf *conf);
 
-/* ---- queue.c: durable ranges in the index */
+/* ---- queue.c: durable ranges in the index (libmailbox/core/index_queue.c) */
 
 struct sd_range {
 	int64_t		 id;		/* work_queue.id */
@@ -281,7 +281,5 @@ void	sd_signals(struct sd *sd);
 /* ---- status.c */
 
 int	sd_status_print(struct mb_index *idx, FILE *out, struct mb_err *err);
-/* Empty the index (messages, folders, queue, dead letters); write_log is kept. */
-int	sd_rebuild_reset(struct mb_index *idx, struct mb_err *err);
 
 #endif

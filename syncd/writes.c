@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "mailbox/buf.h"
 #include "mailbox/compose.h"
+#include "mailbox/index_audit.h"
+#include "mailbox/index_writes.h"
 #include "mailbox/json.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
@@ -116,32 +116,21 @@ arguments_json(const struct mb_ctl_request *rq)
 static int64_t
 log_begin(struct sd *sd, const struct mb_ctl_request *rq, uid_t peer)
 {
-	static const char sql[] = "INSERT INTO write_log (at, tool, requested_by, peer_uid, "
-	    "message_id, arguments, outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending')";
-	sqlite3 *db = mb_index_db(sd->idx);
-	sqlite3_stmt *st = NULL;
 	char *args = arguments_json(rq);
+	struct mb_audit_request ar = { .at = (int64_t)time(NULL), .tool = mb_ctl_op_name(rq->op),
+	    .requested_by = rq->who, .peer_uid = (int64_t)peer, .message_id = rq->message_id,
+	    .arguments = args };
 	int64_t id = 0;
-	struct mb_err ferr = { 0 };
+	struct mb_err ferr = { 0 }, err = { 0 };
 
 	/* The row must be durable before the write is tried: commit the
 	 * writer's open group first, so this INSERT is its own transaction.
 	 * A failed flush is logged by sd_writer_flush and ends the tick. */
 	(void)sd_writer_flush(sd, &ferr);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
-		sqlite3_bind_text(st, 2, mb_ctl_op_name(rq->op), -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, rq->who, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)peer);
-		if (rq->message_id != 0)
-			sqlite3_bind_int64(st, 5, rq->message_id);
-		sqlite3_bind_text(st, 6, args, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_DONE)
-			id = sqlite3_last_insert_rowid(db);
+	if (mb_index_audit_begin(sd->idx, &ar, &id, &err) == -1) {
+		mb_log_error("write_log: %s", err.msg);
+		id = 0;
 	}
-	if (id == 0)
-		mb_log_error("write_log: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
 	free(args);
 	return id;
 }
@@ -150,49 +139,22 @@ log_begin(struct sd *sd, const struct mb_ctl_request *rq, uid_t peer)
 static void
 log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const char *detail)
 {
-	static const char sql[] = "UPDATE write_log SET folder = coalesce(?2, folder), "
-	    "uidvalidity = coalesce(?3, uidvalidity), uid = coalesce(?4, uid), "
-	    "outcome = coalesce(?5, outcome), detail = coalesce(?6, detail), "
-	    "message_id = coalesce(?7, message_id) WHERE id = ?1";
-	sqlite3 *db = mb_index_db(sd->idx);
-	sqlite3_stmt *st = NULL;
-
-	struct mb_err ferr = { 0 };
+	/* A draft without APPENDUID has no UID; a draft's row names the
+	 * draft, once it is indexed. */
+	bool placed = j->folder != NULL && j->uid != 0;
+	struct mb_audit_update u = { .folder = j->folder,
+	    .uidvalidity = placed ? j->uidvalidity : 0, .uid = placed ? j->uid : 0,
+	    .outcome = outcome, .detail = detail, .message_id = j->draft_id };
+	struct mb_err ferr = { 0 }, err = { 0 };
 
 	if (j->log_id == 0)
 		return;
 	(void)sd_writer_flush(sd, &ferr);	/* as in log_begin: not inside the writer's group */
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		mb_log_error("write_log: %s", sqlite3_errmsg(db));
-		return;
-	}
-	sqlite3_bind_int64(st, 1, j->log_id);
-	if (j->folder != NULL)
-		sqlite3_bind_text(st, 2, j->folder, -1, SQLITE_STATIC);
-	if (j->folder != NULL && j->uid != 0) {	/* a draft without APPENDUID has no UID */
-		sqlite3_bind_int64(st, 3, j->uidvalidity);
-		sqlite3_bind_int64(st, 4, j->uid);
-	}
-	if (outcome != NULL)
-		sqlite3_bind_text(st, 5, outcome, -1, SQLITE_STATIC);
-	if (detail != NULL)
-		sqlite3_bind_text(st, 6, detail, -1, SQLITE_STATIC);
-	if (j->draft_id != 0)	/* a draft's row names the draft, once it is indexed */
-		sqlite3_bind_int64(st, 7, j->draft_id);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		mb_log_error("write_log: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
+	if (mb_index_audit_update(sd->idx, j->log_id, &u, &err) == -1)
+		mb_log_error("write_log: %s", err.msg);
 }
 
 /* ------------------------------------------------------------------ checks */
-
-static char *
-col_dup(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-
-	return t ? mb_xstrdup((const char *)t) : NULL;
-}
 
 /*
  * Find the message and its folder.  detail_r gets why it is refused (a
@@ -201,33 +163,25 @@ col_dup(sqlite3_stmt *st, int i)
 static int
 check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 {
-	static const char sql[] = "SELECT m.folder_id, f.name, m.uidvalidity, m.uid, m.keywords, "
-	    "m.modseq, f.uidvalidity FROM messages m JOIN folders f ON f.id = m.folder_id "
-	    "WHERE m.id = ?1";
-	sqlite3 *db = mb_index_db(sd->idx);
-	sqlite3_stmt *st = NULL;
+	struct mb_write_target t;
+	struct mb_err err = { 0 };
 	uint32_t folder_uidv;
-	int r;
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
+	if (mb_index_write_target(sd->idx, j->rq.message_id, &t, &err) == -1) {
+		if (err.code == MB_E_NOTFOUND)
+			snprintf(buf, len, "no message with id %lld in the index",
+			    (long long)j->rq.message_id);
+		else
+			snprintf(buf, len, "%s", err.msg);
 		return -1;
 	}
-	sqlite3_bind_int64(st, 1, j->rq.message_id);
-	if ((r = sqlite3_step(st)) != SQLITE_ROW) {
-		snprintf(buf, len, r == SQLITE_DONE ? "no message with id %lld in the index" :
-		    "index: lookup failed", (long long)j->rq.message_id);
-		sqlite3_finalize(st);
-		return -1;
-	}
-	j->folder_id = sqlite3_column_int64(st, 0);
-	j->folder = col_dup(st, 1);
-	j->uidvalidity = (uint32_t)sqlite3_column_int64(st, 2);
-	j->uid = (uint32_t)sqlite3_column_int64(st, 3);
-	j->keywords = col_dup(st, 4);
-	j->modseq = (uint64_t)sqlite3_column_int64(st, 5);
-	folder_uidv = (uint32_t)sqlite3_column_int64(st, 6);
-	sqlite3_finalize(st);
+	j->folder_id = t.folder_id;
+	j->folder = t.folder;		/* the strings change hands */
+	j->uidvalidity = t.uidvalidity;
+	j->uid = t.uid;
+	j->keywords = t.keywords;
+	j->modseq = t.modseq;
+	folder_uidv = t.folder_uidvalidity;
 	if (j->uidvalidity != folder_uidv) {
 		snprintf(buf, len, "stale id: folder '%s' has UIDVALIDITY %u now, the message was "
 		    "indexed under %u; search again", j->folder, folder_uidv, j->uidvalidity);
@@ -239,27 +193,15 @@ check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 static int
 check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 {
-	static const char by_name[] = "SELECT id, name, uidvalidity FROM folders WHERE name = ?1";
-	static const char by_role[] = "SELECT id, name, uidvalidity FROM folders "
-	    "WHERE role = '\\Trash' ORDER BY id LIMIT 1";
-	/* A Drafts folder without the role is still where a mail client looks. */
-	static const char drafts[] = "SELECT id, name, uidvalidity FROM folders "
-	    "WHERE role = '\\Drafts' OR name = 'Drafts' "
-	    "ORDER BY coalesce(role = '\\Drafts', 0) DESC, id LIMIT 1";
-	sqlite3 *db = mb_index_db(sd->idx);
-	sqlite3_stmt *st = NULL;
 	bool trash = j->rq.op == MB_CTL_TRASH, draft = j->rq.op == MB_CTL_DRAFT;
+	struct mb_err err = { 0 };
 
-	if (sqlite3_prepare_v2(db, draft ? drafts : trash ? by_role : by_name, -1, &st,
-	    NULL) != SQLITE_OK) {
-		snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
-		return -1;
-	}
-	if (!trash && !draft)
-		sqlite3_bind_text(st, 1, j->rq.dest, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		sqlite3_finalize(st);
-		if (draft)
+	if (mb_index_write_dest(sd->idx, draft ? MB_WRITE_DEST_DRAFTS : trash ?
+	    MB_WRITE_DEST_TRASH : MB_WRITE_DEST_NAME, j->rq.dest, &j->dest_id, &j->dest,
+	    &j->dest_uidvalidity, &err) == -1) {
+		if (err.code != MB_E_NOTFOUND)
+			snprintf(buf, len, "%s", err.msg);
+		else if (draft)
 			snprintf(buf, len, "no folder has the \\Drafts special-use role and none is "
 			    "named 'Drafts'; create_draft is refused");
 		else if (trash)
@@ -270,10 +212,6 @@ check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 			    "them)", j->rq.dest);
 		return -1;
 	}
-	j->dest_id = sqlite3_column_int64(st, 0);
-	j->dest = col_dup(st, 1);
-	j->dest_uidvalidity = (uint32_t)sqlite3_column_int64(st, 2);
-	sqlite3_finalize(st);
 	if (!draft && j->dest_id == j->folder_id) {
 		snprintf(buf, len, "the message is already in '%s'", j->dest);
 		return -1;
@@ -300,10 +238,8 @@ draft_from(const struct sd *sd)
 static int
 compose_draft(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 {
-	static const char sql[] = "SELECT message_id, refs, subject FROM messages WHERE id = ?1";
-	sqlite3 *db = mb_index_db(sd->idx);
-	sqlite3_stmt *st = NULL;
 	struct mb_draft_original o = { 0 };
+	char *orig_id = NULL, *orig_refs = NULL, *orig_subject = NULL;
 	struct mb_draft d = { .from = draft_from(sd), .to = (const char *const *)j->rq.to,
 	    .n_to = j->rq.n_to, .cc = (const char *const *)j->rq.cc, .n_cc = j->rq.n_cc,
 	    .subject = j->rq.subject, .body = j->rq.body, .date = time(NULL) };
@@ -312,20 +248,21 @@ compose_draft(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	int r;
 
 	if (j->rq.message_id != 0) {	/* check_message found it a moment ago */
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-			snprintf(buf, len, "index: %s", sqlite3_errmsg(db));
+		if (mb_index_write_original(sd->idx, j->rq.message_id, &orig_id, &orig_refs,
+		    &orig_subject, &err) == -1 && err.code != MB_E_NOTFOUND) {
+			snprintf(buf, len, "%s", err.msg);
 			return -1;
 		}
-		sqlite3_bind_int64(st, 1, j->rq.message_id);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			o.message_id = (const char *)sqlite3_column_text(st, 0);
-			o.refs = (const char *)sqlite3_column_text(st, 1);
-			o.subject = (const char *)sqlite3_column_text(st, 2);
-		}
+		mb_err_clear(&err);
+		o.message_id = orig_id;
+		o.refs = orig_refs;
+		o.subject = orig_subject;
 		d.reply_to = &o;
 	}
 	r = mb_compose_draft(&d, &j->raw, &j->raw_len, &message_id, &err);
-	sqlite3_finalize(st);	/* o's strings were borrowed from it */
+	free(orig_id);
+	free(orig_refs);
+	free(orig_subject);
 	if (r == -1)
 		snprintf(buf, len, "%s", err.msg);
 	free(message_id);
@@ -603,12 +540,6 @@ static int
 apply_move(struct sd *sd, struct sd_wjob *j, uint32_t uidv, uint32_t uid, int64_t *new_id_r,
     struct mb_err *err)
 {
-	static const char exists_sql[] = "SELECT id FROM messages WHERE folder_id = ?1 AND "
-	    "uidvalidity = ?2 AND uid = ?3";
-	static const char move_sql[] = "UPDATE messages SET folder_id = ?2, uidvalidity = ?3, "
-	    "uid = ?4, flags = flags & ~8 WHERE id = ?1";
-	sqlite3 *db = mb_index_db(sd->idx);
-	sqlite3_stmt *st = NULL;
 	int64_t existing = 0;
 
 	*new_id_r = 0;
@@ -616,29 +547,14 @@ apply_move(struct sd *sd, struct sd_wjob *j, uint32_t uidv, uint32_t uid, int64_
 		/* No COPYUID, or a destination not indexed under that UIDVALIDITY:
 		 * drop the row; the next tick indexes the message where it is now. */
 		return mb_index_delete(sd->idx, j->folder_id, j->uidvalidity, j->uid, err);
-	if (sqlite3_prepare_v2(db, exists_sql, -1, &st, NULL) != SQLITE_OK)
-		return mb_err_set(err, MB_E_TEMP, "index: %s", sqlite3_errmsg(db));
-	sqlite3_bind_int64(st, 1, j->dest_id);
-	sqlite3_bind_int64(st, 2, uidv);
-	sqlite3_bind_int64(st, 3, uid);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		existing = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	if (mb_index_message_find(sd->idx, j->dest_id, uidv, uid, &existing, err) == -1)
+		return -1;
 	if (existing != 0) {	/* a tick indexed it first: keep that row, drop the old */
 		*new_id_r = existing;
 		return mb_index_delete(sd->idx, j->folder_id, j->uidvalidity, j->uid, err);
 	}
-	if (sqlite3_prepare_v2(db, move_sql, -1, &st, NULL) != SQLITE_OK)
-		return mb_err_set(err, MB_E_TEMP, "index: %s", sqlite3_errmsg(db));
-	sqlite3_bind_int64(st, 1, j->rq.message_id);
-	sqlite3_bind_int64(st, 2, j->dest_id);
-	sqlite3_bind_int64(st, 3, uidv);
-	sqlite3_bind_int64(st, 4, uid);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		sqlite3_finalize(st);
-		return mb_err_set(err, MB_E_TEMP, "index: %s", sqlite3_errmsg(db));
-	}
-	sqlite3_finalize(st);
+	if (mb_index_message_rekey(sd->idx, j->rq.message_id, j->dest_id, uidv, uid, err) == -1)
+		return -1;
 	*new_id_r = j->rq.message_id;
 	return 0;
 }

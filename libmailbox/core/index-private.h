@@ -52,8 +52,12 @@ enum idx_stmt {
 	IDX_STMT_COUNT
 };
 
-/* Statements cached by the address of their SQL (idx_stmt_sql): the reader's. */
-#define IDX_SQL_CACHE	32
+/*
+ * Statements cached by the address of their SQL (idx_stmt_sql): the
+ * reader's, and syncd's bookkeeping (about 20: the queue, the audit, the
+ * status views, the write checks).
+ */
+#define IDX_SQL_CACHE	48
 
 struct mb_index {
 	sqlite3			*db;
@@ -76,7 +80,8 @@ void		 idx_stmt_done(sqlite3_stmt *st);
 
 /*
  * The same for a statement whose SQL lives beside the code that runs it
- * (index_search.c, index_read.c: each statement's reasoning stays next to
+ * (index_search.c, index_read.c, index_queue.c, index_audit.c,
+ * index_status.c, index_writes.c: each statement's reasoning stays next to
  * its text): sql must be a static string, the cache is keyed by its address.
  * Prepared on first use, kept until mb_index_close().  NULL with err when
  * it cannot be prepared or the cache (IDX_SQL_CACHE) is full.

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "mailbox/index.h"
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
@@ -45,4 +47,80 @@ void
 mb_test_rmtree(const char *dir)
 {
 	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+void
+mb_test_index_open(struct mb_test_index *t, const char *tag)
+{
+	struct mb_err err = { 0 };
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/%s.XXXXXX", tag);
+	if (mkdtemp(t->dir) == NULL)
+		mb_fatal("mkdtemp %s", t->dir);
+	snprintf(t->path, sizeof(t->path), "%s/index.db", t->dir);
+	if (mb_index_open(t->path, MB_INDEX_RW, &t->idx, &err) == -1 ||
+	    mb_index_folder_ensure(t->idx, "INBOX", NULL, &t->inbox, &err) == -1)
+		mb_fatalx("test index: %s", err.msg);
+}
+
+void
+mb_test_index_close(struct mb_test_index *t)
+{
+	mb_index_close(&t->idx);
+	mb_test_rmtree(t->dir);
+}
+
+int
+mb_test_index_setup(void **state)
+{
+	struct mb_test_index *t = mb_xcalloc(1, sizeof(*t));
+
+	mb_test_index_open(t, "mb_test_index");
+	*state = t;
+	return 0;
+}
+
+int
+mb_test_index_teardown(void **state)
+{
+	struct mb_test_index *t = *state;
+
+	mb_test_index_close(t);
+	free(t);
+	return 0;
+}
+
+struct sqlite3 *
+mb_test_index_lock(struct mb_test_index *t)
+{
+	sqlite3 *db = NULL;
+
+	sqlite3_busy_timeout(mb_index_db(t->idx), 50);
+	if (sqlite3_open(t->path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		mb_fatalx("test index: lock: %s", sqlite3_errmsg(db));
+	return db;
+}
+
+void
+mb_test_index_unlock(struct sqlite3 **dbp)
+{
+	sqlite3_exec(*dbp, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(*dbp);
+	*dbp = NULL;
+}
+
+int64_t
+mb_test_index_int(struct mb_test_index *t, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(mb_index_db(t->idx), sql, -1, &st, NULL) != SQLITE_OK)
+		mb_fatalx("test index: %s: %s", sql, sqlite3_errmsg(mb_index_db(t->idx)));
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
 }

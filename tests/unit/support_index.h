@@ -1,6 +1,6 @@
 /*
- * One message into a test index, for the unit tests and fuzz_jsonrpc that
- * search a small real index (mb_index_upsert on a file under mkdtemp).
+ * A test index on a real SQLite file under mkdtemp, and one message into
+ * it, for the unit tests and fuzz_jsonrpc that use a small real index.
  */
 #ifndef MB_TEST_SUPPORT_INDEX_H
 #define MB_TEST_SUPPORT_INDEX_H
@@ -8,6 +8,34 @@
 #include <stdint.h>
 
 struct mb_index;
+struct sqlite3;
+
+/* A fresh read-write index with a folder INBOX (id inbox). */
+struct mb_test_index {
+	char		 dir[64];
+	char		 path[128];
+	struct mb_index	*idx;
+	int64_t		 inbox;
+};
+/* Open t under /tmp/<tag>.XXXXXX; exits on failure. */
+void	mb_test_index_open(struct mb_test_index *t, const char *tag);
+/* Close t and remove its directory. */
+void	mb_test_index_close(struct mb_test_index *t);
+/* cmocka setup and teardown: *state is a struct mb_test_index, opened and closed. */
+int	mb_test_index_setup(void **state);
+int	mb_test_index_teardown(void **state);
+/* A cmocka test run on a fresh test index (include cmocka.h first). */
+#define MB_TEST_INDEX(f)	cmocka_unit_test_setup_teardown(f, mb_test_index_setup, \
+				    mb_test_index_teardown)
+/*
+ * A second connection to t's file holding the write lock (BEGIN IMMEDIATE),
+ * with t->idx's busy wait cut to 50 ms, so a write through t->idx meets a
+ * busy database at once.  Give it back with mb_test_index_unlock().
+ */
+struct sqlite3	*mb_test_index_lock(struct mb_test_index *t);
+void		 mb_test_index_unlock(struct sqlite3 **dbp);
+/* The first column of the first row of sql (fixed text) on t, -1 without a row. */
+int64_t	mb_test_index_int(struct mb_test_index *t, const char *sql);
 
 struct mb_test_msg {
 	const char	*subject;
