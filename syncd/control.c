@@ -210,7 +210,29 @@ slot_free(const struct sd *sd, const struct sd_client *cl)
 	return cl->fd < 0 && !writing(sd, cl);
 }
 
-static void client_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *rp);
+/* Queue a reply on cl (nothing when the client is gone). */
+static void
+client_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *rp)
+{
+	struct mb_ipc_out o;
+	struct mb_err err = { 0 };
+
+	if (cl->fd < 0)
+		return;
+	if (mb_ctl_put_reply(&o, id, rp, &err) == -1) {
+		mb_ipc_out_release(&o);
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_queue(&cl->conn, &o, &err) == -1) {
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_flush(&cl->conn, &err) == -1)
+		client_close(cl);
+}
 
 /* Replies from writes.c, each to the client holding its token (if still connected). */
 static void
@@ -308,30 +330,6 @@ do_accept(struct sd *sd)
 	slot->closing = false;
 	mb_ipc_conn_init(&slot->conn, fd, MB_IPC_BIT(MB_IPC_CTL_REQUEST));
 	mb_log_debug("control: connection from uid %ld pid %ld", (long)cred.uid, (long)cred.pid);
-}
-
-/* Queue a reply on cl (nothing when the client is gone). */
-static void
-client_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *rp)
-{
-	struct mb_ipc_out o;
-	struct mb_err err = { 0 };
-
-	if (cl->fd < 0)
-		return;
-	if (mb_ctl_put_reply(&o, id, rp, &err) == -1) {
-		mb_ipc_out_release(&o);
-		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
-		client_close(cl);
-		return;
-	}
-	if (mb_ipc_queue(&cl->conn, &o, &err) == -1) {
-		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
-		client_close(cl);
-		return;
-	}
-	if (mb_ipc_flush(&cl->conn, &err) == -1)
-		client_close(cl);
 }
 
 /* A bad frame: an error reply, then the connection is closed once it is sent. */

@@ -12,7 +12,8 @@
  *	writer.c	the single writer: one transaction per range, then the ack
  *	progress.c	the backfill's progress display
  *	control.c	the control socket: clients, requests, replies (control.h)
- *	writes.c	the writes the control socket carries: checks, write process (writes.h)
+ *	writes.c	the writes the control socket carries: checks, jobs, replies (writes.h)
+ *	writeproc.c	the write process: one IMAP write, one answer (writes.h)
  *	loop.c		the main loop: poll + signals + timers; the tick's start and end
  *	status.c	--status and --rebuild
  *
@@ -25,15 +26,15 @@
  *	loop.c
  *	control.c
  *	sched.c      pool.c       writes.c
- *	writer.c     worker.c     progress.c   status.c
+ *	writer.c     worker.c     writeproc.c  progress.c   status.c
  *	queue.c      settings.c   proc.c       reconcile.c
  *
  * main.c calls loop, proc, settings and status; loop.c calls control,
  * sched, pool, writer, progress, proc and queue; control.c calls writes;
  * sched.c calls reconcile, queue, writer, progress, proc and settings;
- * pool.c calls writer, worker, queue and proc; writes.c calls writer, proc
- * and settings; writer.c, progress.c and status.c call queue; worker.c
- * calls settings.
+ * pool.c calls writer, worker, queue and proc; writes.c calls writer,
+ * writeproc and proc; writer.c, progress.c and status.c call queue;
+ * worker.c and writeproc.c call settings.
  *
  * The daemon's state, struct sd, is one part per module, each written only
  * by the module named on it; the others may read it.  main.c fills in the

@@ -3,19 +3,18 @@
  * write_log row ('pending') before anything is tried; the checks (message
  * indexed, its folder's UIDVALIDITY unchanged, the flags allowed, a
  * destination known) run against the index; then a forked write process
- * with its own IMAP connection SELECTs the folder and does the one write,
- * under a deadline, while the main loop keeps serving.  Its answer is
- * applied to the index here, in the main loop, so it lands in the single
- * writer's transaction order; the write_log row is completed in the same
- * transaction.  The reply goes back to control.c as a value (writes.h):
- * the client is control.c's, the job is this file's.
+ * (writeproc.c) with its own IMAP connection SELECTs the folder and does
+ * the one write, under a deadline, while the main loop keeps serving.  Its
+ * answer is applied to the index here, in the main loop, so it lands in the
+ * single writer's transaction order; the write_log row is completed in the
+ * same transaction.  The reply goes back to control.c as a value
+ * (writes.h): the client is control.c's, the job is this file's.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -411,133 +410,6 @@ index_draft(struct sd *sd, struct sd_wjob *j, unsigned flags, uint32_t uidv, uin
 	return r;
 }
 
-/* ---------------------------------------------------------- write process */
-
-/* A result frame from the write process: outcome, detail, flags, COPYUID. */
-static void
-child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
-    uint32_t uid, bool used_move)
-{
-	struct mb_ipc_conn c;
-	struct mb_ipc_out o;
-	struct mb_err err = { 0 };
-
-	mb_ipc_conn_init(&c, fd, 0);
-	mb_ipc_out_begin(&o, MB_IPC_CTL_REPLY, 0);
-	mb_ipc_put_u32(&o, outcome);
-	mb_ipc_put_str(&o, detail);
-	mb_ipc_put_u32(&o, flags);
-	mb_ipc_put_u32(&o, uidv);
-	mb_ipc_put_u32(&o, uid);
-	mb_ipc_put_bool(&o, used_move);
-	if (mb_ipc_out_finish(&o, &err) == 0)
-		mb_ipc_send(&c, &o, &err);
-	else
-		mb_ipc_out_release(&o);
-	mb_ipc_conn_release(&c);
-}
-
-static _Noreturn void
-child_main(struct sd *sd, struct sd_wjob *j, int fd)
-{
-	struct mb_imap_conf ic;
-	struct mb_imap *imap = NULL;
-	struct mb_imap_status st;
-	struct mb_imap_moved mv = { 0 };
-	struct mb_err err = { 0 };
-	unsigned flags = 0;
-	bool found = false, sent = false;
-	sigset_t all;
-	char detail[512];
-
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1)
-		_exit(1);
-	prctl(PR_SET_DUMPABLE, 0);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	signal(SIGINT, SIG_IGN);
-	mb_log_init("syncd/write", mb_log_get_level());
-	sd_imap_conf(sd->conf, sd->password, &ic);
-	if (mb_imap_connect(&ic, &imap, &err) == -1)
-		goto fail;
-	mb_imap_set_deadline(imap, j->deadline_ms - 500);
-	if (j->rq.op == MB_CTL_DRAFT) {
-		struct mb_imap_appended ap;
-
-		flags = MB_FLAG_DRAFT | MB_FLAG_SEEN;	/* what a mail client saves a draft with */
-		sent = true;
-		if (mb_imap_append(imap, j->dest, j->raw, j->raw_len, flags, &ap, &err) == -1)
-			goto fail;
-		if (ap.uid != 0)
-			snprintf(detail, sizeof(detail), "draft saved in '%s' as UID %u; nothing was "
-			    "sent", j->dest, ap.uid);
-		else
-			snprintf(detail, sizeof(detail), "draft saved in '%s'; nothing was sent (the "
-			    "server named no UID, so the next sync tick indexes it)", j->dest);
-		child_send(fd, MB_CTL_OK, detail, flags, ap.uidvalidity, ap.uid, false);
-		mb_imap_close(&imap);
-		_exit(0);
-	}
-	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
-		goto fail;
-	if (st.uidvalidity != j->uidvalidity) {
-		snprintf(detail, sizeof(detail), "stale id: folder '%s' has UIDVALIDITY %u upstream, "
-		    "the message was indexed under %u", j->folder, st.uidvalidity, j->uidvalidity);
-		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
-		mb_imap_close(&imap);
-		_exit(0);
-	}
-	if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
-		goto fail;
-	if (!found) {
-		snprintf(detail, sizeof(detail), "UID %u is no longer in '%s' (expunged or moved "
-		    "elsewhere)", j->uid, j->folder);
-		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
-		mb_imap_close(&imap);
-		_exit(0);
-	}
-	sent = true;	/* from here a failure may come after the server acted */
-	if (j->rq.op == MB_CTL_FLAG) {
-		if (mb_imap_store_flags(imap, j->uid, j->rq.add, j->rq.remove, &err) == -1)
-			goto fail;
-		/* Verified by an independent fetch, not by STORE's echo. */
-		if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
-			goto fail;
-		if (!found || (flags & j->rq.add) != j->rq.add || (flags & j->rq.remove) != 0) {
-			child_send(fd, MB_CTL_FAILED, "the server did not apply the flags (checked "
-			    "with UID FETCH FLAGS)", flags, 0, 0, false);
-			mb_imap_close(&imap);
-			_exit(0);
-		}
-		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
-	} else {
-		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
-			if (err.code != MB_E_CONFIG)
-				goto fail;
-			child_send(fd, MB_CTL_REFUSED, err.msg, 0, 0, 0, false);	/* no write sent */
-			mb_imap_close(&imap);
-			_exit(0);
-		}
-		snprintf(detail, sizeof(detail), "%s to '%s' as UID %u", mv.used_move ?
-		    "UID MOVE" : "UID COPY + UID STORE \\Deleted + UID EXPUNGE", j->dest,
-		    mv.dest_uid);
-		child_send(fd, MB_CTL_OK, detail, flags, mv.dest_uidvalidity, mv.dest_uid,
-		    mv.used_move);
-	}
-	mb_imap_close(&imap);
-	_exit(0);
-fail:
-	/* A session lost or cancelled (the watchdog) after the write command
-	 * went out leaves its effect unknown: the user must not read "failed"
-	 * as "nothing happened". */
-	snprintf(detail, sizeof(detail), "%s%s", err.msg, sent ? "; the mailbox may or may not "
-	    "have changed: check it" : "");
-	child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
-	mb_imap_close(&imap);
-	_exit(0);
-}
-
 /* ------------------------------------------------------------ the parent */
 
 /* Free j; a write process still running is left to proc.c's reaping. */
@@ -633,8 +505,14 @@ sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 		snprintf(why, sizeof(why), "%s", err.msg);
 		goto failed;
 	}
-	if (pid == 0)
-		child_main(sd, j, fd);
+	if (pid == 0) {
+		struct sd_write_order o = { .op = j->rq.op, .add = j->rq.add,
+		    .remove = j->rq.remove, .folder = j->folder, .uidvalidity = j->uidvalidity,
+		    .uid = j->uid, .dest = j->dest, .raw = j->raw, .raw_len = j->raw_len,
+		    .deadline_ms = j->deadline_ms };
+
+		sd_write_process(sd->conf, sd->password, &o, fd);
+	}
 	j->pid = pid;
 	mb_ipc_conn_init(&j->conn, fd, MB_IPC_BIT(MB_IPC_CTL_REPLY));
 	if (sd->writes == NULL)

@@ -18,6 +18,7 @@
 #include "mailbox/ctl.h"
 
 struct sd;
+struct sd_conf;
 
 #define SD_WRITES_MAX	16	/* writes in flight at once: tokens are 0..SD_WRITES_MAX-1 */
 
@@ -45,13 +46,37 @@ nfds_t	sd_writes_pollfds(const struct sd *sd, struct pollfd *pfd);
 /*
  * Read the write processes' answers (pfd[0..n): what poll said, other
  * descriptors ignored) and kill those past their deadline.  The replies of
- * the writes that ended go in out[] (room for SD_WRITES_MAX); their count
- * is returned.
+ * the writes that ended go in out[] (room for SD_WRITES_MAX), each the
+ * caller's to send and release (sd_write_reply_release); their count is
+ * returned.
  */
 size_t	sd_writes_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n,
 	    struct sd_write_reply *out);
 int	sd_writes_timeout(const struct sd *sd);	/* ms to the next write deadline; -1 none */
-/* Stopping: kill every write in flight (logged as failed), replies in out[]; frees the state. */
+/*
+ * Stopping: kill every write in flight (logged as failed) and free the
+ * state; their replies in out[] as sd_writes_dispatch's.
+ */
 size_t	sd_writes_stop(struct sd *sd, struct sd_write_reply *out);
+
+/* ---- writeproc.c: the write process */
+
+/* What the write process is to do: the request, and the message as indexed. */
+struct sd_write_order {
+	uint32_t	 op;		/* enum mb_ctl_op */
+	uint32_t	 add, remove;	/* MB_CTL_FLAG: flag bits */
+	const char	*folder;	/* the message's folder; NULL for a draft */
+	uint32_t	 uidvalidity, uid;
+	const char	*dest;		/* move, trash, draft: the destination folder */
+	const char	*raw;		/* draft: the message to append */
+	size_t		 raw_len;
+	long long	 deadline_ms;	/* its IMAP watchdog fires 500 ms before (monotonic) */
+};
+/*
+ * The write process's body (after sd_proc_fork; fd: its socket): one
+ * write, one answer frame on fd, then _exit.  Never returns.
+ */
+_Noreturn void	sd_write_process(const struct sd_conf *conf, const char *password,
+	    const struct sd_write_order *o, int fd);
 
 #endif
