@@ -5,6 +5,11 @@
  * SYNCD_ALLOWED_UIDS; connections are capped in all and per uid.  Frames
  * are checked by the IPC reader (version, length, type) and the request
  * decoder; a bad one gets an error reply and a disconnect.
+ *
+ * A client slot is this file's alone.  A good request is handed to
+ * writes.c with the slot's index as its token; the reply comes back as a
+ * value (now, or from sd_writes_dispatch when the write process answers)
+ * and is queued here on the client that has that slot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +27,39 @@
 #include "mailbox/util.h"
 #include "control.h"
 #include "syncd.h"
+
+struct sd_client {
+	int			 fd;		/* -1: free slot */
+	uid_t			 uid;
+	pid_t			 pid;
+	struct mb_ipc_conn	 conn;
+	bool			 closing;	/* flush the queued reply, then close */
+};
+
+/* control.c's state (sd->ctl). */
+struct sd_ctl {
+	int			 lfd;
+	char			*path;		/* owned */
+	uid_t			*allowed;	/* owned */
+	size_t			 n_allowed;
+	struct sd_client	 clients[SD_CTL_CLIENTS];
+};
+
+/* A slot's index is its token for writes.c. */
+_Static_assert(SD_CTL_CLIENTS <= SD_WRITES_MAX, "a token per client slot");
+
+static unsigned
+token(const struct sd_ctl *ctl, const struct sd_client *cl)
+{
+	return (unsigned)(cl - ctl->clients);
+}
+
+/* cl's request is being written: nothing more is read from it meanwhile. */
+static bool
+writing(const struct sd *sd, const struct sd_client *cl)
+{
+	return sd_write_busy(sd, token(sd->ctl, cl));
+}
 
 int
 sd_control_parse_uids(const char *spec, uid_t **uids_r, size_t *n_r, struct mb_err *err)
@@ -123,25 +161,56 @@ client_close(struct sd_client *cl)
 
 /* A slot is free when no connection and no write use it. */
 static bool
-slot_free(const struct sd_client *cl)
+slot_free(const struct sd *sd, const struct sd_client *cl)
 {
-	return cl->fd < 0 && cl->job.pid == 0;
+	return cl->fd < 0 && !writing(sd, cl);
+}
+
+/* Queue a reply on cl (nothing when the client is gone). */
+static void
+client_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *rp)
+{
+	struct mb_ipc_out o;
+	struct mb_err err = { 0 };
+
+	if (cl->fd < 0)
+		return;
+	if (mb_ctl_put_reply(&o, id, rp, &err) == -1) {
+		mb_ipc_out_release(&o);
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_queue(&cl->conn, &o, &err) == -1) {
+		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
+		client_close(cl);
+		return;
+	}
+	if (mb_ipc_flush(&cl->conn, &err) == -1)
+		client_close(cl);
+}
+
+/* Replies from writes.c, each to the client holding its token (if still connected). */
+static void
+deliver(struct sd_ctl *ctl, struct sd_write_reply *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		client_reply(&ctl->clients[r[i].token], r[i].req_id, &r[i].rp);
+		sd_write_reply_release(&r[i]);
+	}
 }
 
 void
 sd_control_close(struct sd *sd)
 {
 	struct sd_ctl *ctl = sd->ctl;
+	struct sd_write_reply out[SD_WRITES_MAX];
 
 	if (ctl == NULL)
 		return;
-	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
-		struct sd_client *cl = &ctl->clients[i];
-
-		if (cl->job.pid != 0)
-			sd_write_expire(sd, cl);	/* logged as failed: stopping */
-		client_close(cl);
-	}
+	deliver(ctl, out, sd_writes_stop(sd, out));	/* logged as failed: stopping */
+	for (size_t i = 0; i < SD_CTL_CLIENTS; i++)
+		client_close(&ctl->clients[i]);
 	if (ctl->lfd >= 0) {
 		close(ctl->lfd);
 		unlink(ctl->path);
@@ -150,22 +219,6 @@ sd_control_close(struct sd *sd)
 	free(ctl->allowed);
 	free(ctl);
 	sd->ctl = NULL;
-}
-
-void
-sd_control_child_close(struct sd *sd)
-{
-	struct sd_ctl *ctl = sd->ctl;
-
-	if (ctl == NULL)
-		return;
-	close(ctl->lfd);
-	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
-		if (ctl->clients[i].fd >= 0)
-			close(ctl->clients[i].fd);
-		if (ctl->clients[i].job.pid != 0)
-			close(ctl->clients[i].job.conn.fd);
-	}
 }
 
 nfds_t
@@ -183,14 +236,12 @@ sd_control_pollfds(struct sd *sd, struct pollfd *pfd)
 		if (cl->fd >= 0) {
 			short ev = mb_ipc_want_write(&cl->conn) ? POLLOUT : 0;
 
-			if (!cl->closing && cl->job.pid == 0)
+			if (!cl->closing && !writing(sd, cl))
 				ev |= POLLIN;	/* one request at a time per connection */
 			pfd[n++] = (struct pollfd){ .fd = cl->fd, .events = ev };
 		}
-		if (cl->job.pid != 0)
-			pfd[n++] = (struct pollfd){ .fd = cl->job.conn.fd, .events = POLLIN };
 	}
-	return n;
+	return n + sd_writes_pollfds(sd, pfd + n);
 }
 
 static void
@@ -220,7 +271,7 @@ do_accept(struct sd *sd)
 
 		if (cl->fd >= 0 && cl->uid == cred.uid)
 			same++;
-		if (slot == NULL && slot_free(cl))
+		if (slot == NULL && slot_free(sd, cl))
 			slot = cl;
 	}
 	if (slot == NULL || same >= SD_CTL_PER_UID) {
@@ -237,29 +288,6 @@ do_accept(struct sd *sd)
 	mb_log_debug("control: connection from uid %ld pid %ld", (long)cred.uid, (long)cred.pid);
 }
 
-void
-sd_control_reply(struct sd_client *cl, uint32_t id, const struct mb_ctl_reply *rp)
-{
-	struct mb_ipc_out o;
-	struct mb_err err = { 0 };
-
-	if (cl->fd < 0)
-		return;
-	if (mb_ctl_put_reply(&o, id, rp, &err) == -1) {
-		mb_ipc_out_release(&o);
-		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
-		client_close(cl);
-		return;
-	}
-	if (mb_ipc_queue(&cl->conn, &o, &err) == -1) {
-		mb_log_warnx("control: reply to pid %ld: %s", (long)cl->pid, err.msg);
-		client_close(cl);
-		return;
-	}
-	if (mb_ipc_flush(&cl->conn, &err) == -1)
-		client_close(cl);
-}
-
 /* A bad frame: an error reply, then the connection is closed once it is sent. */
 static void
 client_bad(struct sd_client *cl, uint32_t id, const char *why)
@@ -270,7 +298,7 @@ client_bad(struct sd_client *cl, uint32_t id, const char *why)
 	    why);
 	/* The input may hold anything: it is not read again. */
 	cl->closing = true;
-	sd_control_reply(cl, id, &rp);
+	client_reply(cl, id, &rp);
 	if (cl->fd >= 0 && !mb_ipc_want_write(&cl->conn))
 		client_close(cl);
 }
@@ -283,8 +311,9 @@ client_frames(struct sd *sd, struct sd_client *cl)
 	struct mb_err err = { 0 };
 	int r;
 
-	while (cl->fd >= 0 && !cl->closing && cl->job.pid == 0) {
+	while (cl->fd >= 0 && !cl->closing && !writing(sd, cl)) {
 		struct mb_ctl_request rq;
+		struct sd_write_reply now;
 
 		if ((r = mb_ipc_next(&cl->conn, &f, &err)) == 0)
 			return;
@@ -296,7 +325,8 @@ client_frames(struct sd *sd, struct sd_client *cl)
 			client_bad(cl, f.hdr.id, err.msg);
 			return;
 		}
-		sd_write_start(sd, cl, f.hdr.id, &rq);
+		if (sd_write_start(sd, token(sd->ctl, cl), cl->uid, f.hdr.id, &rq, &now) == 0)
+			deliver(sd->ctl, &now, 1);	/* refused or failed at once */
 	}
 }
 
@@ -314,7 +344,7 @@ client_input(struct sd *sd, struct sd_client *cl)
 		return;
 	}
 	client_frames(sd, cl);
-	if (n == 0 && cl->fd >= 0 && cl->job.pid == 0 && !cl->closing) {
+	if (n == 0 && cl->fd >= 0 && !writing(sd, cl) && !cl->closing) {
 		/* EOF: a client that is done, or one that sent half a frame */
 		if (mb_ipc_pending_input(&cl->conn))
 			mb_log_warnx("control: pid %ld closed mid-frame", (long)cl->pid);
@@ -326,6 +356,7 @@ void
 sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
 {
 	struct sd_ctl *ctl = sd->ctl;
+	struct sd_write_reply out[SD_WRITES_MAX];
 
 	if (ctl == NULL)
 		return;
@@ -340,10 +371,6 @@ sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
 			struct sd_client *cl = &ctl->clients[i];
 			struct mb_err err = { 0 };
 
-			if (cl->job.pid != 0 && cl->job.conn.fd == pfd[k].fd) {
-				sd_write_input(sd, cl);
-				break;
-			}
 			if (cl->fd != pfd[k].fd || cl->fd < 0)
 				continue;
 			if (pfd[k].revents & POLLOUT) {
@@ -356,7 +383,7 @@ sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
 					break;
 				}
 			}
-			if (!cl->closing && cl->job.pid == 0 &&
+			if (!cl->closing && !writing(sd, cl) &&
 			    (pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				client_input(sd, cl);
 			else if (pfd[k].revents & (POLLHUP | POLLERR))
@@ -364,13 +391,13 @@ sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
 			break;
 		}
 	}
+	/* The write processes' answers, and the writes past their deadline. */
+	deliver(ctl, out, sd_writes_dispatch(sd, pfd, n, out));
 	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
 		struct sd_client *cl = &ctl->clients[i];
 
-		if (cl->job.pid != 0 && mb_now_ms() >= cl->job.deadline_ms)
-			sd_write_expire(sd, cl);
 		/* a request that arrived behind the one just answered */
-		if (cl->fd >= 0 && cl->job.pid == 0 && !cl->closing &&
+		if (cl->fd >= 0 && !writing(sd, cl) && !cl->closing &&
 		    mb_ipc_pending_input(&cl->conn))
 			client_frames(sd, cl);
 	}
@@ -379,19 +406,5 @@ sd_control_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n)
 int
 sd_control_timeout(struct sd *sd)
 {
-	long long best = -1, now = mb_now_ms();
-
-	if (sd->ctl == NULL)
-		return -1;
-	for (size_t i = 0; i < SD_CTL_CLIENTS; i++) {
-		struct sd_wjob *j = &sd->ctl->clients[i].job;
-		long long left;
-
-		if (j->pid == 0)
-			continue;
-		left = j->deadline_ms > now ? j->deadline_ms - now : 0;
-		if (best < 0 || left < best)
-			best = left;
-	}
-	return best < 0 ? -1 : (int)(best > 60000 ? 60000 : best);
+	return sd->ctl == NULL ? -1 : sd_writes_timeout(sd);
 }

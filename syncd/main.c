@@ -15,13 +15,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -221,30 +219,13 @@ backup(const struct sd_conf *conf, const char *dest)
 	return r == 0 ? 0 : 1;
 }
 
-/* Signals are read from a signalfd by the loop, never handled asynchronously. */
-static int
-signals_init(void)
-{
-	sigset_t set;
-
-	signal(SIGPIPE, SIG_IGN);	/* a dead worker's socket is an error return, not a death */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
-		return -1;
-	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
 int
 main(int argc, char **argv)
 {
 	struct sd_conf conf = { 0 };
 	enum mb_conf_source src[32];
 	struct mb_err err = { 0 };
-	struct sd sd = { .sigfd = -1, .lock_fd = -1 };
+	struct sd sd = { .proc = { .sigfd = -1 } };
 	const char *config = NULL, *crash;
 	enum command cmd;
 	char *password = NULL, path[4200];
@@ -296,19 +277,18 @@ main(int argc, char **argv)
 		mb_log_info("rebuild: index emptied; backfilling");
 	}
 	mb_mime_global_init();
-	if ((sd.sigfd = signals_init()) == -1) {
-		mb_log_warn("signalfd");
+	if (sd_proc_open(&sd.proc, &err) == -1) {
+		mb_log_error("%s", err.msg);
 		goto out;
 	}
 	sd.conf = &conf;
 	sd.password = password;
-	sd.lock_fd = lock;
 	sd.mode = cmd == CMD_DAEMON ? SD_DAEMON : cmd == CMD_ONCE ? SD_ONCE : SD_BACKFILL;
 	if ((crash = getenv("SYNCD_TEST_CRASH_AT_COMMIT")) != NULL) {
 		unsigned long long n;
 
 		if (mb_conf_parse_uint(crash, 1, 1000000, &n) == 0)
-			sd.crash_at = (unsigned)n;
+			sd.writer.crash_at = (unsigned)n;
 	}
 	mb_log_info("started: %s, %s:%u as %s, data in %s", sd.mode == SD_DAEMON ? "daemon" :
 	    sd.mode == SD_ONCE ? "one tick" : "backfill", conf.imap_host, conf.imap_port,
@@ -316,8 +296,7 @@ main(int argc, char **argv)
 	rc = sd_run(&sd);
 	mb_log_info("stopped");
 out:
-	if (sd.sigfd >= 0)
-		close(sd.sigfd);
+	sd_proc_close(&sd.proc);
 	mb_index_close(&sd.idx);
 	mb_conf_password_free(&password);
 	mb_log_clear_secrets();

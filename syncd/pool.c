@@ -4,19 +4,19 @@
  * and are untrusted: they parse hostile mail.  Whatever a worker does wrong
  * (dies, stalls past its deadline, sends a frame that fails a check) costs
  * that worker its life and its range one attempt, never the scheduler.
+ * The fork, and the reaping, are proc.c's: a worker is in its table with
+ * worker_exited as the handler of its exit.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mailbox/log.h"
-#include "control.h"
 #include "syncd.h"
 
 #define FROM_WORKER	(MB_IPC_BIT(MB_IPC_READY) | MB_IPC_BIT(MB_IPC_ROW) | \
@@ -27,9 +27,25 @@
 void
 sd_pool_init(struct sd *sd)
 {
-	sd->workers = mb_xcalloc(sd->conf->sync_workers, sizeof(*sd->workers));
+	memset(&sd->pool, 0, sizeof(sd->pool));
+	sd->pool.workers = mb_xcalloc(sd->conf->sync_workers, sizeof(*sd->pool.workers));
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++)
-		sd->workers[i].slot = i + 1;
+		sd->pool.workers[i].slot = i + 1;
+}
+
+void
+sd_pool_tick_begin(struct sd *sd)
+{
+	sd->pool.auth_blocked = false;
+	sd->pool.spawn_failures = 0;
+	sd->pool.tick_dead = 0;
+}
+
+void
+sd_pool_release(struct sd *sd)
+{
+	free(sd->pool.workers);
+	sd->pool.workers = NULL;
 }
 
 static void
@@ -63,45 +79,31 @@ range_deadline(const struct sd *sd)
 	return mb_now_ms() + 1000LL * sd->conf->sync_range_timeout;
 }
 
+static void worker_exited(void *arg, pid_t pid, int status);
+
 static void
 worker_spawn(struct sd *sd, struct sd_worker *w)
 {
 	struct sd_worker_args a = { sd->conf, sd->password, -1, w->slot, getpid() };
-	int sv[2];
+	struct mb_err err = { 0 };
 	pid_t pid;
+	int fd;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
-		mb_log_warn("worker[%u]: socketpair", w->slot);
-		sd->spawn_failures++;
-		return;
-	}
-	pid = fork();
+	/* The child holds nothing of its siblings, the signals, the lock, the
+	 * control socket or the index (proc.c): workers parse hostile mail, and
+	 * one outliving a killed scheduler must not keep the lock. */
+	pid = sd_proc_fork(&sd->proc, "worker", worker_exited, sd, &fd, &err);
 	if (pid == -1) {
-		mb_log_warn("worker[%u]: fork", w->slot);
-		close(sv[0]);
-		close(sv[1]);
-		sd->spawn_failures++;
+		mb_log_warnx("worker[%u]: %s", w->slot, err.msg);
+		sd->pool.spawn_failures++;
 		return;
 	}
 	if (pid == 0) {
-		/* The child holds nothing of its siblings, the signals or the index. */
-		for (unsigned i = 0; i < sd->conf->sync_workers; i++)
-			if (sd->workers[i].pid != 0 && sd->workers[i].conn.fd >= 0)
-				close(sd->workers[i].conn.fd);
-		if (sd->sigfd >= 0)
-			close(sd->sigfd);
-		/* A worker outliving a killed scheduler must not keep the lock. */
-		if (sd->lock_fd >= 0)
-			close(sd->lock_fd);
-		/* Nor the control socket and its clients (workers parse hostile mail). */
-		sd_control_child_close(sd);
-		close(sv[0]);
-		a.fd = sv[1];
+		a.fd = fd;
 		sd_worker_main(&a);
 	}
-	close(sv[1]);
-	fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
-	mb_ipc_conn_init(&w->conn, sv[0], FROM_WORKER);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	mb_ipc_conn_init(&w->conn, fd, FROM_WORKER);
 	w->pid = pid;
 	w->ready = false;
 	w->busy = false;
@@ -122,10 +124,10 @@ sd_pool_range_failed(struct sd *sd, struct sd_worker *w, enum mb_errcode code, c
 	case MB_E_AUTH:
 	case MB_E_CONFIG:
 		/* Not the range's fault: it stays queued, with no attempt spent. */
-		if (!sd->auth_blocked)
+		if (!sd->pool.auth_blocked)
 			mb_log_error("worker[%u]: %s; no more logins until the next tick", w->slot,
 			    why);
-		sd->auth_blocked = true;
+		sd->pool.auth_blocked = true;
 		break;
 	case MB_E_NOTFOUND:
 	case MB_E_INVALID:
@@ -147,7 +149,7 @@ sd_pool_range_failed(struct sd *sd, struct sd_worker *w, enum mb_errcode code, c
 			break;
 		}
 		if (dead) {
-			sd->tick_dead++;
+			sd->pool.tick_dead++;
 			mb_log_error("dead letter: folder '%s' uidvalidity %u UIDs %u:%u failed %u "
 			    "times; last error: %s", r->folder, r->uidvalidity, r->first, r->last,
 			    r->attempts + 1, why);
@@ -170,10 +172,9 @@ worker_lost(struct sd *sd, struct sd_worker *w, const char *why, bool reaped)
 {
 	if (!reaped) {
 		kill(w->pid, SIGKILL);
-		while (waitpid(w->pid, NULL, 0) == -1 && errno == EINTR)
-			;
+		(void)sd_proc_wait(&sd->proc, w->pid, NULL, true);
 	}
-	if (w->busy && sd->quit) {
+	if (w->busy && sd->tick.quit) {
 		/* Stopping: the range stays queued for the next run, no attempt spent. */
 		mb_log_debug("worker[%u]: stopped (%s)", w->slot, why);
 		w->busy = false;
@@ -182,7 +183,7 @@ worker_lost(struct sd *sd, struct sd_worker *w, const char *why, bool reaped)
 		    w->range.folder, w->range.first, w->range.last);
 		sd_pool_range_failed(sd, w, MB_E_TEMP, why);
 	} else if (!w->ready) {
-		sd->spawn_failures++;
+		sd->pool.spawn_failures++;
 		if (w->retiring)	/* it said why (FAIL) before it went */
 			mb_log_debug("worker[%u]: exited without logging in (%s)", w->slot, why);
 		else
@@ -234,7 +235,7 @@ handle_frame(struct sd *sd, struct sd_worker *w, struct mb_ipc_frame *f, struct 
 			return mb_err_set(err, MB_E_PROTO, "unexpected READY");
 		w->ready = true;
 		w->deadline_ms = 0;
-		sd->spawn_failures = 0;
+		sd->pool.spawn_failures = 0;
 		return 0;
 	case MB_IPC_ROW:
 		if (!w->busy || f->hdr.id != (uint32_t)w->range.id)
@@ -275,10 +276,10 @@ handle_frame(struct sd *sd, struct sd_worker *w, struct mb_ipc_frame *f, struct 
 		if (w->busy)
 			sd_pool_range_failed(sd, w, (enum mb_errcode)code, msg);
 		else if (code == MB_E_AUTH || code == MB_E_CONFIG) {
-			if (!sd->auth_blocked)
+			if (!sd->pool.auth_blocked)
 				mb_log_error("worker[%u]: %s; no more logins until the next tick",
 				    w->slot, msg);
-			sd->auth_blocked = true;
+			sd->pool.auth_blocked = true;
 		} else
 			mb_log_warnx("worker[%u]: %s", w->slot, msg);
 		free(msg);
@@ -332,7 +333,7 @@ sd_pool_busy(const struct sd *sd)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++)
-		n += sd->workers[i].busy;
+		n += sd->pool.workers[i].busy;
 	return n;
 }
 
@@ -372,10 +373,10 @@ sd_pool_dispatch(struct sd *sd)
 	int64_t now = (int64_t)time(NULL);
 	struct mb_err err = { 0 };
 
-	if (sd->auth_blocked || sd->write_failed || sd->quit)
+	if (sd->pool.auth_blocked || sd->writer.write_failed || sd->tick.quit)
 		return;
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-		struct sd_worker *w = &sd->workers[i];
+		struct sd_worker *w = &sd->pool.workers[i];
 
 		alive += w->pid != 0;
 		if (w->busy && n_busy < MB_ARRAY_LEN(busy))
@@ -383,7 +384,7 @@ sd_pool_dispatch(struct sd *sd)
 	}
 	/* Idle workers that are logged in get the oldest due ranges. */
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-		struct sd_worker *w = &sd->workers[i];
+		struct sd_worker *w = &sd->pool.workers[i];
 		struct sd_range r = { 0 };
 		int got;
 
@@ -422,11 +423,11 @@ sd_pool_dispatch(struct sd *sd)
 		}
 		want = sd_pool_busy(sd) + due;
 		for (unsigned i = 0; i < sd->conf->sync_workers && alive < want; i++) {
-			if (sd->workers[i].pid != 0)
+			if (sd->pool.workers[i].pid != 0)
 				continue;
-			if (sd->spawn_failures >= SPAWN_FAILURES_MAX)
+			if (sd->pool.spawn_failures >= SPAWN_FAILURES_MAX)
 				break;
-			worker_spawn(sd, &sd->workers[i]);
+			worker_spawn(sd, &sd->pool.workers[i]);
 			alive++;
 		}
 	}
@@ -438,7 +439,7 @@ sd_pool_deadlines(struct sd *sd)
 	long long now = mb_now_ms(), next = -1;
 
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-		struct sd_worker *w = &sd->workers[i];
+		struct sd_worker *w = &sd->pool.workers[i];
 
 		if (w->pid == 0 || w->deadline_ms == 0)
 			continue;
@@ -454,39 +455,37 @@ sd_pool_deadlines(struct sd *sd)
 	return next > 1000000 ? 1000000 : (int)next;
 }
 
-void
-sd_pool_reap(struct sd *sd)
+/* proc.c reaped one of the pool's workers (after SIGCHLD): requeue what it held. */
+static void
+worker_exited(void *arg, pid_t pid, int status)
 {
-	int status;
-	pid_t pid;
+	struct sd *sd = arg;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-			struct sd_worker *w = &sd->workers[i];
-			char why[64];
-			struct mb_ipc_frame f;
-			struct mb_err err = { 0 };
-			ssize_t n;
-			int r = 0;
+	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
+		struct sd_worker *w = &sd->pool.workers[i];
+		char why[64];
+		struct mb_ipc_frame f;
+		struct mb_err err = { 0 };
+		ssize_t n;
+		int r = 0;
 
-			if (w->pid != pid)
-				continue;
-			/* Take what it said before it died (a FAIL names the cause). */
-			for (;;) {
-				while ((r = mb_ipc_next(&w->conn, &f, &err)) == 1)
-					if (handle_frame(sd, w, &f, &err) == -1) {
-						r = -1;
-						break;
-					}
-				if (r == -1 || (n = mb_ipc_read(&w->conn, &err)) <= 0)
+		if (w->pid != pid)
+			continue;
+		/* Take what it said before it died (a FAIL names the cause). */
+		for (;;) {
+			while ((r = mb_ipc_next(&w->conn, &f, &err)) == 1)
+				if (handle_frame(sd, w, &f, &err) == -1) {
+					r = -1;
 					break;
-			}
-			if (WIFSIGNALED(status))
-				snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(status));
-			else
-				snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(status));
-			worker_lost(sd, w, why, true);
+				}
+			if (r == -1 || (n = mb_ipc_read(&w->conn, &err)) <= 0)
+				break;
 		}
+		if (WIFSIGNALED(status))
+			snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(status));
+		else
+			snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(status));
+		worker_lost(sd, w, why, true);
 	}
 }
 
@@ -497,22 +496,24 @@ sd_pool_stop(struct sd *sd)
 	bool any = false;
 
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++)
-		if (sd->workers[i].pid != 0) {
-			kill(sd->workers[i].pid, SIGTERM);
+		if (sd->pool.workers[i].pid != 0) {
+			kill(sd->pool.workers[i].pid, SIGTERM);
 			any = true;
 		}
 	while (any) {
 		any = false;
 		for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-			struct sd_worker *w = &sd->workers[i];
+			struct sd_worker *w = &sd->pool.workers[i];
+			int r;
 
 			if (w->pid == 0)
 				continue;
-			if (waitpid(w->pid, NULL, WNOHANG) == w->pid || mb_now_ms() >= until) {
-				if (mb_now_ms() >= until) {
-					kill(w->pid, SIGKILL);
-					waitpid(w->pid, NULL, 0);
-				}
+			r = sd_proc_wait(&sd->proc, w->pid, NULL, false);
+			if (r == 0 && mb_now_ms() >= until) {
+				kill(w->pid, SIGKILL);
+				r = sd_proc_wait(&sd->proc, w->pid, NULL, true);
+			}
+			if (r != 0) {
 				/* Its range stays queued, with no attempt spent. */
 				w->busy = false;
 				worker_clear(w);

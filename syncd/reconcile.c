@@ -177,7 +177,7 @@ rescan_due(const struct sd *sd, const struct mb_folder_state *st,
 {
 	if (ex->highestmodseq != 0)
 		return true;	/* mod-sequences just became usable: once, then CHANGEDSINCE */
-	return ex->uidnext != st->uidnext || sd->ticks % SD_FLAG_RESCAN_TICKS == 0;
+	return ex->uidnext != st->uidnext || sd->tick.ticks % SD_FLAG_RESCAN_TICKS == 0;
 }
 
 int

@@ -21,19 +21,6 @@
 
 #define SCHED_BUCKETS_AT_ONCE	1024
 
-void
-sd_imap_conf(const struct sd *sd, struct mb_imap_conf *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->host = sd->conf->imap_host;
-	c->port = sd->conf->imap_port;
-	c->tls = (enum mb_imap_tls)sd->conf->imap_tls;
-	c->user = sd->conf->imap_user;
-	c->password = sd->password;
-	c->ca_file = sd->conf->imap_ca_file;
-	c->timeout_s = sd->conf->sync_range_timeout < 60 ? sd->conf->sync_range_timeout : 60;
-}
-
 int
 sd_split_folders(const char *spec, char ***names_r, size_t *n_r)
 {
@@ -77,38 +64,11 @@ same_folder(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+/* SIGTERM or SIGINT since the loop last looked (it acts on them after the tick). */
 static bool
 quit_requested(struct sd *sd)
 {
-	sd_signals(sd);		/* non-blocking: acts on whatever is pending */
-	return sd->quit;
-}
-
-static void
-progress_note(struct sd *sd, const char *name, int64_t folder_id, uint32_t uidvalidity,
-    uint32_t total)
-{
-	struct sd_progress *p = NULL;
-	struct mb_err err = { 0 };
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < sd->n_progress; i++)
-		if (sd->progress[i].folder_id == folder_id)
-			p = &sd->progress[i];
-	if (p == NULL) {
-		sd->progress = mb_xrealloc(sd->progress, (sd->n_progress + 1) * sizeof(*p));
-		p = &sd->progress[sd->n_progress++];
-		memset(p, 0, sizeof(*p));
-		p->name = mb_xstrdup(name);
-		p->folder_id = folder_id;
-	}
-	if (sd_count_rows(sd->idx, folder_id, uidvalidity, &n, &err) == -1)
-		mb_log_warnx("%s", err.msg);
-	if (p->uidvalidity != uidvalidity || sd->ticks == 1)
-		p->at_start = n;
-	p->uidvalidity = uidvalidity;
-	p->total = total;
-	p->indexed = n;
+	return (sd_proc_signals(&sd->proc) & SD_SIG_STOP) != 0 || sd->tick.quit;
 }
 
 /* Drop a folder's queued ranges (all, or of other uidvalidities), saying so. */
@@ -161,7 +121,7 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 			 * make a count look whole while a UID is missing). */
 			if (counts[k - k0] >= have && !(first_gap >= lo && first_gap <= hi))
 				continue;
-			if (sd->mode != SD_BACKFILL && sd->tick_queued >= sd->conf->sync_max_ranges)
+			if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->conf->sync_max_ranges)
 				return 1;	/* the per-tick cap: the rest waits */
 			if (hi > UINT32_MAX)
 				hi = UINT32_MAX;
@@ -169,7 +129,7 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 			    (uint32_t)hi, &added, err) == -1)
 				return -1;
 			if (added) {
-				sd->tick_queued++;
+				sd->sched.tick_queued++;
 				mb_log_debug("folder '%s': queued %u:%u (%u in the mailbox, %u "
 				    "indexed)", st->name, (uint32_t)lo, (uint32_t)hi, have,
 				    counts[k - k0]);
@@ -265,7 +225,8 @@ save:
 	st.last_sync = (int64_t)time(NULL);
 	if (mb_index_folder_update(sd->idx, &st, err) == -1)
 		goto out;
-	progress_note(sd, name, st.id, st.uidvalidity, ex.exists);
+	sd_progress_note(&sd->progress, sd->idx, name, st.id, st.uidvalidity, ex.exists,
+	    sd->tick.ticks == 1);
 	r = capped;
 out:
 	free(uids);
@@ -313,8 +274,9 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	bool converged = true, capped = false;
 	int r = -1;
 
-	sd->tick_queued = 0;
-	sd_imap_conf(sd, &c);
+	sd->sched.tick_queued = 0;
+	sd->sched.tick_converged = false;
+	sd_imap_conf(sd->conf, sd->password, &c);
 	c.qresync = true;	/* this session alone: VANISHED for the reconciliation */
 	if (mb_imap_connect(&c, &imap, err) == -1)
 		return -1;
@@ -372,8 +334,8 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	}
 	if (capped)
 		mb_log_info("queued %u ranges, the per-tick cap; the rest waits for the next tick",
-		    sd->tick_queued);
-	sd->tick_converged = converged && sd->tick_queued == 0;
+		    sd->sched.tick_queued);
+	sd->sched.tick_converged = converged && sd->sched.tick_queued == 0;
 	r = 0;
 out:
 	mb_imap_folders_free(&list, n_list);

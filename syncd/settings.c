@@ -4,6 +4,7 @@
  * systemd's credentials directory, never from the environment or argv.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "mailbox/log.h"
 #include "syncd.h"
@@ -58,4 +59,18 @@ sd_conf_log_level(const struct sd_conf *conf)
 	    MB_LOG_DEBUG };
 
 	return conf->log_level < MB_ARRAY_LEN(levels) ? levels[conf->log_level] : MB_LOG_INFO;
+}
+
+void
+sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->host = conf->imap_host;
+	c->port = conf->imap_port;
+	c->tls = (enum mb_imap_tls)conf->imap_tls;
+	c->user = conf->imap_user;
+	c->password = password;
+	c->ca_file = conf->imap_ca_file;
+	/* One IMAP command waits at most a minute, or the range's whole timeout if shorter. */
+	c->timeout_s = conf->sync_range_timeout < 60 ? conf->sync_range_timeout : 60;
 }

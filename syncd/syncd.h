@@ -2,15 +2,43 @@
  * syncd's parts, shared by main.c and the tests (the static library
  * syncd_parts).  One process role or job per file:
  *
- *	settings.c	the configuration table and its struct
+ *	settings.c	the configuration table and its struct; the IMAP settings
  *	sched.c		the tick: one IMAP session enumerates, finds gaps, queues ranges
  *	reconcile.c	the tick: flags and expunges of mail already indexed
  *	queue.c		the durable work_queue and dead_letters tables
+ *	proc.c		signals, and every child: the one fork, the table, the reaping
  *	pool.c		the scheduler's side of the workers: spawn, dispatch, deadlines, loss
  *	worker.c	the worker process: fetch a range, normalise, write blobs, send rows
  *	writer.c	the single writer: one transaction per range, then the ack
- *	loop.c		the main loop: poll + signalfd + timers, backfill progress
+ *	progress.c	the backfill's progress display
+ *	control.c	the control socket: clients, requests, replies (control.h)
+ *	writes.c	the writes the control socket carries: checks, jobs, replies (writes.h)
+ *	writeproc.c	the write process: one IMAP write, one answer (writes.h)
+ *	loop.c		the main loop: poll + signals + timers; the tick's start and end
  *	status.c	--status and --rebuild
+ *
+ * Layering (docs/syncd.md, "Inside syncd"): a file calls only files on
+ * lower lines, never one on its own line or above; an event that must go up
+ * (a child exited, a write answered) is a callback the upper file
+ * registered or a value it is returned.
+ *
+ *	main.c
+ *	loop.c
+ *	control.c
+ *	sched.c      pool.c       writes.c
+ *	writer.c     worker.c     writeproc.c  progress.c   status.c
+ *	queue.c      settings.c   proc.c       reconcile.c
+ *
+ * main.c calls loop, proc, settings and status; loop.c calls control,
+ * sched, pool, writer, progress, proc and queue; control.c calls writes;
+ * sched.c calls reconcile, queue, writer, progress, proc and settings;
+ * pool.c calls writer, worker, queue and proc; writes.c calls writer,
+ * writeproc and proc; writer.c, progress.c and status.c call queue;
+ * worker.c and writeproc.c call settings.
+ *
+ * The daemon's state, struct sd, is one part per module, each written only
+ * by the module named on it; the others may read it.  main.c fills in the
+ * settings and opens what the parts start from.
  */
 #ifndef SYNCD_SYNCD_H
 #define SYNCD_SYNCD_H
@@ -55,6 +83,11 @@ struct sd_conf {
 extern const struct mb_conf_key	sd_conf_keys[];
 extern const size_t		sd_conf_nkeys;
 enum mb_log_level	sd_conf_log_level(const struct sd_conf *conf);
+/*
+ * The IMAP settings of the scheduler, the workers and the write processes:
+ * c's strings point into conf and at password (borrowed; nothing to free).
+ */
+void	sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_conf *c);
 
 /* ---- queue.c: durable ranges in the index (libmailbox/core/index_queue.c) */
 
@@ -93,7 +126,61 @@ int	sd_queue_drop_folder(struct mb_index *idx, int64_t folder_id, uint32_t keep_
 int	sd_queue_depth(struct mb_index *idx, unsigned *depth_r, int64_t *next_due_r,
 	    struct mb_err *err);
 
-/* ---- the daemon's state */
+/* ---- proc.c: signals and every child process */
+
+#define SD_SIG_STOP	0x1	/* SIGTERM or SIGINT */
+#define SD_SIG_HUP	0x2
+#define SD_SIG_CHLD	0x4
+
+/* One child: who reaps it is proc.c; who hears of its exit is on_exit's owner. */
+struct sd_child {
+	pid_t		 pid;
+	const char	*what;		/* static: "worker", "write process" (for the log) */
+	void		(*on_exit)(void *arg, pid_t pid, int status);	/* NULL: forgotten */
+	void		*arg;
+};
+
+/* Written by proc.c only. */
+struct sd_proc {
+	int		 sigfd;		/* -1: none (the unit tests) */
+	unsigned	 pending;	/* SD_SIG_* read and not yet taken */
+	int		 stop_signo;	/* the first SIGTERM/SIGINT of pending */
+	struct sd_child	*children;	/* owned; the live (unreaped) children */
+	size_t		 n_children, cap_children;
+};
+
+/*
+ * Ignore SIGPIPE, block TERM, INT, CHLD and HUP and open the signalfd they
+ * are read from.  -1 with err.  sd_proc_close closes it and frees the table
+ * (the children are not touched).
+ */
+int	sd_proc_open(struct sd_proc *p, struct mb_err *err);
+void	sd_proc_close(struct sd_proc *p);
+/* Read every pending signal (non-blocking) into p->pending; returns it. */
+unsigned	sd_proc_signals(struct sd_proc *p);
+/* The same, and clear them: the caller acts on what it is returned. */
+unsigned	sd_proc_take(struct sd_proc *p);
+/*
+ * Fork a child with a socketpair (OpenSMTPD's mproc_fork).  In the child:
+ * returns 0, *fd_r is its end, and every other descriptor above stderr is
+ * closed (the index's, the lock's, the control socket's, other children's,
+ * the signalfd).  In the parent: returns the pid, *fd_r is the parent's end
+ * (blocking, close-on-exec; the caller owns it), and the child is in the
+ * table: on_exit(arg, pid, status) is called when sd_proc_reap reaps it.
+ * -1 with err (MB_E_TEMP) when the socketpair or the fork fails.
+ */
+pid_t	sd_proc_fork(struct sd_proc *p, const char *what, void (*on_exit)(void *arg, pid_t pid,
+	    int status), void *arg, int *fd_r, struct mb_err *err);
+/*
+ * Reap pid now (block) or if it has exited (!block), taking it out of the
+ * table without calling its on_exit: the caller is its owner.  1: reaped
+ * (*status_r, if not NULL), 0: still running, -1: not a child (errno).
+ */
+int	sd_proc_wait(struct sd_proc *p, pid_t pid, int *status_r, bool block);
+/* After SIGCHLD: reap every exited child of the table, each by its pid, and tell its owner. */
+void	sd_proc_reap(struct sd_proc *p);
+
+/* ---- the daemon's state: one part per module */
 
 enum sd_mode {
 	SD_DAEMON,	/* tick now, then every SYNC_INTERVAL */
@@ -114,6 +201,33 @@ struct sd_worker {
 	size_t			 n_rows, cap_rows;
 };
 
+/* Written by loop.c only: the run and its ticks. */
+struct sd_tick_state {
+	bool			 quit;
+	bool			 sync_now;	/* SIGHUP: tick again as soon as this one ends */
+	int			 exit_code;
+	bool			 in_tick;
+	long long		 tick_started_ms;
+	long long		 next_tick_ms;
+	unsigned		 ticks;
+	unsigned		 idle_ticks;	/* backfill: ticks in a row that wrote nothing */
+	long long		 run_started_ms;
+};
+
+/* Written by sched.c only: what the current tick's enumeration did. */
+struct sd_sched_state {
+	unsigned		 tick_queued;	/* ranges added */
+	bool			 tick_converged;	/* every folder at the top, nothing queued */
+};
+
+/* Written by pool.c only. */
+struct sd_pool {
+	struct sd_worker	*workers;	/* owned; conf->sync_workers slots */
+	bool			 auth_blocked;	/* a refused login: nothing until the next tick */
+	unsigned		 spawn_failures;	/* workers that died before READY, this tick */
+	unsigned		 tick_dead;	/* ranges dead-lettered this tick */
+};
+
 /* Per folder, for the backfill's progress display. */
 struct sd_progress {
 	char		*name;		/* owned */
@@ -124,53 +238,50 @@ struct sd_progress {
 	uint64_t	 indexed;	/* indexed now */
 };
 
-struct sd {
-	const struct sd_conf	*conf;
-	const char		*password;	/* borrowed, wiped by main */
-	struct mb_index		*idx;
-	enum sd_mode		 mode;
-	int			 sigfd;
-	int			 lock_fd;	/* DATA_DIR/syncd.lock, flocked; workers close it */
-	bool			 quit;
-	bool			 sync_now;	/* SIGHUP: tick again as soon as this one ends */
-	int			 exit_code;
+/* Written by progress.c only. */
+struct sd_progress_state {
+	struct sd_progress	*folders;	/* owned (sd_progress_release) */
+	size_t			 n_folders;
+	long long		 next_ms;	/* the next redraw */
+	bool			 tty;
+	unsigned		 lines;		/* lines drawn last time (tty) */
+};
 
-	struct sd_worker	*workers;	/* conf->sync_workers slots */
-	bool			 in_tick;
-	bool			 auth_blocked;	/* a refused login: nothing until the next tick */
-	unsigned		 spawn_failures;	/* workers that died before READY, this tick */
-	long long		 tick_started_ms;
-	long long		 next_tick_ms;
-	unsigned		 ticks;
-
-	/* What the current tick did. */
-	unsigned		 tick_queued;	/* ranges added */
-	bool			 tick_converged;	/* every folder at the top, nothing queued */
-	uint64_t		 tick_rows;	/* rows written */
-	unsigned		 tick_dead;	/* ranges dead-lettered */
-	unsigned		 idle_ticks;	/* backfill: ticks in a row that wrote nothing */
-
-	/* Backfill progress. */
-	struct sd_progress	*progress;
-	size_t			 n_progress;
-	long long		 run_started_ms;
-	long long		 progress_next_ms;
-	bool			 progress_tty;
-	unsigned		 progress_lines;	/* lines drawn last time (tty) */
-
-	/* The writer's open transaction (writer.c): completed ranges are grouped
-	 * into one transaction, committed by size, age or an idle pool. */
+/*
+ * Written by writer.c only.  The writer's open transaction: completed
+ * ranges are grouped into one transaction, committed by size, age or an
+ * idle pool.
+ */
+struct sd_writer_state {
 	bool			 txn_open;
 	long long		 txn_deadline_ms;	/* commit by then (monotonic) */
 	uint64_t		 txn_rows;	/* rows written in it so far */
 	bool			 write_failed;	/* a group commit failed: end the tick */
-
+	uint64_t		 tick_rows;	/* rows committed this tick */
 	/* Test hook: _exit() at this commit point (0: never).  Odd points are just
 	 * before a COMMIT, even ones just after (main.c reads SYNCD_TEST_CRASH_AT_COMMIT). */
 	unsigned		 crash_at;
 	unsigned		 commit_points;
+};
 
-	struct sd_ctl		*ctl;		/* the control socket (daemon mode); NULL: none */
+struct sd_ctl;
+struct sd_writes;
+
+struct sd {
+	/* Set by main.c before sd_run, then only read. */
+	const struct sd_conf	*conf;
+	const char		*password;	/* borrowed, wiped by main */
+	struct mb_index		*idx;
+	enum sd_mode		 mode;
+
+	struct sd_proc		 proc;		/* proc.c (opened by main.c) */
+	struct sd_tick_state	 tick;		/* loop.c */
+	struct sd_sched_state	 sched;		/* sched.c */
+	struct sd_pool		 pool;		/* pool.c */
+	struct sd_progress_state progress;	/* progress.c */
+	struct sd_writer_state	 writer;	/* writer.c (crash_at set by main.c) */
+	struct sd_ctl		*ctl;		/* control.c; NULL: no control socket */
+	struct sd_writes	*writes;	/* writes.c; NULL: no write in flight yet */
 };
 
 /* Ask the index how many rows a folder has under a uidvalidity. */
@@ -179,12 +290,11 @@ int	sd_count_rows(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 
 /* ---- sched.c */
 
-/* The IMAP settings for the scheduler and the workers (pointers into conf). */
-void	sd_imap_conf(const struct sd *sd, struct mb_imap_conf *c);
 /*
  * Run the enumeration half of a tick: LOGIN, LIST, EXAMINE each folder,
- * find gaps, queue ranges.  -1 with err: MB_E_AUTH (stop until the next
- * tick), MB_E_CONFIG, or a temporary failure; the tick ends either way.
+ * find gaps, queue ranges (sd->sched says how many, and whether every
+ * folder converged).  -1 with err: MB_E_AUTH (stop until the next tick),
+ * MB_E_CONFIG, or a temporary failure; the tick ends either way.
  */
 int	sd_sched_tick(struct sd *sd, struct mb_err *err);
 /* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
@@ -217,6 +327,8 @@ int	sd_reconcile_expunges(struct sd *sd, struct mb_imap *imap, struct mb_folder_
 /* ---- pool.c */
 
 void	sd_pool_init(struct sd *sd);
+/* A new tick: logins allowed again, failure counts at zero. */
+void	sd_pool_tick_begin(struct sd *sd);
 /* Start workers and hand out due ranges. */
 void	sd_pool_dispatch(struct sd *sd);
 /* Read and act on what a worker sent (POLLIN/POLLHUP on its socket). */
@@ -224,11 +336,11 @@ void	sd_pool_input(struct sd *sd, struct sd_worker *w);
 void	sd_pool_output(struct sd *sd, struct sd_worker *w);
 /* Kill workers past their deadline; returns ms to the next deadline (-1 none). */
 int	sd_pool_deadlines(struct sd *sd);
-/* A child exited (SIGCHLD): reap it and requeue what it held. */
-void	sd_pool_reap(struct sd *sd);
 unsigned	sd_pool_busy(const struct sd *sd);
 /* Stop every worker (TERM, then KILL after a grace period); ranges stay queued. */
 void	sd_pool_stop(struct sd *sd);
+/* sd_pool_init's slots freed (after sd_pool_stop). */
+void	sd_pool_release(struct sd *sd);
 /* Handle a failure of w's range (code decides: drop, retry, or stop the tick). */
 void	sd_pool_range_failed(struct sd *sd, struct sd_worker *w, enum mb_errcode code,
 	    const char *why);
@@ -269,14 +381,29 @@ int	sd_commit(struct sd *sd, struct mb_err *err);
 int	sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err);
 /* Commit the open group now (no-op when none); -1: rolled back, ranges requeued. */
 int	sd_writer_flush(struct sd *sd, struct mb_err *err);
+/* A new tick: write_failed cleared, tick_rows at zero. */
+void	sd_writer_tick_begin(struct sd *sd);
 #define SD_TXN_ROWS	1000	/* rows per group commit: ~5 MB staged in the scheduler */
 #define SD_TXN_MS	1000	/* the oldest uncommitted row waits at most this (plus a range) */
 
+/* ---- progress.c: the backfill's progress display on stdout */
+
+void	sd_progress_init(struct sd_progress_state *ps, bool tty);
+/* Record a folder's total (EXISTS) and what is indexed of it (first_tick: the start). */
+void	sd_progress_note(struct sd_progress_state *ps, struct mb_index *idx, const char *name,
+	    int64_t folder_id, uint32_t uidvalidity, uint32_t total, bool first_tick);
+/* Redraw per folder: indexed of total, rate since started_ms, ETA (when due, or force). */
+void	sd_progress_draw(struct sd_progress_state *ps, struct mb_index *idx, long long started_ms,
+	    bool force);
+/* Print line below the block; the next draw starts a new block under it. */
+void	sd_progress_say(struct sd_progress_state *ps, const char *line);
+bool	sd_progress_any(const struct sd_progress_state *ps);	/* a folder was noted */
+void	sd_progress_release(struct sd_progress_state *ps);
+
 /* ---- loop.c */
 
+/* The main loop until stopped (sd->proc open, the index open); the exit status. */
 int	sd_run(struct sd *sd);
-/* Read every pending signal from the signalfd (non-blocking) and act on it. */
-void	sd_signals(struct sd *sd);
 
 /* ---- status.c */
 

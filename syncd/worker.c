@@ -264,7 +264,7 @@ void
 sd_worker_main(const struct sd_worker_args *a)
 {
 	static char procname[32];
-	struct mb_imap_conf c = { 0 };
+	struct mb_imap_conf c;
 	struct mb_imap *imap = NULL;
 	struct mb_ipc_conn conn;
 	struct mb_err err = { 0 };
@@ -285,13 +285,7 @@ sd_worker_main(const struct sd_worker_args *a)
 	mb_mime_global_init();
 	mb_ipc_conn_init(&conn, a->fd, FROM_SCHEDULER);
 
-	c.host = a->conf->imap_host;
-	c.port = a->conf->imap_port;
-	c.tls = (enum mb_imap_tls)a->conf->imap_tls;
-	c.user = a->conf->imap_user;
-	c.password = a->password;
-	c.ca_file = a->conf->imap_ca_file;
-	c.timeout_s = a->conf->sync_range_timeout < 60 ? a->conf->sync_range_timeout : 60;
+	sd_imap_conf(a->conf, a->password, &c);
 	if (mb_imap_connect(&c, &imap, &err) == -1) {
 		send_simple(&conn, MB_IPC_FAIL, 0, err.code, err.msg, 0);
 		_exit(0);

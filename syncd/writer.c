@@ -26,8 +26,8 @@
 static void
 crash_point(struct sd *sd)
 {
-	if (sd->crash_at != 0 && ++sd->commit_points == sd->crash_at) {
-		mb_log_warnx("test hook: exiting at commit point %u", sd->crash_at);
+	if (sd->writer.crash_at != 0 && ++sd->writer.commit_points == sd->writer.crash_at) {
+		mb_log_warnx("test hook: exiting at commit point %u", sd->writer.crash_at);
 		_exit(86);
 	}
 }
@@ -52,24 +52,31 @@ sd_commit(struct sd *sd, struct mb_err *err)
 	return 0;
 }
 
+void
+sd_writer_tick_begin(struct sd *sd)
+{
+	sd->writer.write_failed = false;
+	sd->writer.tick_rows = 0;
+}
+
 int
 sd_writer_flush(struct sd *sd, struct mb_err *err)
 {
-	if (!sd->txn_open)
+	if (!sd->writer.txn_open)
 		return 0;
-	sd->txn_open = false;
+	sd->writer.txn_open = false;
 	if (mb_index_flush(sd->idx, err) == 0 && sd_commit(sd, err) == 0) {
-		sd->tick_rows += sd->txn_rows;
-		sd->txn_rows = 0;
+		sd->writer.tick_rows += sd->writer.txn_rows;
+		sd->writer.txn_rows = 0;
 		return 0;
 	}
 	mb_index_rollback(sd->idx);	/* no-op when sd_commit already rolled back */
 	/* Its ranges are queued again.  A disk that refuses one commit will likely
 	 * refuse the next, so the tick ends (loop.c) instead of refetching them. */
 	mb_log_error("writing the index: %s; %llu rows rolled back, stopping this tick",
-	    err->msg, (unsigned long long)sd->txn_rows);
-	sd->write_failed = true;
-	sd->txn_rows = 0;
+	    err->msg, (unsigned long long)sd->writer.txn_rows);
+	sd->writer.write_failed = true;
+	sd->writer.txn_rows = 0;
 	return -1;
 }
 
@@ -85,27 +92,27 @@ sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err)
 
 	for (size_t i = 0; i < w->n_rows; i++)
 		rows[i] = w->rows[i].row;	/* shallow: the pointers stay w's */
-	if (!sd->txn_open) {
+	if (!sd->writer.txn_open) {
 		if (mb_index_begin(sd->idx, err) == -1)
 			goto fail;
-		sd->txn_open = true;
-		sd->txn_rows = 0;
-		sd->txn_deadline_ms = mb_now_ms() + SD_TXN_MS;
+		sd->writer.txn_open = true;
+		sd->writer.txn_rows = 0;
+		sd->writer.txn_deadline_ms = mb_now_ms() + SD_TXN_MS;
 	}
 	if (mb_index_stage(sd->idx, rows, w->n_rows, err) == -1)
 		goto fail;
 	if (sd_queue_ack(sd->idx, w->range.id, err) == -1)
 		goto fail;
 	free(rows);
-	sd->txn_rows += w->n_rows;
-	if (sd->txn_rows >= SD_TXN_ROWS || mb_now_ms() >= sd->txn_deadline_ms)
+	sd->writer.txn_rows += w->n_rows;
+	if (sd->writer.txn_rows >= SD_TXN_ROWS || mb_now_ms() >= sd->writer.txn_deadline_ms)
 		return sd_writer_flush(sd, err);
 	return 0;
 fail:
 	free(rows);
 	/* The whole group goes: its ranges are back in work_queue, and due. */
-	sd->txn_open = false;
-	sd->txn_rows = 0;
+	sd->writer.txn_open = false;
+	sd->writer.txn_rows = 0;
 	mb_index_rollback(sd->idx);
 	return -1;
 }

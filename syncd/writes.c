@@ -3,20 +3,18 @@
  * write_log row ('pending') before anything is tried; the checks (message
  * indexed, its folder's UIDVALIDITY unchanged, the flags allowed, a
  * destination known) run against the index; then a forked write process
- * with its own IMAP connection SELECTs the folder and does the one write,
- * under a deadline, while the main loop keeps serving.  Its answer is
- * applied to the index here, in the main loop, so it lands in the single
- * writer's transaction order; the write_log row is completed in the same
- * transaction.
+ * (writeproc.c) with its own IMAP connection SELECTs the folder and does
+ * the one write, under a deadline, while the main loop keeps serving.  Its
+ * answer is applied to the index here, in the main loop, so it lands in the
+ * single writer's transaction order; the write_log row is completed in the
+ * same transaction.  The reply goes back to control.c as a value
+ * (writes.h): the client is control.c's, the job is this file's.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,10 +28,39 @@
 #include "mailbox/msg.h"
 #include "mailbox/utf8.h"
 #include "mailbox/util.h"
-#include "control.h"
 #include "syncd.h"
+#include "writes.h"
 
 #define ALLOWED_FLAGS	(MB_FLAG_SEEN | MB_FLAG_FLAGGED | MB_FLAG_ANSWERED)
+
+/* One write in flight: a forked process with its own IMAP connection. */
+struct sd_wjob {
+	unsigned		 token;		/* the client's, from control.c */
+	pid_t			 pid;		/* 0: none */
+	struct mb_ipc_conn	 conn;		/* to the write process */
+	long long		 deadline_ms;
+	uint32_t		 req_id;
+	struct mb_ctl_request	 rq;
+	uid_t			 peer_uid;
+	int64_t			 log_id;
+	/* the message as indexed when the write was accepted */
+	int64_t			 folder_id;
+	char			*folder;	/* owned */
+	uint32_t		 uidvalidity, uid;
+	char			*keywords;	/* owned; may be NULL */
+	uint64_t		 modseq;
+	int64_t			 dest_id;	/* move, draft: the destination folder's row */
+	char			*dest;		/* owned; move, draft: its name */
+	uint32_t		 dest_uidvalidity;
+	char			*raw;		/* owned; draft: the message appended */
+	size_t			 raw_len;
+	int64_t			 draft_id;	/* draft: its row once indexed; 0 before */
+};
+
+/* writes.c's state: the jobs in flight, by token. */
+struct sd_writes {
+	struct sd_wjob		*jobs[SD_WRITES_MAX];	/* owned; NULL: none */
+};
 
 /* ---------------------------------------------------------------- write_log */
 
@@ -300,134 +327,11 @@ index_draft(struct sd *sd, struct sd_wjob *j, unsigned flags, uint32_t uidv, uin
 	return r;
 }
 
-/* ---------------------------------------------------------- write process */
-
-/* A result frame from the write process: outcome, detail, flags, COPYUID. */
-static void
-child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
-    uint32_t uid, bool used_move)
-{
-	struct mb_ipc_conn c;
-	struct mb_ipc_out o;
-	struct mb_err err = { 0 };
-	struct mb_ctl_result r = { .outcome = outcome, .flags = flags, .uidvalidity = uidv,
-	    .uid = uid, .used_move = used_move };
-
-	snprintf(r.detail, sizeof(r.detail), "%.*s", (int)mb_utf8_boundary(detail,
-	    strlen(detail), MB_CTL_DETAIL_MAX), detail);
-	mb_ipc_conn_init(&c, fd, 0);
-	if (mb_ctl_put_result(&o, &r, &err) == 0)
-		mb_ipc_send(&c, &o, &err);
-	else
-		mb_ipc_out_release(&o);
-	mb_ipc_conn_release(&c);
-}
-
-static _Noreturn void
-child_main(struct sd *sd, struct sd_wjob *j, int fd)
-{
-	struct mb_imap_conf ic;
-	struct mb_imap *imap = NULL;
-	struct mb_imap_status st;
-	struct mb_imap_moved mv = { 0 };
-	struct mb_err err = { 0 };
-	unsigned flags = 0;
-	bool found = false, sent = false;
-	sigset_t all;
-	char detail[512];
-
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1)
-		_exit(1);
-	prctl(PR_SET_DUMPABLE, 0);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	signal(SIGINT, SIG_IGN);
-	mb_log_init("syncd/write", mb_log_get_level());
-	sd_imap_conf(sd, &ic);
-	if (mb_imap_connect(&ic, &imap, &err) == -1)
-		goto fail;
-	mb_imap_set_deadline(imap, j->deadline_ms - 500);
-	if (j->rq.op == MB_CTL_DRAFT) {
-		struct mb_imap_appended ap;
-
-		flags = MB_FLAG_DRAFT | MB_FLAG_SEEN;	/* what a mail client saves a draft with */
-		sent = true;
-		if (mb_imap_append(imap, j->dest, j->raw, j->raw_len, flags, &ap, &err) == -1)
-			goto fail;
-		if (ap.uid != 0)
-			snprintf(detail, sizeof(detail), "draft saved in '%s' as UID %u; nothing was "
-			    "sent", j->dest, ap.uid);
-		else
-			snprintf(detail, sizeof(detail), "draft saved in '%s'; nothing was sent (the "
-			    "server named no UID, so the next sync tick indexes it)", j->dest);
-		child_send(fd, MB_CTL_OK, detail, flags, ap.uidvalidity, ap.uid, false);
-		mb_imap_close(&imap);
-		_exit(0);
-	}
-	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
-		goto fail;
-	if (st.uidvalidity != j->uidvalidity) {
-		snprintf(detail, sizeof(detail), "stale id: folder '%s' has UIDVALIDITY %u upstream, "
-		    "the message was indexed under %u", j->folder, st.uidvalidity, j->uidvalidity);
-		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
-		mb_imap_close(&imap);
-		_exit(0);
-	}
-	if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
-		goto fail;
-	if (!found) {
-		snprintf(detail, sizeof(detail), "UID %u is no longer in '%s' (expunged or moved "
-		    "elsewhere)", j->uid, j->folder);
-		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
-		mb_imap_close(&imap);
-		_exit(0);
-	}
-	sent = true;	/* from here a failure may come after the server acted */
-	if (j->rq.op == MB_CTL_FLAG) {
-		if (mb_imap_store_flags(imap, j->uid, j->rq.add, j->rq.remove, &err) == -1)
-			goto fail;
-		/* Verified by an independent fetch, not by STORE's echo. */
-		if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
-			goto fail;
-		if (!found || (flags & j->rq.add) != j->rq.add || (flags & j->rq.remove) != 0) {
-			child_send(fd, MB_CTL_FAILED, "the server did not apply the flags (checked "
-			    "with UID FETCH FLAGS)", flags, 0, 0, false);
-			mb_imap_close(&imap);
-			_exit(0);
-		}
-		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
-	} else {
-		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
-			if (err.code != MB_E_CONFIG)
-				goto fail;
-			child_send(fd, MB_CTL_REFUSED, err.msg, 0, 0, 0, false);	/* no write sent */
-			mb_imap_close(&imap);
-			_exit(0);
-		}
-		snprintf(detail, sizeof(detail), "%s to '%s' as UID %u", mv.used_move ?
-		    "UID MOVE" : "UID COPY + UID STORE \\Deleted + UID EXPUNGE", j->dest,
-		    mv.dest_uid);
-		child_send(fd, MB_CTL_OK, detail, flags, mv.dest_uidvalidity, mv.dest_uid,
-		    mv.used_move);
-	}
-	mb_imap_close(&imap);
-	_exit(0);
-fail:
-	/* A session lost or cancelled (the watchdog) after the write command
-	 * went out leaves its effect unknown: the user must not read "failed"
-	 * as "nothing happened". */
-	snprintf(detail, sizeof(detail), "%s%s", err.msg, sent ? "; the mailbox may or may not "
-	    "have changed: check it" : "");
-	child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
-	mb_imap_close(&imap);
-	_exit(0);
-}
-
 /* ------------------------------------------------------------ the parent */
 
-void
-sd_write_release(struct sd_wjob *j)
+/* Free j; a write process still running is left to proc.c's reaping. */
+static void
+job_free(struct sd_wjob *j)
 {
 	mb_ctl_request_release(&j->rq);
 	free(j->folder);
@@ -438,17 +342,32 @@ sd_write_release(struct sd_wjob *j)
 		close(j->conn.fd);
 		mb_ipc_conn_release(&j->conn);
 	}
-	memset(j, 0, sizeof(*j));
+	free(j);
 }
 
+/* j is over: out of the table, freed. */
 static void
-finish(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *detail,
-    int64_t msg_id, unsigned flags, const char *folder)
+job_end(struct sd *sd, struct sd_wjob *j)
 {
-	struct sd_wjob *j = &cl->job;
-	struct mb_ctl_reply rp = { .outcome = outcome, .detail = (char *)detail,
-	    .message_id = msg_id, .flags = flags, .folder = (char *)folder,
-	    .log_id = j->log_id };
+	if (sd->writes != NULL && j->token < SD_WRITES_MAX && sd->writes->jobs[j->token] == j)
+		sd->writes->jobs[j->token] = NULL;
+	job_free(j);
+}
+
+void
+sd_write_reply_release(struct sd_write_reply *r)
+{
+	mb_ctl_reply_release(&r->rp);
+}
+
+/* Log the write's outcome and make its reply (*out, for control.c to send). */
+static void
+finish(struct sd_wjob *j, uint32_t outcome, const char *detail, int64_t msg_id,
+    unsigned flags, const char *folder, struct sd_write_reply *out)
+{
+	*out = (struct sd_write_reply){ .token = j->token, .req_id = j->req_id,
+	    .rp = { .outcome = outcome, .detail = mb_xstrdup(detail), .message_id = msg_id,
+	    .flags = flags, .folder = folder ? mb_xstrdup(folder) : NULL, .log_id = j->log_id } };
 
 	if (outcome != MB_CTL_OK)
 		mb_log_warnx("write %lld: %s of message %lld for %s (uid %ld): %s: %s",
@@ -458,28 +377,29 @@ finish(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *detail
 		mb_log_info("write %lld: %s of message %lld for %s (uid %ld): %s",
 		    (long long)j->log_id, mb_ctl_op_name(j->rq.op), (long long)j->rq.message_id,
 		    j->rq.who, (long)j->peer_uid, detail);
-	sd_control_reply(cl, j->req_id, &rp);
 }
 
-void
-sd_write_start(struct sd *sd, struct sd_client *cl, uint32_t req_id, struct mb_ctl_request *rq)
+int
+sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
+    struct mb_ctl_request *rq, struct sd_write_reply *now)
 {
-	struct sd_wjob *j = &cl->job;
+	struct sd_wjob *j = mb_xcalloc(1, sizeof(*j));
+	struct mb_err err = { 0 };
 	char why[600];
-	int sv[2];
 	pid_t pid;
+	int fd;
 
-	memset(j, 0, sizeof(*j));
+	j->token = token;
 	j->rq = *rq;
 	memset(rq, 0, sizeof(*rq));
 	j->req_id = req_id;
-	j->peer_uid = cl->uid;
-	j->log_id = log_begin(sd, &j->rq, cl->uid);	/* before anything is tried */
+	j->peer_uid = peer;
+	j->log_id = log_begin(sd, &j->rq, peer);	/* before anything is tried */
 	if (j->log_id == 0) {
-		finish(sd, cl, MB_CTL_FAILED, "the audit log cannot be written; nothing was tried",
-		    0, 0, NULL);
-		sd_write_release(j);
-		return;
+		finish(j, MB_CTL_FAILED, "the audit log cannot be written; nothing was tried", 0, 0,
+		    NULL, now);
+		job_free(j);
+		return 0;
 	}
 	if (j->rq.op == MB_CTL_FLAG && ((j->rq.add | j->rq.remove) & ~ALLOWED_FLAGS)) {
 		snprintf(why, sizeof(why), "only \\Seen, \\Flagged and \\Answered may be changed "
@@ -496,43 +416,36 @@ sd_write_start(struct sd *sd, struct sd_client *cl, uint32_t req_id, struct mb_c
 		goto refuse;
 	if (j->rq.op == MB_CTL_DRAFT && compose_draft(sd, j, why, sizeof(why)) == -1)
 		goto refuse;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
-		snprintf(why, sizeof(why), "socketpair: %s", strerror(errno));
-		goto failed;
-	}
 	j->deadline_ms = mb_now_ms() + 1000LL * sd->conf->write_timeout;
-	fflush(NULL);
-	if ((pid = fork()) == -1) {
-		snprintf(why, sizeof(why), "fork: %s", strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
+	/* The child holds nothing but its socket (proc.c); it is reaped there. */
+	if ((pid = sd_proc_fork(&sd->proc, "write process", NULL, NULL, &fd, &err)) == -1) {
+		snprintf(why, sizeof(why), "%s", err.msg);
 		goto failed;
 	}
 	if (pid == 0) {
-		close(sv[0]);
-		sd_control_child_close(sd);
-		if (sd->sigfd >= 0)
-			close(sd->sigfd);
-		if (sd->lock_fd >= 0)
-			close(sd->lock_fd);
-		for (unsigned i = 0; sd->workers && i < sd->conf->sync_workers; i++)
-			if (sd->workers[i].pid != 0)
-				close(sd->workers[i].conn.fd);
-		child_main(sd, j, sv[1]);
+		struct sd_write_order o = { .op = j->rq.op, .add = j->rq.add,
+		    .remove = j->rq.remove, .folder = j->folder, .uidvalidity = j->uidvalidity,
+		    .uid = j->uid, .dest = j->dest, .raw = j->raw, .raw_len = j->raw_len,
+		    .deadline_ms = j->deadline_ms };
+
+		sd_write_process(sd->conf, sd->password, &o, fd);
 	}
-	close(sv[1]);
 	j->pid = pid;
-	mb_ipc_conn_init(&j->conn, sv[0], MB_IPC_BIT(MB_IPC_WRITE_RESULT));
-	return;
+	mb_ipc_conn_init(&j->conn, fd, MB_IPC_BIT(MB_IPC_WRITE_RESULT));
+	if (sd->writes == NULL)
+		sd->writes = mb_xcalloc(1, sizeof(*sd->writes));
+	sd->writes->jobs[token] = j;
+	return 1;
 refuse:
 	log_update(sd, j, "refused", why);
-	finish(sd, cl, MB_CTL_REFUSED, why, j->rq.message_id, 0, j->folder);
-	sd_write_release(j);
-	return;
+	finish(j, MB_CTL_REFUSED, why, j->rq.message_id, 0, j->folder, now);
+	job_free(j);
+	return 0;
 failed:
 	log_update(sd, j, "failed", why);
-	finish(sd, cl, MB_CTL_FAILED, why, j->rq.message_id, 0, j->folder);
-	sd_write_release(j);
+	finish(j, MB_CTL_FAILED, why, j->rq.message_id, 0, j->folder, now);
+	job_free(j);
+	return 0;
 }
 
 /* Move the row with the message (COPYUID), in the writer's order.  *new_id_r: the row now. */
@@ -560,10 +473,9 @@ apply_move(struct sd *sd, struct sd_wjob *j, uint32_t uidv, uint32_t uid, int64_
 }
 
 static void
-job_done(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *detail,
-    unsigned flags, uint32_t uidv, uint32_t uid)
+job_done(struct sd *sd, struct sd_wjob *j, uint32_t outcome, const char *detail,
+    unsigned flags, uint32_t uidv, uint32_t uid, struct sd_write_reply *out)
 {
-	struct sd_wjob *j = &cl->job;
 	struct mb_err err = { 0 };
 	int64_t new_id = j->rq.message_id;
 	const char *where = j->folder;
@@ -587,7 +499,7 @@ job_done(struct sd *sd, struct sd_client *cl, uint32_t outcome, const char *deta
 	log_update(sd, j, mb_ctl_outcome_name(outcome), detail);
 	if (sd_commit(sd, &err) == -1)
 		goto index_fail;
-	finish(sd, cl, outcome, detail, new_id, flags, where);
+	finish(j, outcome, detail, new_id, flags, where, out);
 	return;
 rollback:
 	mb_index_rollback(sd->idx);
@@ -595,13 +507,13 @@ index_fail:
 	snprintf(buf, sizeof(buf), "%.400s, but the index could not be updated (%s); the next "
 	    "tick catches up", detail, err.msg);
 	log_update(sd, j, mb_ctl_outcome_name(outcome), buf);
-	finish(sd, cl, outcome, buf, new_id, flags, where);
+	finish(j, outcome, buf, new_id, flags, where, out);
 }
 
-void
-sd_write_input(struct sd *sd, struct sd_client *cl)
+/* The write process's answer, or its end: 1 and *out when j is over (freed), 0: more to come. */
+static int
+job_input(struct sd *sd, struct sd_wjob *j, struct sd_write_reply *out)
 {
-	struct sd_wjob *j = &cl->job;
 	struct mb_ipc_frame f;
 	struct mb_err err = { 0 };
 	ssize_t n;
@@ -609,40 +521,120 @@ sd_write_input(struct sd *sd, struct sd_client *cl)
 
 	n = mb_ipc_read(&j->conn, &err);
 	if (n == -1 && errno == EAGAIN && err.code == 0)
-		return;
+		return 0;
 	r = n == -1 ? -1 : mb_ipc_next(&j->conn, &f, &err);
 	if (r == 1) {
 		struct mb_ctl_result res;
 
 		if (mb_ctl_get_result(&f.cur, &res, &err) == 0)
-			job_done(sd, cl, res.outcome, res.detail, res.flags, res.uidvalidity,
-			    res.uid);
+			job_done(sd, j, res.outcome, res.detail, res.flags, res.uidvalidity,
+			    res.uid, out);
 		else {
 			log_update(sd, j, "failed", "the write process sent a malformed answer");
-			finish(sd, cl, MB_CTL_FAILED, "internal error", j->rq.message_id, 0, NULL);
+			finish(j, MB_CTL_FAILED, "internal error", j->rq.message_id, 0, NULL, out);
 		}
 	} else if (r == 0 && n != 0)
-		return;	/* more to come */
+		return 0;	/* more to come */
 	else {
 		log_update(sd, j, "failed", "the write process ended without an answer; the "
 		    "mailbox may or may not have changed: check it");
-		finish(sd, cl, MB_CTL_FAILED, "the write process ended without an answer",
-		    j->rq.message_id, 0, NULL);
+		finish(j, MB_CTL_FAILED, "the write process ended without an answer",
+		    j->rq.message_id, 0, NULL, out);
 	}
-	kill(j->pid, SIGKILL);	/* it has said all it will; reaped by the SIGCHLD path */
-	sd_write_release(j);
+	kill(j->pid, SIGKILL);	/* it has said all it will; proc.c reaps it */
+	job_end(sd, j);
+	return 1;
 }
 
-void
-sd_write_expire(struct sd *sd, struct sd_client *cl)
+/* Past its deadline, or syncd is stopping: kill it; j is freed, *out its reply. */
+static void
+job_expire(struct sd *sd, struct sd_wjob *j, struct sd_write_reply *out)
 {
-	struct sd_wjob *j = &cl->job;
-
 	kill(j->pid, SIGKILL);
-	log_update(sd, j, "failed", sd->quit ? "syncd stopped before the write answered; the "
-	    "mailbox may or may not have changed" : "deadline passed (SYNC_WRITE_TIMEOUT); the "
+	log_update(sd, j, "failed", sd->tick.quit ? "syncd stopped before the write answered; "
+	    "the mailbox may or may not have changed" : "deadline passed (SYNC_WRITE_TIMEOUT); the "
 	    "mailbox may or may not have changed");
-	finish(sd, cl, MB_CTL_FAILED, "the write did not finish in time; it may or may not have "
-	    "happened: check the message", j->rq.message_id, 0, NULL);
-	sd_write_release(j);
+	finish(j, MB_CTL_FAILED, "the write did not finish in time; it may or may not have "
+	    "happened: check the message", j->rq.message_id, 0, NULL, out);
+	job_end(sd, j);
+}
+
+bool
+sd_write_busy(const struct sd *sd, unsigned token)
+{
+	return sd->writes != NULL && token < SD_WRITES_MAX && sd->writes->jobs[token] != NULL;
+}
+
+nfds_t
+sd_writes_pollfds(const struct sd *sd, struct pollfd *pfd)
+{
+	nfds_t n = 0;
+
+	for (size_t i = 0; sd->writes != NULL && i < SD_WRITES_MAX; i++)
+		if (sd->writes->jobs[i] != NULL)
+			pfd[n++] = (struct pollfd){ .fd = sd->writes->jobs[i]->conn.fd,
+			    .events = POLLIN };
+	return n;
+}
+
+size_t
+sd_writes_dispatch(struct sd *sd, const struct pollfd *pfd, nfds_t n,
+    struct sd_write_reply *out)
+{
+	size_t n_out = 0;
+
+	if (sd->writes == NULL)
+		return 0;
+	for (nfds_t k = 0; k < n; k++) {
+		if (pfd[k].revents == 0)
+			continue;
+		for (size_t i = 0; i < SD_WRITES_MAX; i++) {
+			struct sd_wjob *j = sd->writes->jobs[i];
+
+			if (j == NULL || j->conn.fd != pfd[k].fd)
+				continue;
+			n_out += (size_t)job_input(sd, j, &out[n_out]);
+			break;
+		}
+	}
+	for (size_t i = 0; i < SD_WRITES_MAX; i++) {
+		struct sd_wjob *j = sd->writes->jobs[i];
+
+		if (j != NULL && mb_now_ms() >= j->deadline_ms)
+			job_expire(sd, j, &out[n_out++]);
+	}
+	return n_out;
+}
+
+int
+sd_writes_timeout(const struct sd *sd)
+{
+	long long best = -1, now = mb_now_ms();
+
+	for (size_t i = 0; sd->writes != NULL && i < SD_WRITES_MAX; i++) {
+		const struct sd_wjob *j = sd->writes->jobs[i];
+		long long left;
+
+		if (j == NULL)
+			continue;
+		left = j->deadline_ms > now ? j->deadline_ms - now : 0;
+		if (best < 0 || left < best)
+			best = left;
+	}
+	return best < 0 ? -1 : (int)(best > 60000 ? 60000 : best);
+}
+
+size_t
+sd_writes_stop(struct sd *sd, struct sd_write_reply *out)
+{
+	size_t n_out = 0;
+
+	if (sd->writes == NULL)
+		return 0;
+	for (size_t i = 0; i < SD_WRITES_MAX; i++)
+		if (sd->writes->jobs[i] != NULL)
+			job_expire(sd, sd->writes->jobs[i], &out[n_out++]);	/* logged as failed */
+	free(sd->writes);
+	sd->writes = NULL;
+	return n_out;
 }

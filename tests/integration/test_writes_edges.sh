@@ -336,35 +336,43 @@ purl=$url
 
 # A UID STORE the server never answers.  While it hangs, the write process
 # (syncd's only child between ticks) holds no descriptor of the control
-# socket: not the listener, not a client's connection.
+# socket (not the listener, not a client's connection), nor any of the
+# index's files or the data directory's lock.
 pid1=$(id_of INBOX 1)
 call "$purl" flag_message "{\"id\":$pid1,\"add\":[\"\\\\Flagged\"]}" > "$work/r1.json" &
 caller=$!
 until_ok 'grep -q " UID STORE " "$transcript"' || fail "peer: no UID STORE arrived"
 wproc=$(pgrep -P "$daemon") || fail "no write process"
-python3 - "$psock" "$daemon" "$wproc" <<'PY' || fail "control socket descriptors in the write process"
+python3 - "$psock" "$daemon" "$wproc" "$SYNCD_DATA" <<'PY' || fail "descriptors in the write process"
 import os, sys
-path, parent, child = sys.argv[1], sys.argv[2], sys.argv[3]
+path, parent, child, data = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 ours = set()	# the listener and the accepted connections are bound to the path
 for line in open('/proc/net/unix').read().splitlines()[1:]:
     f = line.split()
     if len(f) >= 8 and f[7] == path:
         ours.add(f[6])
-def sockets(pid):
-    out = set()
+def links(pid):	# what pid's descriptors point at
+    out = []
     for fd in os.listdir('/proc/%s/fd' % pid):
         try:
-            t = os.readlink('/proc/%s/fd/%s' % (pid, fd))
+            out.append(os.readlink('/proc/%s/fd/%s' % (pid, fd)))
         except FileNotFoundError:
             continue
-        if t.startswith('socket:['):
-            out.add(t[8:-1])
     return out
+def sockets(pid):
+    return {t[8:-1] for t in links(pid) if t.startswith('socket:[')}
 if not ours & sockets(parent):
     sys.exit("syncd itself holds none of %s: the check would see nothing" % sorted(ours))
 held = ours & sockets(child)
 if held:
     sys.exit("write process %s holds control socket inodes %s" % (child, sorted(held)))
+def files(pid):	# what pid has open in the data directory (index.db*, syncd.lock)
+    top = os.path.realpath(data) + '/'
+    return {os.path.basename(t) for t in links(pid) if t.startswith(top)}
+if not {'index.db', 'syncd.lock'} <= files(parent):
+    sys.exit("syncd itself holds only %s: the check would see nothing" % sorted(files(parent)))
+if files(child):
+    sys.exit("write process %s holds %s" % (child, sorted(files(child))))
 PY
 wait "$caller" || fail "the SDK call failed"
 answered "$work/r1.json" failed "may or may not"

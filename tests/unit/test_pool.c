@@ -3,6 +3,8 @@
  * forked child that writes chosen bytes on the socketpair and waits to be
  * killed.  A bad frame, of any kind, kills that worker and costs its range
  * one attempt; the scheduler carries on.  A good range is written and acked.
+ * And the children's side under it (syncd/proc.c): what a forked child
+ * holds, and who reaps which child.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,8 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -52,8 +57,7 @@ setup(void **state)
 	fx->conf.sync_retry_backoff = 0;
 	fx->conf.sync_range_timeout = 60;
 	fx->sd.conf = &fx->conf;
-	fx->sd.sigfd = -1;
-	fx->sd.lock_fd = -1;
+	fx->sd.proc.sigfd = -1;
 	sd_pool_init(&fx->sd);
 	assert_int_equal(mb_index_folder_ensure(fx->sd.idx, "INBOX", NULL, &fx->folder_id, &err), 0);
 	assert_int_equal(sd_queue_add(fx->sd.idx, fx->folder_id, 7, 1, 100, &added, &err), 0);
@@ -69,7 +73,8 @@ teardown(void **state)
 	char cmd[128];
 
 	mb_index_close(&fx->sd.idx);
-	free(fx->sd.workers);
+	sd_pool_release(&fx->sd);
+	sd_proc_close(&fx->sd.proc);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
 	free(fx);
 	return system(cmd) == 0 ? 0 : -1;
@@ -79,7 +84,7 @@ teardown(void **state)
 static struct sd_worker *
 fake_worker(struct fixture *fx, const void *bytes, size_t len, bool close_after)
 {
-	struct sd_worker *w = &fx->sd.workers[0];
+	struct sd_worker *w = &fx->sd.pool.workers[0];
 	struct mb_err err = { 0 };
 	int sv[2];
 	pid_t pid;
@@ -261,9 +266,9 @@ pool_good_range_is_written_and_acked(void **state)
 		struct mb_err err = { 0 };
 
 		assert_int_equal(sd_writer_flush(&fx->sd, &err), 0);
-		assert_false(fx->sd.txn_open);
+		assert_false(fx->sd.writer.txn_open);
 		assert_true(sqlite3_get_autocommit(mb_index_db(fx->sd.idx)));
-		assert_int_equal(fx->sd.tick_rows, 3);
+		assert_int_equal(fx->sd.writer.tick_rows, 3);
 	}
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM messages WHERE uidvalidity = 7"), 3);
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM work_queue"), 0);
@@ -300,7 +305,178 @@ pool_third_failure_is_a_dead_letter(void **state)
 	assert_int_equal(sql_int(fx, "SELECT count(*) FROM work_queue"), 0);
 	assert_int_equal(sql_int(fx, "SELECT attempts FROM dead_letters WHERE folder_name = 'INBOX' "
 	    "AND uidvalidity = 7 AND first_uid = 1 AND last_uid = 100"), 3);
-	assert_int_equal(fx->sd.tick_dead, 1);
+	assert_int_equal(fx->sd.pool.tick_dead, 1);
+}
+
+/*
+ * What pid's descriptors above stderr point at ("/path", "socket:[inode]",
+ * "pipe:[inode]"), up to max of them; returns how many.
+ */
+static size_t
+fd_targets(pid_t pid, char (*t)[512], size_t max)
+{
+	char dir[64], link[400];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL && n < max) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
+		if (atoi(de->d_name) <= 2 || (len = readlink(link, t[n], sizeof(t[n]) - 1)) <= 0)
+			continue;
+		t[n++][len] = '\0';
+	}
+	closedir(d);
+	return n;
+}
+
+/* How many of pid's descriptors above stderr point at a path starting with prefix. */
+static int
+fds_under(pid_t pid, const char *prefix)
+{
+	static char t[64][512];
+	size_t n = fd_targets(pid, t, 64);
+	int hits = 0;
+
+	for (size_t i = 0; i < n; i++)
+		hits += strncmp(t[i], prefix, strlen(prefix)) == 0;
+	return hits;
+}
+
+/* The first of child's descriptors above stderr that parent holds too; NULL: none. */
+static const char *
+shared_fd(pid_t parent, pid_t child)
+{
+	static char pt[64][512], ct[64][512];
+	size_t np = fd_targets(parent, pt, 64), nc = fd_targets(child, ct, 64);
+
+	for (size_t i = 0; i < nc; i++)
+		for (size_t j = 0; j < np; j++)
+			if (strcmp(ct[i], pt[j]) == 0)
+				return ct[i];
+	return NULL;
+}
+
+/*
+ * A real worker, spawned by the pool, holds none of the index's descriptors
+ * (index.db, its -wal and -shm) nor any other of the scheduler's above
+ * stderr: it parses hostile mail and never touches the index.  Its IMAP server here
+ * accepts and never greets, so the worker is caught alive, after its fork,
+ * on its way to logging in.
+ */
+static void
+pool_worker_holds_no_index_descriptor(void **state)
+{
+	struct fixture *fx = *state;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	struct pollfd p;
+	int lfd, cfd;
+	pid_t pid;
+
+	assert_true((lfd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+	fx->conf.imap_host = "127.0.0.1";
+	fx->conf.imap_port = ntohs(sin.sin_port);
+	fx->conf.imap_tls = 2;	/* none */
+	fx->conf.imap_user = "alice";
+	fx->conf.data_dir = fx->dir;
+	fx->sd.password = "pw";
+	/* The index is in WAL mode: open all three of its files, as a tick does. */
+	assert_int_equal(sql_int(fx, "SELECT count(*) FROM messages"), 0);
+	assert_true(fds_under(getpid(), fx->dir) >= 2);	/* else the check sees nothing */
+
+	sd_pool_dispatch(&fx->sd);
+	pid = fx->sd.pool.workers[0].pid;
+	assert_true(pid > 0);
+	p = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 10000), 1);	/* the worker is connecting */
+	assert_true((cfd = accept(lfd, NULL, NULL)) >= 0);
+	if (fds_under(pid, fx->dir) != 0)
+		fail_msg("worker %ld holds %d descriptors under %s", (long)pid,
+		    fds_under(pid, fx->dir), fx->dir);
+	/* Nor any other of the scheduler's (its end of the channel, the listener,
+	 * the connection it accepted: each socket has its own inode). */
+	assert_true(fds_under(getpid(), "socket:") >= 3);
+	if (shared_fd(getpid(), pid) != NULL)
+		fail_msg("worker %ld holds the scheduler's %s", (long)pid, shared_fd(getpid(), pid));
+	sd_pool_stop(&fx->sd);
+	assert_int_equal(fx->sd.pool.workers[0].pid, 0);
+	close(cfd);
+	close(lfd);
+}
+
+struct exits {
+	int	 calls;
+	pid_t	 pid;
+	int	 status;
+};
+
+static void
+on_exit_note(void *arg, pid_t pid, int status)
+{
+	struct exits *e = arg;
+
+	e->calls++;
+	e->pid = pid;
+	e->status = status;
+}
+
+/*
+ * sd_proc_fork's child holds nothing above stderr but its socket (it checks
+ * a descriptor opened before the fork and says so in its exit status).
+ * sd_proc_reap reaps the table's children by pid, tells the owner that gave
+ * a handler, and leaves alone a child the table does not know: another
+ * module's, which that module reaps itself.
+ */
+static void
+proc_reaps_its_children_by_pid_and_tells_their_owner(void **state)
+{
+	struct sd_proc p = { .sigfd = -1 };
+	struct exits e = { 0 };
+	struct mb_err err = { 0 };
+	int before = open("/dev/null", O_RDONLY), fd, status;
+	pid_t owned, silent, other;
+
+	assert_true(before > 2);
+	owned = sd_proc_fork(&p, "test child", on_exit_note, &e, &fd, &err);
+	assert_true(owned >= 0);
+	if (owned == 0)
+		_exit(fcntl(before, F_GETFD) == -1 && errno == EBADF && fcntl(fd, F_GETFD) != -1 ?
+		    7 : 1);
+	close(fd);
+	silent = sd_proc_fork(&p, "test child", NULL, NULL, &fd, &err);
+	assert_true(silent >= 0);
+	if (silent == 0)
+		_exit(0);
+	close(fd);
+	if ((other = fork()) == 0)
+		_exit(3);
+	assert_true(other > 0);
+	assert_int_equal(p.n_children, 2);
+	/* Everyone has exited once the last of the table's children is reapable. */
+	for (int i = 0; i < 500 && (e.calls == 0 || p.n_children > 0); i++) {
+		struct timespec ts = { 0, 10 * 1000000 };
+
+		sd_proc_reap(&p);
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(e.calls, 1);
+	assert_int_equal(e.pid, owned);
+	assert_true(WIFEXITED(e.status));
+	assert_int_equal(WEXITSTATUS(e.status), 7);	/* before was closed, its socket not */
+	assert_int_equal(p.n_children, 0);
+	assert_int_equal(waitpid(silent, &status, WNOHANG), -1);	/* reaped, forgotten */
+	assert_int_equal(waitpid(other, &status, 0), other);	/* not stolen */
+	assert_int_equal(WEXITSTATUS(status), 3);
+	close(before);
+	sd_proc_close(&p);
 }
 
 int
@@ -310,6 +486,9 @@ main(void)
 		cmocka_unit_test(pool_bad_frame_kills_the_worker_and_costs_one_attempt),
 		cmocka_unit_test_setup_teardown(pool_good_range_is_written_and_acked, setup, teardown),
 		cmocka_unit_test_setup_teardown(pool_third_failure_is_a_dead_letter, setup, teardown),
+		cmocka_unit_test_setup_teardown(pool_worker_holds_no_index_descriptor, setup,
+		    teardown),
+		cmocka_unit_test(proc_reaps_its_children_by_pid_and_tells_their_owner),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

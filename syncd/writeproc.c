@@ -1,0 +1,144 @@
+/*
+ * The write process (docs/writes.md, "One write"): forked by writes.c
+ * through proc.c, so it holds nothing but its socket to the scheduler.  It
+ * logs in on its own IMAP connection, SELECTs the folder (never EXAMINE),
+ * checks the UIDVALIDITY again upstream and that the UID still exists,
+ * does the one write, and sends one answer frame (MB_IPC_CTL_REPLY:
+ * outcome, detail, flags, COPYUID/APPENDUID uidvalidity and uid, whether
+ * UID MOVE was used).  The index is the scheduler's: the answer is applied
+ * there (writes.c).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "mailbox/ctl.h"
+#include "mailbox/log.h"
+#include "mailbox/utf8.h"
+#include "syncd.h"
+#include "writes.h"
+
+/* A result frame from the write process: outcome, detail, flags, COPYUID. */
+static void
+child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
+    uint32_t uid, bool used_move)
+{
+	struct mb_ipc_conn c;
+	struct mb_ipc_out o;
+	struct mb_err err = { 0 };
+	struct mb_ctl_result r = { .outcome = outcome, .flags = flags, .uidvalidity = uidv,
+	    .uid = uid, .used_move = used_move };
+
+	snprintf(r.detail, sizeof(r.detail), "%.*s", (int)mb_utf8_boundary(detail,
+	    strlen(detail), MB_CTL_DETAIL_MAX), detail);
+	mb_ipc_conn_init(&c, fd, 0);
+	if (mb_ctl_put_result(&o, &r, &err) == 0)
+		mb_ipc_send(&c, &o, &err);
+	else
+		mb_ipc_out_release(&o);
+	mb_ipc_conn_release(&c);
+}
+
+void
+sd_write_process(const struct sd_conf *conf, const char *password,
+    const struct sd_write_order *j, int fd)
+{
+	struct mb_imap_conf ic;
+	struct mb_imap *imap = NULL;
+	struct mb_imap_status st;
+	struct mb_imap_moved mv = { 0 };
+	struct mb_err err = { 0 };
+	unsigned flags = 0;
+	bool found = false, sent = false;
+	sigset_t all;
+	char detail[512];
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(1);
+	prctl(PR_SET_DUMPABLE, 0);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	signal(SIGINT, SIG_IGN);
+	mb_log_init("syncd/write", mb_log_get_level());
+	sd_imap_conf(conf, password, &ic);
+	if (mb_imap_connect(&ic, &imap, &err) == -1)
+		goto fail;
+	mb_imap_set_deadline(imap, j->deadline_ms - 500);
+	if (j->op == MB_CTL_DRAFT) {
+		struct mb_imap_appended ap;
+
+		flags = MB_FLAG_DRAFT | MB_FLAG_SEEN;	/* what a mail client saves a draft with */
+		sent = true;
+		if (mb_imap_append(imap, j->dest, j->raw, j->raw_len, flags, &ap, &err) == -1)
+			goto fail;
+		if (ap.uid != 0)
+			snprintf(detail, sizeof(detail), "draft saved in '%s' as UID %u; nothing was "
+			    "sent", j->dest, ap.uid);
+		else
+			snprintf(detail, sizeof(detail), "draft saved in '%s'; nothing was sent (the "
+			    "server named no UID, so the next sync tick indexes it)", j->dest);
+		child_send(fd, MB_CTL_OK, detail, flags, ap.uidvalidity, ap.uid, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
+	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
+		goto fail;
+	if (st.uidvalidity != j->uidvalidity) {
+		snprintf(detail, sizeof(detail), "stale id: folder '%s' has UIDVALIDITY %u upstream, "
+		    "the message was indexed under %u", j->folder, st.uidvalidity, j->uidvalidity);
+		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
+	if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
+		goto fail;
+	if (!found) {
+		snprintf(detail, sizeof(detail), "UID %u is no longer in '%s' (expunged or moved "
+		    "elsewhere)", j->uid, j->folder);
+		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
+	sent = true;	/* from here a failure may come after the server acted */
+	if (j->op == MB_CTL_FLAG) {
+		if (mb_imap_store_flags(imap, j->uid, j->add, j->remove, &err) == -1)
+			goto fail;
+		/* Verified by an independent fetch, not by STORE's echo. */
+		if (mb_imap_fetch_flags(imap, j->uid, &flags, &found, &err) == -1)
+			goto fail;
+		if (!found || (flags & j->add) != j->add || (flags & j->remove) != 0) {
+			child_send(fd, MB_CTL_FAILED, "the server did not apply the flags (checked "
+			    "with UID FETCH FLAGS)", flags, 0, 0, false);
+			mb_imap_close(&imap);
+			_exit(0);
+		}
+		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
+	} else {
+		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
+			if (err.code != MB_E_CONFIG)
+				goto fail;
+			child_send(fd, MB_CTL_REFUSED, err.msg, 0, 0, 0, false);	/* no write sent */
+			mb_imap_close(&imap);
+			_exit(0);
+		}
+		snprintf(detail, sizeof(detail), "%s to '%s' as UID %u", mv.used_move ?
+		    "UID MOVE" : "UID COPY + UID STORE \\Deleted + UID EXPUNGE", j->dest,
+		    mv.dest_uid);
+		child_send(fd, MB_CTL_OK, detail, flags, mv.dest_uidvalidity, mv.dest_uid,
+		    mv.used_move);
+	}
+	mb_imap_close(&imap);
+	_exit(0);
+fail:
+	/* A session lost or cancelled (the watchdog) after the write command
+	 * went out leaves its effect unknown: the user must not read "failed"
+	 * as "nothing happened". */
+	snprintf(detail, sizeof(detail), "%s%s", err.msg, sent ? "; the mailbox may or may not "
+	    "have changed: check it" : "");
+	child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
+	mb_imap_close(&imap);
+	_exit(0);
+}
