@@ -272,6 +272,8 @@ handle_frame(struct sd *sd, struct sd_worker *w, struct mb_ipc_frame *f, struct 
 		/* Only a missing folder or a changed uidvalidity leaves its session usable. */
 		if (code != MB_E_NOTFOUND && code != MB_E_INVALID)
 			w->retiring = true;
+		if (code == MB_E_NOTFOUND)
+			w->sel_folder_id = 0;	/* a refused EXAMINE leaves nothing examined */
 		if (w->busy)
 			sd_pool_range_failed(sd, w, (enum mb_errcode)code, msg);
 		else if (code == MB_E_AUTH || code == MB_E_CONFIG) {
@@ -352,6 +354,7 @@ give_range(struct sd *sd, struct sd_worker *w, struct sd_range *r)
 	mb_ipc_put_u64(&o, (uint64_t)deadline);
 	w->range = *r;
 	w->busy = true;
+	w->sel_folder_id = r->folder_id;	/* the worker examines it, if it has not */
 	w->deadline_ms = deadline + KILL_GRACE_MS;
 	if (mb_ipc_out_finish(&o, &err) == -1 || mb_ipc_queue(&w->conn, &o, &err) == -1 ||
 	    mb_ipc_flush(&w->conn, &err) == -1) {
@@ -381,25 +384,35 @@ sd_pool_dispatch(struct sd *sd)
 		if (w->busy && n_busy < MB_ARRAY_LEN(busy))
 			busy[n_busy++] = w->range.id;
 	}
-	/* Idle workers that are logged in get the oldest due ranges. */
-	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-		struct sd_worker *w = &sd->workers[i];
-		struct sd_range r = { 0 };
-		int got;
+	/*
+	 * Idle workers that are logged in get the oldest due ranges: first of
+	 * the folder their session has examined (a worker changes folder, and
+	 * EXAMINEs, only when its own folder has nothing due), then of any.
+	 */
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
+			struct sd_worker *w = &sd->workers[i];
+			struct sd_range r = { 0 };
+			int got;
 
-		if (w->pid == 0 || !w->ready || w->busy || w->retiring)
-			continue;
-		got = sd_queue_take(sd->idx, now, busy, n_busy, &r, &err);
-		if (got == -1) {
-			mb_log_error("%s", err.msg);
-			return;
+			if (w->pid == 0 || !w->ready || w->busy || w->retiring)
+				continue;
+			if (pass == 0 && w->sel_folder_id == 0)
+				continue;
+			got = sd_queue_take_folder(sd->idx, now, pass == 0 ? w->sel_folder_id : 0,
+			    busy, n_busy, &r, &err);
+			if (got == -1) {
+				mb_log_error("%s", err.msg);
+				return;
+			}
+			if (got == 0 && pass == 0)
+				continue;
+			if (got == 0)
+				break;
+			give_range(sd, w, &r);
+			if (w->busy && n_busy < MB_ARRAY_LEN(busy))
+				busy[n_busy++] = w->range.id;
 		}
-		if (got == 0)
-			break;
-		give_range(sd, w, &r);
-		if (w->busy && n_busy < MB_ARRAY_LEN(busy))
-			busy[n_busy++] = w->range.id;
-	}
 	/*
 	 * More workers while due ranges outnumber the idle ones, up to
 	 * SYNC_WORKERS.  Not when every slot is taken: this runs on every turn of
