@@ -366,6 +366,31 @@ give_range(struct sd *sd, struct sd_worker *w, struct sd_range *r)
 	    r->first, r->last, r->attempts + 1);
 }
 
+/*
+ * Give idle w the oldest due range not in busy (of folder_id; 0: of any
+ * folder) and add it to busy.  1: given, 0: none due, -1: a queue error
+ * (logged).
+ */
+static int
+give_due(struct sd *sd, struct sd_worker *w, int64_t folder_id, int64_t now, int64_t *busy,
+    size_t *n_busy, size_t max_busy)
+{
+	struct sd_range r = { 0 };
+	struct mb_err err = { 0 };
+	int got = sd_queue_take_folder(sd->idx, now, folder_id, busy, *n_busy, &r, &err);
+
+	if (got == -1) {
+		mb_log_error("%s", err.msg);
+		return -1;
+	}
+	if (got == 0)
+		return 0;
+	give_range(sd, w, &r);
+	if (w->busy && *n_busy < max_busy)
+		busy[(*n_busy)++] = w->range.id;
+	return 1;
+}
+
 void
 sd_pool_dispatch(struct sd *sd)
 {
@@ -385,34 +410,31 @@ sd_pool_dispatch(struct sd *sd)
 			busy[n_busy++] = w->range.id;
 	}
 	/*
-	 * Idle workers that are logged in get the oldest due ranges: first of
-	 * the folder their session has examined (a worker changes folder, and
-	 * EXAMINEs, only when its own folder has nothing due), then of any.
+	 * Session affinity first: an idle worker gets the oldest due range of
+	 * the folder its session has examined, so it changes folder (and
+	 * EXAMINEs) only when its own has nothing due.
 	 */
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
-			struct sd_worker *w = &sd->workers[i];
-			struct sd_range r = { 0 };
-			int got;
+	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
+		struct sd_worker *w = &sd->workers[i];
 
-			if (w->pid == 0 || !w->ready || w->busy || w->retiring)
-				continue;
-			if (pass == 0 && w->sel_folder_id == 0)
-				continue;
-			got = sd_queue_take_folder(sd->idx, now, pass == 0 ? w->sel_folder_id : 0,
-			    busy, n_busy, &r, &err);
-			if (got == -1) {
-				mb_log_error("%s", err.msg);
-				return;
-			}
-			if (got == 0 && pass == 0)
-				continue;
-			if (got == 0)
-				break;
-			give_range(sd, w, &r);
-			if (w->busy && n_busy < MB_ARRAY_LEN(busy))
-				busy[n_busy++] = w->range.id;
-		}
+		if (w->pid == 0 || !w->ready || w->busy || w->retiring || w->sel_folder_id == 0)
+			continue;
+		if (give_due(sd, w, w->sel_folder_id, now, busy, &n_busy, MB_ARRAY_LEN(busy)) == -1)
+			return;
+	}
+	/* Idle workers that are logged in get the oldest due ranges. */
+	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
+		struct sd_worker *w = &sd->workers[i];
+		int got;
+
+		if (w->pid == 0 || !w->ready || w->busy || w->retiring)
+			continue;
+		got = give_due(sd, w, 0, now, busy, &n_busy, MB_ARRAY_LEN(busy));
+		if (got == -1)
+			return;
+		if (got == 0)
+			break;
+	}
 	/*
 	 * More workers while due ranges outnumber the idle ones, up to
 	 * SYNC_WORKERS.  Not when every slot is taken: this runs on every turn of
