@@ -273,6 +273,8 @@ handle_frame(struct sd *sd, struct sd_worker *w, struct mb_ipc_frame *f, struct 
 		/* Only a missing folder or a changed uidvalidity leaves its session usable. */
 		if (code != MB_E_NOTFOUND && code != MB_E_INVALID)
 			w->retiring = true;
+		if (code == MB_E_NOTFOUND)
+			w->sel_folder_id = 0;	/* a refused EXAMINE leaves nothing examined */
 		if (w->busy)
 			sd_pool_range_failed(sd, w, (enum mb_errcode)code, msg);
 		else if (code == MB_E_AUTH || code == MB_E_CONFIG) {
@@ -353,6 +355,7 @@ give_range(struct sd *sd, struct sd_worker *w, struct sd_range *r)
 	mb_ipc_put_u64(&o, (uint64_t)deadline);
 	w->range = *r;
 	w->busy = true;
+	w->sel_folder_id = r->folder_id;	/* the worker examines it, if it has not */
 	w->deadline_ms = deadline + KILL_GRACE_MS;
 	if (mb_ipc_out_finish(&o, &err) == -1 || mb_ipc_queue(&w->conn, &o, &err) == -1 ||
 	    mb_ipc_flush(&w->conn, &err) == -1) {
@@ -362,6 +365,31 @@ give_range(struct sd *sd, struct sd_worker *w, struct sd_range *r)
 	}
 	mb_log_debug("worker[%u]: folder '%s' UIDs %u:%u (attempt %u)", w->slot, r->folder,
 	    r->first, r->last, r->attempts + 1);
+}
+
+/*
+ * Give idle w the oldest due range not in busy (of folder_id; 0: of any
+ * folder) and add it to busy.  1: given, 0: none due, -1: a queue error
+ * (logged).
+ */
+static int
+give_due(struct sd *sd, struct sd_worker *w, int64_t folder_id, int64_t now, int64_t *busy,
+    size_t *n_busy, size_t max_busy)
+{
+	struct sd_range r = { 0 };
+	struct mb_err err = { 0 };
+	int got = sd_queue_take_folder(sd->idx, now, folder_id, busy, *n_busy, &r, &err);
+
+	if (got == -1) {
+		mb_log_error("%s", err.msg);
+		return -1;
+	}
+	if (got == 0)
+		return 0;
+	give_range(sd, w, &r);
+	if (w->busy && *n_busy < max_busy)
+		busy[(*n_busy)++] = w->range.id;
+	return 1;
 }
 
 void
@@ -382,24 +410,31 @@ sd_pool_dispatch(struct sd *sd)
 		if (w->busy && n_busy < MB_ARRAY_LEN(busy))
 			busy[n_busy++] = w->range.id;
 	}
+	/*
+	 * Session affinity first: an idle worker gets the oldest due range of
+	 * the folder its session has examined, so it changes folder (and
+	 * EXAMINEs) only when its own has nothing due.
+	 */
+	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
+		struct sd_worker *w = &sd->pool.workers[i];
+
+		if (w->pid == 0 || !w->ready || w->busy || w->retiring || w->sel_folder_id == 0)
+			continue;
+		if (give_due(sd, w, w->sel_folder_id, now, busy, &n_busy, MB_ARRAY_LEN(busy)) == -1)
+			return;
+	}
 	/* Idle workers that are logged in get the oldest due ranges. */
 	for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
 		struct sd_worker *w = &sd->pool.workers[i];
-		struct sd_range r = { 0 };
 		int got;
 
 		if (w->pid == 0 || !w->ready || w->busy || w->retiring)
 			continue;
-		got = sd_queue_take(sd->idx, now, busy, n_busy, &r, &err);
-		if (got == -1) {
-			mb_log_error("%s", err.msg);
+		got = give_due(sd, w, 0, now, busy, &n_busy, MB_ARRAY_LEN(busy));
+		if (got == -1)
 			return;
-		}
 		if (got == 0)
 			break;
-		give_range(sd, w, &r);
-		if (w->busy && n_busy < MB_ARRAY_LEN(busy))
-			busy[n_busy++] = w->range.id;
 	}
 	/*
 	 * More workers while due ranges outnumber the idle ones, up to

@@ -31,8 +31,15 @@ int
 sd_queue_take(struct mb_index *idx, int64_t now, const int64_t *busy, size_t n_busy,
     struct sd_range *r, struct mb_err *err)
 {
+	return sd_queue_take_folder(idx, now, 0, busy, n_busy, r, err);
+}
+
+int
+sd_queue_take_folder(struct mb_index *idx, int64_t now, int64_t folder_id, const int64_t *busy,
+    size_t n_busy, struct sd_range *r, struct mb_err *err)
+{
 	struct mb_queue_range q = { 0 };
-	int got = mb_index_queue_take(idx, now, busy, n_busy, &q, err);
+	int got = mb_index_queue_take(idx, now, folder_id, busy, n_busy, &q, err);
 
 	if (got == 1)	/* the folder name changes hands */
 		*r = (struct sd_range){ .id = q.id, .folder_id = q.folder_id,

@@ -110,6 +110,9 @@ int	sd_queue_add(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, 
  */
 int	sd_queue_take(struct mb_index *idx, int64_t now, const int64_t *busy, size_t n_busy,
 	    struct sd_range *r, struct mb_err *err);
+/* As sd_queue_take, among the ranges of one folder (folder_id 0: any folder). */
+int	sd_queue_take_folder(struct mb_index *idx, int64_t now, int64_t folder_id,
+	    const int64_t *busy, size_t n_busy, struct sd_range *r, struct mb_err *err);
 /* Done: remove the range (inside the writer's transaction). */
 int	sd_queue_ack(struct mb_index *idx, int64_t id, struct mb_err *err);
 /*
@@ -199,6 +202,10 @@ struct sd_worker {
 	long long		 deadline_ms;	/* kill past this (monotonic) */
 	struct mb_ipc_row	*rows;		/* received for the range, not yet written */
 	size_t			 n_rows, cap_rows;
+
+	/* Session affinity (pool.c): the folder the worker's session has
+	 * examined, so its next range is of the same folder when one is due. */
+	int64_t			 sel_folder_id;	/* 0: none (new, or its EXAMINE was refused) */
 };
 
 /* Written by loop.c only: the run and its ticks. */

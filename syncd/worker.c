@@ -1,7 +1,13 @@
 /*
  * A fetch worker: a forked process with one IMAP connection, taking one UID
- * range at a time from the scheduler over its socketpair.  For each range it
- * EXAMINEs the folder (read-only), checks that UIDVALIDITY still matches,
+ * range at a time from the scheduler over its socketpair.  The session keeps
+ * its folder examined (read-only) from range to range: EXAMINE costs a
+ * server time in proportion to the folder's size (Dovecot reads the whole
+ * index), so one per range made a backfill's server work grow with the
+ * square of the folder.  Before each range the worker checks that the
+ * range's UIDVALIDITY is the session's, re-EXAMINEs only to switch folder or
+ * to settle a mismatch, and sends a NOOP (a sync point: new mail shows up as
+ * EXISTS) when the range reaches above the UIDNEXT the session saw.  Then it
  * fetches the range with BODY.PEEK (the Mailbox interface has no other way),
  * normalises each message, stores attachment bytes as content-addressed
  * blobs, and streams one ROW frame per message, then RANGE_DONE.
@@ -207,20 +213,79 @@ send_simple(struct mb_ipc_conn *conn, enum mb_ipc_type type, uint32_t id, enum m
 	}
 }
 
+/* What the worker's session has examined, kept from range to range. */
+struct session {
+	char		*folder;	/* owned; NULL: nothing examined */
+	uint32_t	 uidvalidity;
+	uint32_t	 uidnext;	/* at the EXAMINE: the session has seen every UID below */
+};
+
+static void
+session_forget(struct session *s)
+{
+	free(s->folder);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Have folder examined with the range's uidvalidity and every UID up to
+ * last visible.  0: go on and fetch; 1: refused, FAIL sent, the session is
+ * still usable; -1: FAIL sent, the session is unusable.
+ */
+static int
+session_ready(struct session *s, struct mb_imap *imap, struct mb_ipc_conn *conn,
+    uint32_t range_id, const char *folder, uint32_t uidvalidity, uint32_t last)
+{
+	struct mb_imap_status st = { 0 };
+	struct mb_err err = { 0 };
+	char msg[128];
+
+	if (s->folder != NULL && strcmp(s->folder, folder) == 0 && s->uidvalidity == uidvalidity) {
+		if (last < s->uidnext)
+			return 0;	/* every UID of the range existed at the EXAMINE */
+		/* Mail may have arrived since: a NOOP makes it visible. */
+		if (mb_imap_noop(imap, &st, &err) == -1) {
+			send_simple(conn, MB_IPC_FAIL, range_id, err.code == MB_OK ? MB_E_TEMP :
+			    err.code, err.msg, 0);
+			session_forget(s);
+			return -1;
+		}
+		if (st.uidvalidity == uidvalidity)
+			return 0;
+		/* The server says the folder changed under the session: look again. */
+	}
+	/* Another folder, a uidvalidity to settle, or nothing examined yet. */
+	session_forget(s);
+	if (mb_imap_examine(imap, folder, &st, &err) == -1) {
+		/* A refused EXAMINE leaves nothing examined (RFC 3501 6.3.1). */
+		send_simple(conn, MB_IPC_FAIL, range_id, err.code, err.msg, 0);
+		return err.code == MB_E_NOTFOUND ? 1 : -1;
+	}
+	s->folder = mb_xstrdup(folder);
+	s->uidvalidity = st.uidvalidity;
+	s->uidnext = st.uidnext;
+	if (st.uidvalidity != uidvalidity) {
+		snprintf(msg, sizeof(msg), "uidvalidity is now %u", st.uidvalidity);
+		send_simple(conn, MB_IPC_FAIL, range_id, MB_E_INVALID, msg, 0);
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * One range.  Returns 0 to go on, -1 when the session is unusable (the
  * failure has been reported; the caller exits).
  */
 static int
-do_range(const struct sd_worker_args *a, struct mb_imap *imap, struct mb_ipc_conn *conn,
-    struct mb_ipc_frame *f)
+do_range(const struct sd_worker_args *a, struct session *s, struct mb_imap *imap,
+    struct mb_ipc_conn *conn, struct mb_ipc_frame *f)
 {
-	struct mb_imap_status st = { 0 };
 	struct mb_err err = { 0 };
 	struct fetch_ctx x = { a, conn, f->hdr.id, 0, 0, 0, &err };
 	uint32_t first, last;
 	long long deadline;
 	char *folder;
+	int r;
 
 	x.folder_id = (int64_t)mb_ipc_get_u64(&f->cur);
 	folder = mb_ipc_get_strdup(&f->cur);
@@ -233,18 +298,10 @@ do_range(const struct sd_worker_args *a, struct mb_imap *imap, struct mb_ipc_con
 		_exit(1);	/* the scheduler does not send bad frames: something is badly off */
 	}
 	mb_imap_set_deadline(imap, deadline);
-	if (mb_imap_examine(imap, folder, &st, &err) == -1) {
-		send_simple(conn, MB_IPC_FAIL, x.range_id, err.code, err.msg, 0);
+	r = session_ready(s, imap, conn, x.range_id, folder, x.uidvalidity, last);
+	if (r != 0) {
 		free(folder);
-		return err.code == MB_E_NOTFOUND ? 0 : -1;
-	}
-	if (st.uidvalidity != x.uidvalidity) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "uidvalidity is now %u", st.uidvalidity);
-		send_simple(conn, MB_IPC_FAIL, x.range_id, MB_E_INVALID, msg, 0);
-		free(folder);
-		return 0;
+		return r == 1 ? 0 : -1;
 	}
 	if (mb_imap_fetch_range(imap, first, last, a->conf->sync_max_message_size, on_message, &x,
 	    &err) == -1) {
@@ -266,6 +323,7 @@ sd_worker_main(const struct sd_worker_args *a)
 	static char procname[32];
 	struct mb_imap_conf c;
 	struct mb_imap *imap = NULL;
+	struct session sess = { 0 };
 	struct mb_ipc_conn conn;
 	struct mb_err err = { 0 };
 	sigset_t none;
@@ -297,7 +355,7 @@ sd_worker_main(const struct sd_worker_args *a)
 		int r;
 
 		while ((r = mb_ipc_next(&conn, &f, &err)) == 1)
-			if (do_range(a, imap, &conn, &f) == -1) {
+			if (do_range(a, &sess, imap, &conn, &f) == -1) {
 				mb_imap_close(&imap);
 				_exit(0);
 			}

@@ -74,6 +74,17 @@ struct mb_imap_status {
 /* EXAMINE (read-only) the folder; MB_E_NOTFOUND when the server says NO. */
 int	mb_imap_examine(struct mb_imap *imap, const char *folder, struct mb_imap_status *st_r,
 	    struct mb_err *err);
+/*
+ * NOOP on the examined folder: a sync point, where the server reports what
+ * changed since the last command (EXISTS for new mail, EXPUNGE), so a UID
+ * FETCH that follows sees mail that arrived after the EXAMINE.  st_r gets
+ * the folder as the session now knows it: uidvalidity and exists are
+ * current; uidnext is the last one the server sent (servers seldom resend
+ * it, so it may be stale); highestmodseq is 0.  MB_E_INVALID without an
+ * examined folder; a BYE (e.g. the folder was deleted) or a lost connection
+ * leaves the session unusable, as any other call.
+ */
+int	mb_imap_noop(struct mb_imap *imap, struct mb_imap_status *st_r, struct mb_err *err);
 
 /*
  * UIDs of the examined folder that are > above, ascending (UID SEARCH UID

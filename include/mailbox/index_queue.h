@@ -33,11 +33,12 @@ int	mb_index_queue_add(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
 	    uint32_t first, uint32_t last, bool *added_r, struct mb_err *err);
 /*
  * The oldest range due at now (unix seconds) whose id is not in
- * busy[0..n_busy): 1 and *r filled (its folder is the caller's:
- * mb_queue_range_release), 0 when none is due, -1 on error.
+ * busy[0..n_busy), among folder_id's ranges (0: any folder's): 1 and *r
+ * filled (its folder is the caller's: mb_queue_range_release), 0 when none
+ * is due, -1 on error.
  */
-int	mb_index_queue_take(struct mb_index *idx, int64_t now, const int64_t *busy,
-	    size_t n_busy, struct mb_queue_range *r, struct mb_err *err);
+int	mb_index_queue_take(struct mb_index *idx, int64_t now, int64_t folder_id,
+	    const int64_t *busy, size_t n_busy, struct mb_queue_range *r, struct mb_err *err);
 /* Done: remove range id (syncd calls it inside the writer's transaction). */
 int	mb_index_queue_ack(struct mb_index *idx, int64_t id, struct mb_err *err);
 /*

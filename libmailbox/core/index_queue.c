@@ -43,13 +43,14 @@ mb_index_queue_add(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity
 }
 
 int
-mb_index_queue_take(struct mb_index *idx, int64_t now, const int64_t *busy, size_t n_busy,
-    struct mb_queue_range *r, struct mb_err *err)
+mb_index_queue_take(struct mb_index *idx, int64_t now, int64_t folder_id, const int64_t *busy,
+    size_t n_busy, struct mb_queue_range *r, struct mb_err *err)
 {
 	/* At most n_busy of the first n_busy + 1 due rows are in flight. */
 	static const char sql[] = "SELECT q.id, q.folder_id, f.name, q.uidvalidity, "
 	    "q.first_uid, q.last_uid, q.attempts FROM work_queue q JOIN folders f ON f.id = "
-	    "q.folder_id WHERE q.not_before <= ?1 ORDER BY q.not_before, q.id LIMIT ?2";
+	    "q.folder_id WHERE q.not_before <= ?1 AND (?3 = 0 OR q.folder_id = ?3) "
+	    "ORDER BY q.not_before, q.id LIMIT ?2";
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 	int rc, found = 0;
 
@@ -57,6 +58,7 @@ mb_index_queue_take(struct mb_index *idx, int64_t now, const int64_t *busy, size
 		return -1;
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)n_busy + 1);
+	sqlite3_bind_int64(st, 3, folder_id);
 	while (!found && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 		bool taken = false;

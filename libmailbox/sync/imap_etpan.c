@@ -878,6 +878,34 @@ folder_open(struct mb_imap *imap, const char *folder, bool readwrite,
 	return 0;
 }
 
+int
+mb_imap_noop(struct mb_imap *imap, struct mb_imap_status *st_r, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_selection_info *si;
+	int r;
+
+	memset(st_r, 0, sizeof(*st_r));
+	if (check_usable(c, "NOOP", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "NOOP without an examined folder");
+	call_begin(c);
+	r = mailimap_noop(c->etpan);
+	call_end(c);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r, "NOOP", err);
+	/* libetpan keeps the untagged EXISTS and [UIDVALIDITY] of any reply here. */
+	si = c->etpan->imap_selection_info;
+	if (si == NULL || si->sel_uidvalidity == 0)
+		return mb_err_set(err, MB_E_PROTO, "%s: NOOP: no folder selected any more",
+		    c->host);
+	st_r->uidvalidity = si->sel_uidvalidity;
+	st_r->uidnext = si->sel_uidnext;
+	st_r->exists = si->sel_exists;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ SEARCH */
 
 static int

@@ -25,6 +25,10 @@ Modes (what goes wrong):
                      answered: the peer reads on until the client hangs up, then
                      greets no later connection (a write process stuck before
                      its session exists)
+  new_mail           like ok until the first body FETCH completes; then message
+                     4 arrives.  As on Dovecot, a session sees it only after a
+                     sync point: a later EXAMINE, or a NOOP (answered with
+                     "* 4 EXISTS"); a UID FETCH before that does not return it
 Every line the client sends is appended to FILE.log next to --port-file
 (the transcript), so a test can check what was sent.
 
@@ -40,7 +44,7 @@ import time
 MESSAGES = {
     uid: (b"From: peer@example.org\r\nSubject: peer message %d\r\n"
           b"Message-ID: <%d@peer.example>\r\n\r\nbody of message %d\r\n" % (uid, uid, uid))
-    for uid in (1, 2, 3)
+    for uid in (1, 2, 3, 4)
 }
 UIDVALIDITY = 42
 # Per UID: FLAGS and the INTERNALDATE zone (the date is always 01-Jan-2024 10:00:00).
@@ -48,7 +52,10 @@ FLAGS = {
     1: (b"\\Seen", b"+0100"),
     2: (b"\\Answered $Forwarded \\Recent Junk", b"-0530"),
     3: (b"", b"+0000"),
+    4: (b"", b"+0000"),
 }
+# The mailbox's UIDs now (new_mail adds 4); each session sees a snapshot of it.
+mailbox = [1, 2, 3]
 
 
 class Conn:
@@ -124,9 +131,9 @@ def uid_set(spec, uids):
     return sorted(out)
 
 
-def fetch(conn, tag, args, mode):
+def fetch(conn, tag, args, mode, view):
     m = re.match(rb"(\S+) \((.*)\)$", args)
-    uids = uid_set(m.group(1).decode(), sorted(MESSAGES))
+    uids = uid_set(m.group(1).decode(), view)
     items = m.group(2).upper()
     body = b"BODY.PEEK[" in items
     header_only = b"BODY.PEEK[HEADER]" in items
@@ -162,6 +169,8 @@ def fetch(conn, tag, args, mode):
             conn.send(b"* BYE server shutting down\r\n")
             return False
     conn.send(tag + b" OK Fetch completed\r\n")
+    if mode == "new_mail" and body and 4 not in mailbox:
+        mailbox.append(4)
     return True
 
 
@@ -171,6 +180,7 @@ def serve(conn, mode):
         while True:
             time.sleep(3600)
     conn.send(b"* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] imap_peer ready\r\n")
+    view = list(mailbox)  # what this session has been told exists
     while True:
         line = conn.command()
         if line is None:
@@ -198,21 +208,28 @@ def serve(conn, mode):
                       b'* LIST (\\NonExistent) "/" Gone\r\n'
                       + tag + b" OK List completed\r\n")
         elif cmd in (b"EXAMINE", b"SELECT"):
+            view = list(mailbox)
             conn.send(b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)\r\n"
-                      b"* 3 EXISTS\r\n* 0 RECENT\r\n"
-                      b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % UIDVALIDITY
+                      b"* %d EXISTS\r\n* 0 RECENT\r\n" % len(view)
+                      + b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % UIDVALIDITY
                       + tag + (b" OK [READ-ONLY] Examine completed\r\n" if cmd == b"EXAMINE"
                                else b" OK [READ-WRITE] Select completed\r\n"))
         elif cmd == b"STATUS":
-            conn.send(b"* STATUS INBOX (UIDNEXT 4)\r\n" + tag + b" OK done\r\n")
+            conn.send(b"* STATUS INBOX (UIDNEXT %d)\r\n" % (max(mailbox) + 1)
+                      + tag + b" OK done\r\n")
         elif cmd == b"UID SEARCH":
             m = re.match(rb"UID (\S+)$", args)
-            uids = uid_set(m.group(1).decode(), sorted(MESSAGES)) if m else []
+            uids = uid_set(m.group(1).decode(), view) if m else []
             conn.send(b"* SEARCH" + b"".join(b" %d" % u for u in uids) + b"\r\n"
                       + tag + b" OK Search completed\r\n")
         elif cmd == b"UID FETCH":
-            if not fetch(conn, tag, args, mode):
+            if not fetch(conn, tag, args, mode, view):
                 return
+        elif cmd == b"NOOP":
+            if view != mailbox:
+                view = list(mailbox)
+                conn.send(b"* %d EXISTS\r\n" % len(view))
+            conn.send(tag + b" OK NOOP completed\r\n")
         elif cmd == b"UID STORE" and mode == "stall_store":
             conn.wait_hangup()
             return "silent"
@@ -227,7 +244,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="ok", choices=[
         "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
-        "garbage", "silent", "stall_store"])
+        "garbage", "silent", "stall_store", "new_mail"])
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

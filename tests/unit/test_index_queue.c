@@ -39,7 +39,7 @@ take(struct mb_test_index *t, int64_t now, const int64_t *busy, size_t n_busy,
 {
 	struct mb_err err = { 0 };
 
-	assert_int_equal(mb_index_queue_take(t->idx, now, busy, n_busy, r, &err), 1);
+	assert_int_equal(mb_index_queue_take(t->idx, now, 0, busy, n_busy, r, &err), 1);
 }
 
 static void
@@ -81,11 +81,11 @@ take_is_oldest_first_and_skips_busy(void **state)
 	take(t, NOW, busy, 1, &s);
 	assert_int_equal(s.first, 101);
 	busy[1] = s.id;
-	assert_int_equal(mb_index_queue_take(t->idx, NOW, busy, 2, &none, &err), 0);
+	assert_int_equal(mb_index_queue_take(t->idx, NOW, 0, busy, 2, &none, &err), 0);
 	assert_null(none.folder);
 	/* Acked, a range is gone for good: only s is left, and s is busy. */
 	assert_int_equal(mb_index_queue_ack(t->idx, r.id, &err), 0);
-	assert_int_equal(mb_index_queue_take(t->idx, NOW, busy + 1, 1, &none, &err), 0);
+	assert_int_equal(mb_index_queue_take(t->idx, NOW, 0, busy + 1, 1, &none, &err), 0);
 	mb_queue_range_release(&r);
 	mb_queue_range_release(&s);
 }
@@ -109,7 +109,7 @@ fail_backs_off_then_dead_letters(void **state)
 	assert_false(dead);
 	mb_queue_range_release(&r);
 	/* Not due before the backoff has passed. */
-	assert_int_equal(mb_index_queue_take(t->idx, NOW + 9, NULL, 0, &none, &err), 0);
+	assert_int_equal(mb_index_queue_take(t->idx, NOW + 9, 0, NULL, 0, &none, &err), 0);
 	assert_int_equal(mb_index_queue_depth(t->idx, &depth, &next, &err), 0);
 	assert_int_equal(depth, 1);
 	assert_int_equal(next, NOW + 10);
@@ -119,7 +119,7 @@ fail_backs_off_then_dead_letters(void **state)
 	assert_int_equal(mb_index_queue_fail(t->idx, &r, "timeout", 3, 10, NOW + 10, &dead, &err),
 	    0);
 	mb_queue_range_release(&r);
-	assert_int_equal(mb_index_queue_take(t->idx, NOW + 29, NULL, 0, &none, &err), 0);
+	assert_int_equal(mb_index_queue_take(t->idx, NOW + 29, 0, NULL, 0, &none, &err), 0);
 	take(t, NOW + 30, NULL, 0, &r);
 	assert_int_equal(r.attempts, 2);
 	/* The third is the last: the range moves to the dead letters. */
@@ -155,7 +155,7 @@ backoff_is_capped_at_a_day(void **state)
 	r.attempts = 40;	/* 60 s << 40 would be centuries */
 	assert_int_equal(mb_index_queue_fail(t->idx, &r, "x", 100, 60, NOW, &dead, &err), 0);
 	mb_queue_range_release(&r);
-	assert_int_equal(mb_index_queue_take(t->idx, NOW + 86399, NULL, 0, &none, &err), 0);
+	assert_int_equal(mb_index_queue_take(t->idx, NOW + 86399, 0, NULL, 0, &none, &err), 0);
 	take(t, NOW + 86400, NULL, 0, &r);
 	assert_int_equal(r.attempts, 41);
 	mb_queue_range_release(&r);

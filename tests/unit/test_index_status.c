@@ -93,7 +93,7 @@ dead_letters_newest_first_with_total(void **state)
 
 		assert_int_equal(mb_index_queue_add(t->idx, t->inbox, 1, i * 10 + 1, i * 10 + 10,
 		    &added, &err), 0);
-		assert_int_equal(mb_index_queue_take(t->idx, 1700000000, NULL, 0, &r, &err), 1);
+		assert_int_equal(mb_index_queue_take(t->idx, 1700000000, 0, NULL, 0, &r, &err), 1);
 		assert_int_equal(mb_index_queue_fail(t->idx, &r, i == 2 ? NULL : "boom", 1, 10,
 		    1700000000 + i, &dead, &err), 0);
 		assert_true(dead);
