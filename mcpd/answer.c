@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "mailbox/buf.h"
@@ -136,4 +137,40 @@ mcp_add_fenced_fields(struct mcp_answer *a, json_t *obj, const char *const *keys
 	}
 	mcp_fence_add(&a->text, a->nonce, inner.data, inner.len);
 	mb_buf_release(&inner);
+}
+
+/* ---- values from the index */
+
+/*
+ * The index failed (err from libmailbox): MB_E_INTERNAL with its words
+ * (logged, not sent), whatever class the index gave, so the client reads
+ * "internal error" as for any failed read.  NULL.
+ */
+json_t *
+mcp_index_failure(struct mb_err *err)
+{
+	char why[sizeof(err->msg)];
+
+	memcpy(why, err->msg, sizeof(why));
+	mb_err_clear(err);
+	mb_err_set(err, MB_E_INTERNAL, "%s", why);
+	return NULL;
+}
+
+/* A string from the index (NULL: json null), repaired where it is not UTF-8. */
+json_t *
+mcp_str_json(const char *s)
+{
+	return s ? mcp_json_text(s, strlen(s)) : json_null();
+}
+
+json_t *
+mcp_date_json(bool has_date, int64_t t)
+{
+	char d[32];
+
+	if (!has_date)
+		return json_null();
+	mcp_iso_date(t, d);
+	return json_string(d);
 }

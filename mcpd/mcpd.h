@@ -266,6 +266,16 @@ json_t	*mcp_tool_failure(const char *tool, const struct mb_err *err);
 json_t	*mcp_index_unavailable(struct mb_err *err);
 /* t (seconds since the epoch) as ISO 8601 UTC, 2024-03-01T09:00:00Z. */
 void	mcp_iso_date(int64_t t, char out[32]);
+/*
+ * A read of the index failed (err from libmailbox): err becomes MB_E_INTERNAL
+ * with the same words (logged by the dispatcher, not sent), so the client
+ * reads "internal error" as for any failed read.  Returns NULL.
+ */
+json_t	*mcp_index_failure(struct mb_err *err);
+/* New references: a string from the index (NULL: json null), repaired where
+ * it is not UTF-8; an ISO 8601 date, or null when has_date is false. */
+json_t	*mcp_str_json(const char *s);
+json_t	*mcp_date_json(bool has_date, int64_t t);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
 /* Append "seen, flagged" from a flag list to b. */
@@ -274,7 +284,7 @@ void	mcp_add_flags_text(struct mb_buf *b, json_t *flags);
 void	mcp_add_fenced_fields(struct mcp_answer *a, json_t *obj, const char *const *keys,
 	    const char *const *labels, size_t n);
 
-/* ---- tools.c: the read tools and the resources (handlers for tool_table.c) */
+/* ---- tools_search.c and tools_read.c: the read tools and the resources (handlers for tool_table.c) */
 
 json_t	*mcp_tool_search_messages(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);

@@ -40,22 +40,11 @@ int	mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **i
 	    struct mb_err *err);
 void	mb_index_close(struct mb_index **idxp);	/* NULL-safe; sets *idxp = NULL */
 
-/* The connection, borrowed: valid until mb_index_close(). */
-struct sqlite3	*mb_index_db(struct mb_index *idx);
-
 /*
- * A prepared statement for sql on idx, for a caller whose SQL has not moved
- * into libmailbox yet (it goes with mb_index_db()).  sql must be a static
- * string: the handle caches the statement by its address until
- * mb_index_close().  Borrowed, reset and with no bindings: never finalize
- * it, hand it back with mb_index_stmt_done() after the last step (which
- * resets it and clears its bindings).  NULL with err when it cannot be
- * prepared.
+ * Every SQL statement lives in libmailbox's index modules (index_*.c):
+ * the daemons never see the connection.  Tests and benchmarks that inspect
+ * an index from outside take it from mailbox/index_raw.h.
  */
-struct sqlite3_stmt;
-struct sqlite3_stmt	*mb_index_stmt(struct mb_index *idx, const char *sql,
-	    struct mb_err *err);
-void	mb_index_stmt_done(struct sqlite3_stmt *st);	/* NULL-safe */
 
 /*
  * For a reader that gives each thread its own handles and never lends one

@@ -16,6 +16,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/migrations.h"
 #include "mailbox/util.h"
 

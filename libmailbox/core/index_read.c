@@ -109,7 +109,7 @@ attachments_fill(struct mb_index *idx, struct mb_read_message *m, struct mb_err 
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "message: attachments", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -131,7 +131,7 @@ mb_read_message(struct mb_index *idx, int64_t id, size_t offset, size_t page_cha
 		mb_err_set(err, MB_E_NOTFOUND, "index: no message with id %lld", (long long)id);
 	else
 		idx_sqlerr(idx, rc, "message", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	if (rc != SQLITE_ROW)
 		return -1;
 	if (attachments_fill(idx, m, err) == -1) {
@@ -184,7 +184,7 @@ mb_read_thread(struct mb_index *idx, int64_t id, int64_t offset, size_t limit,
 		mb_err_set(err, MB_E_NOTFOUND, "index: no message with id %lld", (long long)id);
 	else
 		idx_sqlerr(idx, rc, "thread", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	if (rc != SQLITE_ROW)
 		return -1;
 	if ((st = idx_stmt_sql(idx, thread_sql, err)) == NULL)
@@ -209,7 +209,7 @@ mb_read_thread(struct mb_index *idx, int64_t id, int64_t offset, size_t limit,
 		rc = SQLITE_DONE;	/* LIMIT ?3: nothing more to step */
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "thread", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		mb_read_thread_release(t);
 		return -1;
@@ -261,7 +261,7 @@ mb_read_folders(struct mb_index *idx, struct mb_read_folder **list_r, size_t *n_
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "folders", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		mb_read_folders_free(&list, n);
 		return -1;
@@ -315,7 +315,7 @@ mb_read_recent(struct mb_index *idx, int64_t offset, size_t limit,
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "recent", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		mb_read_recent_free(&list, n);
 		*more_r = false;

@@ -45,20 +45,6 @@ idx_stmt_sql(struct mb_index *idx, const char *sql, struct mb_err *err)
 	return st;
 }
 
-struct sqlite3_stmt *
-mb_index_stmt(struct mb_index *idx, const char *sql, struct mb_err *err)
-{
-	return idx_stmt_sql(idx, sql, err);
-}
-
-void
-mb_index_stmt_done(struct sqlite3_stmt *st)
-{
-	if (st != NULL) {
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-	}
-}
 
 char *
 idx_col_text(sqlite3_stmt *st, int col, size_t *len_r)

@@ -282,11 +282,11 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	rc = rank_collect(st, filtered, &rows, &n);
 	if (rc != SQLITE_OK) {
 		idx_sqlerr(idx, rc, "search: rank", err);
-		mb_index_stmt_done(st);
+		idx_stmt_done(st);
 		free(rows);
 		return -1;
 	}
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	if (n > 0)	/* rows is NULL without a match */
 		qsort(rows, n, sizeof(*rows), ranked_cmp);
 	lo = (uint64_t)offset < n ? (size_t)offset : n;
@@ -332,7 +332,7 @@ search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "search: filter", err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -401,7 +401,7 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 	if ((hit = idx_stmt_sql(idx, hit_sql, err)) == NULL)
 		return -1;
 	if ((snip = idx_stmt_sql(idx, q->match ? snippet_sql : preview_sql, err)) == NULL) {
-		mb_index_stmt_done(hit);
+		idx_stmt_done(hit);
 		return -1;
 	}
 	page->hits = mb_xcalloc(pg->n ? pg->n : 1, sizeof(*page->hits));
@@ -465,8 +465,8 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 		if (rc != SQLITE_DONE)
 			idx_sqlerr(idx, rc, "search: snippets", err);
 	}
-	mb_index_stmt_done(hit);
-	mb_index_stmt_done(snip);
+	idx_stmt_done(hit);
+	idx_stmt_done(snip);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -484,7 +484,7 @@ txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, sql, err);
-	mb_index_stmt_done(st);
+	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 

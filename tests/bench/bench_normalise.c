@@ -27,6 +27,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 

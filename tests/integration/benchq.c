@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/query.h"
 
 static const char naive_sql[] =

@@ -23,6 +23,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/msg.h"
 #include "mailbox/util.h"
 

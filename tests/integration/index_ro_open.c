@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 
 int
 main(int argc, char **argv)

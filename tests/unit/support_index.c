@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
 #include "mailbox/util.h"

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/migrations.h"
 #include "mailbox/msg.h"
 #include "mailbox/util.h"

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "mailbox/index_raw.h"
 #include "mailbox/log.h"
 #include "syncd.h"
 

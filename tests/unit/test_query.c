@@ -18,6 +18,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/msg.h"
 #include "mailbox/query.h"
 #include "mailbox/util.h"

@@ -1,7 +1,8 @@
 /*
- * The read tools and resources: read-only views of the index (the search
- * engine, mailbox/search.h, and the reader's views, mailbox/read.h),
- * answered as MCP results.  Every string from the index reaches the model
+ * The read tools and resources other than search: get_message, get_thread,
+ * list_folders, resources/list and resources/read, and /healthz.  Each asks
+ * the reader's views of the index (mailbox/read.h) for plain structs and
+ * answers them as MCP results; every string from the index reaches the model
  * fenced (fence.c) in the text block, and as data in structuredContent.
  */
 #include <errno.h>
@@ -18,218 +19,6 @@
 #include "mailbox/search.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
-
-#define SEARCH_MAX_LIMIT	50	/* = search_messages.json's limit maximum */
-#define SNIPPET_TOKENS		16
-
-/* ---- helpers */
-
-/*
- * The index failed (err from libmailbox): MB_E_INTERNAL with its words
- * (logged, not sent), whatever class the index gave, so the client reads
- * "internal error" as for any failed read.  NULL.
- */
-static json_t *
-index_failure(struct mb_err *err)
-{
-	char why[sizeof(err->msg)];
-
-	memcpy(why, err->msg, sizeof(why));
-	mb_err_clear(err);
-	mb_err_set(err, MB_E_INTERNAL, "%s", why);
-	return NULL;
-}
-
-/* A string from the index (NULL: json null), repaired where it is not UTF-8. */
-static json_t *
-str_json(const char *s)
-{
-	return s ? mcp_json_text(s, strlen(s)) : json_null();
-}
-
-static json_t *
-date_json(bool has_date, int64_t t)
-{
-	char d[32];
-
-	if (!has_date)
-		return json_null();
-	mcp_iso_date(t, d);
-	return json_string(d);
-}
-
-/* ---- search_messages */
-
-_Static_assert(SEARCH_MAX_LIMIT <= MB_SEARCH_MAX_LIMIT, "a page the engine cannot give");
-
-/* Add the structured filters (checked arguments) to q; -1 + err (MB_E_INVALID) on a bad value. */
-static int
-structured_filters(json_t *args, struct mb_query *q, struct mb_err *err)
-{
-	struct mb_search_filters f = {
-		.folder = mcp_arg_str(args, "folder"), .from = mcp_arg_str(args, "from"),
-		.since = mcp_arg_str(args, "since"), .until = mcp_arg_str(args, "until"),
-	};
-
-	return mb_search_narrow(q, &f, err);
-}
-
-/* One hit as structured data. */
-static json_t *
-hit_json(const struct mb_search_hit *h)
-{
-	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}",
-	    "id", (json_int_t)h->id, "folder", str_json(h->folder),
-	    "date", date_json(h->has_date, h->date), "from", str_json(h->from),
-	    "to", str_json(h->to), "subject", str_json(h->subject),
-	    "flags", mcp_flag_list(h->flags), "attachment_count", (json_int_t)h->attachment_count,
-	    "thread_id", (json_int_t)h->thread_id,
-	    "snippet", h->snippet ? mcp_json_text(h->snippet, h->snippet_len) : json_null());
-}
-
-/* The text block of a search answer, from its structured results. */
-static void
-search_text(struct mcp_answer *a, json_t *results, int64_t offset)
-{
-	static const char *const keys[] = { "from", "to", "subject", "snippet" };
-	static const char *const labels[] = { "From", "To", "Subject", "Snippet" };
-	size_t n = json_array_size(results);
-
-	if (n == 0)
-		mb_buf_addf(&a->text, "%s",
-		    offset > 0 ? "No more results: this was the last page.\n" :
-		    "No messages matched. Try fewer or different words, a prefix (e.g. meet* for "
-		    "meeting/meetings), fewer filters, or another folder (list_folders names "
-		    "them).\n");
-	else
-		mb_buf_addf(&a->text, "Results %lld-%lld, best match first. %s\n\n",
-		    (long long)offset + 1, (long long)offset + (long long)n, MCP_FENCE_NOTE);
-	for (size_t i = 0; i < n; i++) {
-		json_t *h = json_array_get(results, i);
-		json_t *d = json_object_get(h, "date");
-
-		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | %s | %s | ",
-		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")),
-		    json_string_value(json_object_get(h, "folder")),
-		    json_is_string(d) ? json_string_value(d) : "no date");
-		mcp_add_flags_text(&a->text, json_object_get(h, "flags"));
-		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT "\n",
-		    json_integer_value(json_object_get(h, "attachment_count")));
-		mcp_add_fenced_fields(a, h, keys, labels, MB_ARRAY_LEN(keys));
-	}
-}
-
-/* The CallToolResult for a page. */
-static json_t *
-search_answer(struct mcp_server *srv, const struct mb_search_page *pg, int64_t offset,
-    uint64_t qhash)
-{
-	struct mcp_answer a;
-	json_t *results = json_array();
-	size_t n = pg->n;
-
-	for (size_t i = 0; i < pg->n; i++)
-		json_array_append_new(results, hit_json(&pg->hits[i]));
-	mcp_answer_init(&a);
-	json_object_set_new(a.data, "results", results);
-	search_text(&a, results, offset);
-	if (n == 0 && offset == 0)
-		json_object_set_new(a.data, "hint", json_string("no messages matched: try fewer "
-		    "words, a prefix (meet*), or another folder"));
-	if (pg->capped && n > 0) {
-		json_object_set_new(a.data, "ranked_newest", json_integer(MB_SEARCH_RANK_CAP));
-		mb_buf_addf(&a.text, "\nThese words match more than %d messages: only the newest "
-		    "%d matches were ranked. Add words or filters (after:, from:, folder:) to reach "
-		    "older mail.\n", MB_SEARCH_RANK_CAP, MB_SEARCH_RANK_CAP);
-	}
-	if (pg->more) {
-		char *c = mcp_cursor_make(srv, 's', pg->next_offset, qhash);
-
-		json_object_set_new(a.data, "next_cursor", json_string(c));
-		mb_buf_addf(&a.text, "\nMore results: call search_messages again with the same "
-		    "arguments and cursor \"%s\".\n", c);
-		free(c);
-	}
-	return mcp_answer_result(&a);
-}
-
-/* Compile the (checked) arguments into q (and *offset_r, *limit_r, *qhash_r);
- * -1 + err (MB_E_INVALID) when they make no search (q is then released). */
-static int
-search_args(struct mcp_server *srv, json_t *args, struct mb_query *q, int64_t *offset_r,
-    long long *limit_r, uint64_t *qhash_r, struct mb_err *err)
-{
-	const char *text = mcp_arg_str(args, "query"), *cursor = mcp_arg_str(args, "cursor");
-	struct mb_err qerr = { 0 };
-	uint64_t chash;
-
-	mb_query_init(q);
-	*offset_r = 0;
-	*limit_r = mcp_arg_int(args, "limit");
-	if (MB_NEVER(*limit_r < 1 || *limit_r > SEARCH_MAX_LIMIT))	/* the page arrays */
-		return mb_err_set(err, MB_E_INTERNAL, "limit %lld: search_messages.json and "
-		    "SEARCH_MAX_LIMIT disagree", *limit_r);
-	if (text && mb_query_compile(text, strlen(text), q, &qerr) == -1)
-		return mb_err_set(err, MB_E_INVALID, "%s", qerr.msg);
-	if (structured_filters(args, q, err) == -1) {
-		mb_query_release(q);
-		return -1;
-	}
-	if (mb_query_empty(q)) {
-		mb_query_release(q);
-		return mb_err_set(err, MB_E_INVALID, "nothing to search for: give query some words "
-		    "(e.g. \"invoice\", \"meeting notes\", \"budg*\") or a filter (folder:INBOX, "
-		    "from:alice, after:2024-01-01, is:unread)");
-	}
-	*qhash_r = mb_search_hash(q);
-	if (cursor) {
-		if (mcp_cursor_parse(srv, cursor, 's', offset_r, &chash) == -1) {
-			mb_query_release(q);
-			return mb_err_set(err, MB_E_INVALID, "invalid cursor: pass next_cursor exactly "
-			    "as the previous search_messages answer gave it, or leave cursor out for "
-			    "the first page");
-		}
-		if (chash != *qhash_r) {
-			mb_query_release(q);
-			return mb_err_set(err, MB_E_INVALID, "this cursor belongs to a different "
-			    "search: repeat the same query and filters with it, or leave cursor out "
-			    "to start over");
-		}
-	}
-	return 0;
-}
-
-json_t *
-mcp_tool_search_messages(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
-    struct mb_err *err)
-{
-	struct mb_query q;
-	struct mb_search_page pg;
-	struct mb_index *idx;
-	long long limit;
-	int64_t offset;
-	uint64_t qhash = 0;
-	json_t *r = NULL;
-
-	if (search_args(srv, args, &q, &offset, &limit, &qhash, err) == -1)
-		return NULL;
-	idx = mcp_server_index(srv, err);
-	if (idx == NULL) {
-		mb_query_release(&q);
-		return mcp_index_unavailable(err);
-	}
-	if (mb_search_run(idx, &q, offset, (size_t)limit, &pg, err) == 0)
-		r = search_answer(srv, &pg, offset, qhash);
-	else if (err->code == MB_E_NOTFOUND && q.folder) {
-		mb_err_clear(err);
-		mb_err_set(err, MB_E_NOTFOUND, "there is no folder named \"%.100s\"; "
-		    "list_folders shows the folder names", q.folder);
-	} else
-		index_failure(err);
-	mb_search_page_release(&pg);
-	mb_query_release(&q);
-	return r;
-}
 
 /* ---- get_message */
 
@@ -282,15 +71,15 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 	json_t *m, *atts;
 
 	m = json_pack("{s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-	    "id", (json_int_t)rm->id, "folder", str_json(rm->folder),
-	    "folder_role", str_json(rm->folder_role), "thread_id", (json_int_t)rm->thread_id,
-	    "message_id", str_json(rm->message_id), "in_reply_to", str_json(rm->in_reply_to),
-	    "date", date_json(rm->has_date, rm->date), "from", str_json(rm->from),
+	    "id", (json_int_t)rm->id, "folder", mcp_str_json(rm->folder),
+	    "folder_role", mcp_str_json(rm->folder_role), "thread_id", (json_int_t)rm->thread_id,
+	    "message_id", mcp_str_json(rm->message_id), "in_reply_to", mcp_str_json(rm->in_reply_to),
+	    "date", mcp_date_json(rm->has_date, rm->date), "from", mcp_str_json(rm->from),
 	    "to", addr_list(rm->to_json), "cc", addr_list(rm->cc_json),
-	    "subject", str_json(rm->subject), "flags", mcp_flag_list(rm->flags),
-	    "list_id", str_json(rm->list_id));
+	    "subject", mcp_str_json(rm->subject), "flags", mcp_flag_list(rm->flags),
+	    "list_id", mcp_str_json(rm->list_id));
 	if (json_is_null(json_object_get(m, "to")))
-		json_object_set_new(m, "to", str_json(rm->recipients));
+		json_object_set_new(m, "to", mcp_str_json(rm->recipients));
 	json_object_set_new(m, "body", mcp_json_text(rm->body, rm->body_len));
 	json_object_set_new(m, "offset", json_integer(offset));
 	json_object_set_new(m, "body_chars", json_integer((json_int_t)rm->body_chars));
@@ -301,7 +90,7 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 	atts = json_array();
 	for (size_t i = 0; i < rm->n_atts; i++)
 		json_array_append_new(atts, json_pack("{s:o, s:o, s:I, s:b}",
-		    "name", str_json(rm->atts[i].name), "type", str_json(rm->atts[i].type),
+		    "name", mcp_str_json(rm->atts[i].name), "type", mcp_str_json(rm->atts[i].type),
 		    "size", (json_int_t)rm->atts[i].size, "inline", rm->atts[i].is_inline));
 	json_object_set_new(m, "attachments", atts);
 	if (a != NULL) {
@@ -356,7 +145,7 @@ mcp_tool_get_message(struct mcp_server *srv, json_t *args, const struct mcp_call
 		return mcp_index_unavailable(err);
 	if (mb_read_message(idx, id, (size_t)offset, MCP_BODY_CAP_CHARS, &rm, err) == -1) {
 		if (err->code != MB_E_NOTFOUND)
-			return index_failure(err);
+			return mcp_index_failure(err);
 		mb_err_clear(err);
 		mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from "
 		    "search_messages or get_thread", (long long)id);
@@ -390,7 +179,7 @@ mcp_tool_get_thread(struct mcp_server *srv, json_t *args, const struct mcp_calle
 		return mcp_index_unavailable(err);
 	if (mb_read_thread(idx, id, offset, MCP_THREAD_PAGE, MCP_PREVIEW_CHARS, &t, err) == -1) {
 		if (err->code != MB_E_NOTFOUND)
-			return index_failure(err);
+			return mcp_index_failure(err);
 		mb_err_clear(err);
 		mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from "
 		    "search_messages", (long long)id);
@@ -403,9 +192,9 @@ mcp_tool_get_thread(struct mcp_server *srv, json_t *args, const struct mcp_calle
 		const struct mb_read_thread_item *it = &t.items[i];
 
 		json_array_append_new(list, json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}",
-		    "id", (json_int_t)it->id, "folder", str_json(it->folder),
-		    "date", date_json(it->has_date, it->date), "from", str_json(it->from),
-		    "subject", str_json(it->subject), "preview", str_json(it->preview)));
+		    "id", (json_int_t)it->id, "folder", mcp_str_json(it->folder),
+		    "date", mcp_date_json(it->has_date, it->date), "from", mcp_str_json(it->from),
+		    "subject", mcp_str_json(it->subject), "preview", mcp_str_json(it->preview)));
 	}
 	json_object_set_new(a.data, "thread_id", json_integer(t.thread_id));
 	json_object_set_new(a.data, "total", json_integer(t.total));
@@ -451,15 +240,15 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 	if (idx == NULL)
 		return mcp_index_unavailable(err);
 	if (mb_read_folders(idx, &folders, &n, err) == -1)
-		return index_failure(err);
+		return mcp_index_failure(err);
 	mcp_answer_init(&a);
 	list = json_array();
 	for (i = 0; i < n; i++)
 		json_array_append_new(list, json_pack("{s:o, s:o, s:I, s:I, s:o}",
-		    "name", str_json(folders[i].name), "role", str_json(folders[i].role),
+		    "name", mcp_str_json(folders[i].name), "role", mcp_str_json(folders[i].role),
 		    "messages", (json_int_t)folders[i].messages,
 		    "unread", (json_int_t)folders[i].unread,
-		    "last_sync", date_json(folders[i].last_sync > 0, folders[i].last_sync)));
+		    "last_sync", mcp_date_json(folders[i].last_sync > 0, folders[i].last_sync)));
 	mb_read_folders_free(&folders, n);
 	json_object_set_new(a.data, "folders", list);
 	mb_buf_addf(&a.text, "%zu folder(s):\n", json_array_size(list));
@@ -529,7 +318,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 
 		snprintf(uri, sizeof(uri), "mail://message/%lld", (long long)recent[i].id);
 		json_array_append_new(list, json_pack("{s:s, s:s, s:o, s:s}", "uri", uri,
-		    "name", uri, "title", recent[i].subject ? str_json(recent[i].subject) :
+		    "name", uri, "title", recent[i].subject ? mcp_str_json(recent[i].subject) :
 		    json_string("(no subject)"), "mimeType", "text/plain"));
 	}
 	mb_read_recent_free(&recent, n);
