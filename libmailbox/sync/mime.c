@@ -382,6 +382,18 @@ alternative_pick(struct walk *w, GMimeMultipart *mp)
 	return best;
 }
 
+/* One "Name: value" line of the forwarded block, value decoded from RFC 2047. */
+static void
+forward_line(struct walk *w, const char *name, const char *value)
+{
+	char *s = mb_rfc2047_decode(value, strlen(value));
+
+	body_add(w, name, strlen(name));
+	body_add(w, s, strlen(s));
+	body_add(w, "\n", 1);
+	free(s);
+}
+
 /* The short block that introduces a forwarded message in the body. */
 static void
 forward_block(struct walk *w, GMimeMessage *inner)
@@ -389,36 +401,20 @@ forward_block(struct walk *w, GMimeMessage *inner)
 	InternetAddressList *from = g_mime_message_get_from(inner);
 	const char *subj = g_mime_object_get_header(GMIME_OBJECT(inner), "Subject");
 	const char *date = g_mime_object_get_header(GMIME_OBJECT(inner), "Date");
-	char *s;
 
 	body_separate(w);
 	body_add(w, "---------- Forwarded message ----------\n", 40);
 	if (from != NULL && internet_address_list_length(from) > 0) {
 		char *f = internet_address_list_to_string(from, NULL, FALSE);
 
-		if (f != NULL) {
-			s = mb_rfc2047_decode(f, strlen(f));
-			body_add(w, "From: ", 6);
-			body_add(w, s, strlen(s));
-			body_add(w, "\n", 1);
-			free(s);
-		}
+		if (f != NULL)
+			forward_line(w, "From: ", f);
 		g_free(f);
 	}
-	if (date != NULL) {
-		s = mb_rfc2047_decode(date, strlen(date));
-		body_add(w, "Date: ", 6);
-		body_add(w, s, strlen(s));
-		body_add(w, "\n", 1);
-		free(s);
-	}
-	if (subj != NULL) {
-		s = mb_rfc2047_decode(subj, strlen(subj));
-		body_add(w, "Subject: ", 9);
-		body_add(w, s, strlen(s));
-		body_add(w, "\n", 1);
-		free(s);
-	}
+	if (date != NULL)
+		forward_line(w, "Date: ", date);
+	if (subj != NULL)
+		forward_line(w, "Subject: ", subj);
 	body_add(w, "\n", 1);
 }
 
