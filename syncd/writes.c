@@ -9,6 +9,10 @@
  * single writer's transaction order; the write_log row is completed in the
  * same transaction.  The reply goes back to control.c as a value
  * (writes.h): the client is control.c's, the job is this file's.
+ *
+ * Over 600 lines on purpose: the checks, the job's lifetime and the
+ * applying of the answer all work on struct sd_wjob, which stays private
+ * to this file so no other module can touch a write in flight.
  */
 #include <errno.h>
 #include <signal.h>

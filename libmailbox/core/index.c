@@ -2,6 +2,11 @@
  * The index: opening (read-write for syncd, read-only for mcpd), migrations,
  * transactions, the statement cache and online backup.  See
  * include/mailbox/index.h for the contract and docs/index.md for the why.
+ *
+ * Over 600 lines on purpose: opening, the migration runner and the
+ * transaction calls share the handle's private setup (pragmas, tokenizer
+ * and ranking registration) and read best in one place; every table's
+ * statements live in the index_*.c modules.
  */
 #include <errno.h>
 #include <limits.h>

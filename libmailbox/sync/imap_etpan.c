@@ -10,6 +10,9 @@
  * - After PARSE/PROTOCOL/STREAM/FATAL the stream is desynchronised: the
  *   session is marked dead and every later call fails until it is closed.
  * - COMPRESS, ESEARCH and SEARCH MODSEQ break the session: never used.
+ *
+ * Over 600 lines on purpose: libetpan is kept to exactly one source file, so
+ * that replacing the IMAP client is a change to this file and not a refactor.
  */
 #include <arpa/inet.h>
 #include <errno.h>
