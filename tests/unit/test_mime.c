@@ -168,6 +168,20 @@ mime_tag_characters_stripped(void **state)
 }
 
 static void
+mime_base64_without_padding_keeps_last_bytes(void **state)
+{
+	struct mb_msg *m = parse("base64-no-padding.eml");
+
+	/* RFC 2045 6.8: the final group lost its "==" or "=": decode what is there. */
+	assert_string_equal(m->body, "The door code is 42170\n\n"
+	    "Lunch moved to Friday, 12:30 at Rosa's, okay");
+	assert_int_equal(m->n_attachments, 1);
+	assert_int_equal(m->attachments[0].size, 14);
+	assert_memory_equal(m->attachments[0].data, "%PDF-1.4\n%%EOF", 14);
+	mb_msg_free(&m);
+}
+
+static void
 mime_rfc2231_filename(void **state)
 {
 	struct mb_msg *m = parse("rfc2231-euro.eml");
@@ -602,6 +616,7 @@ main(void)
 		cmocka_unit_test(mime_html_zero_width_and_hidden_text),
 		cmocka_unit_test(mime_bidi_override_stripped_from_body_and_subject),
 		cmocka_unit_test(mime_tag_characters_stripped),
+		cmocka_unit_test(mime_base64_without_padding_keeps_last_bytes),
 		cmocka_unit_test(mime_rfc2231_filename),
 		cmocka_unit_test(mime_rfc2231_filename_with_continuations),
 		cmocka_unit_test(mime_rfc2047_filename_inline_with_content_id),
