@@ -10,7 +10,9 @@
  * reader could not see (hidden, aria-hidden="true", display:none,
  * visibility:hidden, font-size:0, opacity:0) dropped; br, p, div, li, tr make
  * line breaks; a link keeps its text and its URL once; character references
- * decoded; invisible characters stripped.  html is UTF-8 (len bytes).
+ * decoded as a browser decodes them in text (the HTML5 legacy names such as
+ * "&copy" also without ";"); invisible characters stripped.  html is UTF-8
+ * (len bytes).
  * Returns a NUL-terminated UTF-8 string the caller free(3)s (never NULL),
  * with its length in *len_r (may be NULL).
  */

@@ -1,9 +1,10 @@
 /*
  * HTML to the text a reader would see: see include/mailbox/html.h and
  * docs/normaliser.md.  libxml2 builds the tree (it decodes character
- * references and recovers from any tag soup); we walk it without recursion,
- * so nesting depth costs no stack, and every step appends to one buffer, so
- * the work is linear in the size of the tree.
+ * references, html_refs.c first rewrites those it leaves without ";", and
+ * it recovers from any tag soup); we walk it without recursion, so nesting
+ * depth costs no stack, and every step appends to one buffer, so the work is
+ * linear in the size of the tree.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/html.h"
 #include "mailbox/utf8.h"
+#include "html-private.h"
 
 /* What an element does to the text, by name (libxml2 gives names in lower case). */
 enum {
@@ -481,7 +483,7 @@ mb_html_to_text(const char *html, size_t len, size_t *len_r)
 {
 	struct html_out o = { .b = MB_BUF_INIT(SIZE_MAX / 2) };
 	htmlDocPtr doc = NULL;
-	char *clean = NULL;
+	char *clean = NULL, *refs;
 	const char *in = html;
 	size_t clen = len;
 
@@ -493,6 +495,10 @@ mb_html_to_text(const char *html, size_t len, size_t *len_r)
 	if (memchr(html, '\0', len) != NULL || !mb_utf8_valid(html, len)) {
 		clean = html_sanitize(html, len, &clen);
 		in = clean;
+	}
+	if ((refs = mb_html_legacy_refs(in, clen, &clen)) != NULL) {
+		free(clean);
+		in = clean = refs;
 	}
 	if (clen > 0 && clen <= INT32_MAX)
 		doc = html_parse(in, clen);

@@ -179,6 +179,23 @@ html_character_references_are_decoded(void **state)
 }
 
 static void
+html_legacy_references_without_semicolon_are_decoded(void **state)
+{
+	/* The HTML5 legacy names work without ";", as in every browser. */
+	expect("&copy 2026 AT&amp;T &amp Co &lt;b&gt &lt3 caf&eacute &COPY &nbspx",
+	    "\xc2\xa9 2026 AT&T & Co <b> <3 caf\xc3\xa9 \xc2\xa9 x");
+	/* Longest legacy prefix: &notit; is "not" then "it;"; &copyright is (c)right. */
+	expect("&notit; &notin; &copyright &ampx", "\xc2\xacit; \xe2\x88\x89 \xc2\xa9right &x");
+	/* HTML5 names with ";" that begin with a legacy name keep their own meaning. */
+	expect("&ltimes; &copysr; &notinE;", "\xe2\x8b\x89 \xe2\x84\x97 \xe2\x8b\xb9\xcc\xb8");
+	/* Not a legacy name, a reference that was escaped, a comment: left as they are. */
+	expect("&foo &copyx&#59; &amp;copy<!-- &copy -->", "&foo \xc2\xa9x; &copy");
+	/* Attribute values are not rewritten: the link keeps its query string. */
+	expect("<a href=\"https://example.com/?a=1&copy=2&lt\">link</a>",
+	    "link <https://example.com/?a=1&copy=2&lt>");
+}
+
+static void
 html_bad_bytes_and_nul_do_not_stop_the_text(void **state)
 {
 	const char in[] = "<p>before\xff\xfe middle\0after</p>";
@@ -270,6 +287,7 @@ main(void)
 		cmocka_unit_test(html_link_keeps_text_and_url_once),
 		cmocka_unit_test(html_text_after_closing_html_is_kept),
 		cmocka_unit_test(html_character_references_are_decoded),
+		cmocka_unit_test(html_legacy_references_without_semicolon_are_decoded),
 		cmocka_unit_test(html_bad_bytes_and_nul_do_not_stop_the_text),
 		cmocka_unit_test(html_meta_charset_does_not_garble_utf8),
 		cmocka_unit_test(html_empty_and_textless_input_give_empty_string),
