@@ -50,9 +50,12 @@ size_t	mb_utf8_offset(const char *s, size_t len, size_t nchars);
 bool	mb_utf8_is_cjk(uint32_t cp);
 
 /*
- * Characters that exist to hide text from a human reader: zero-width
- * (U+200B..U+200D, U+2060, U+FEFF), bidi controls (U+202A..U+202E,
- * U+2066..U+2069) and the tag block (U+E0000..U+E007F).
+ * Characters that exist to hide text from a human reader, or that a reader
+ * does not see inside a word (so they would split it for search): zero-width
+ * (U+200B..U+200D, U+2060, U+FEFF, U+180E Mongolian vowel separator), the
+ * soft hyphen U+00AD, the invisible operators U+2061..U+2064, bidi marks and
+ * controls (U+200E, U+200F, U+061C, U+202A..U+202E, U+2066..U+2069) and the
+ * tag block (U+E0000..U+E007F).
  */
 bool	mb_utf8_is_invisible(uint32_t cp);
 

@@ -170,7 +170,9 @@ mb_utf8_is_cjk(uint32_t c)
 bool
 mb_utf8_is_invisible(uint32_t cp)
 {
-	return (cp >= 0x200b && cp <= 0x200d) || cp == 0x2060 || cp == 0xfeff ||
+	return (cp >= 0x200b && cp <= 0x200d) || (cp >= 0x2060 && cp <= 0x2064) ||
+	    cp == 0xfeff || cp == 0xad || cp == 0x180e ||	/* soft hyphen, MVS */
+	    cp == 0x200e || cp == 0x200f || cp == 0x61c ||	/* LRM, RLM, ALM */
 	    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
 	    (cp >= 0xe0000 && cp <= 0xe007f);
 }

@@ -55,6 +55,13 @@ html_zero_width_reference_is_stripped(void **state)
 }
 
 static void
+html_soft_hyphen_and_marks_are_stripped(void **state)
+{
+	expect("<p>pass&shy;word, pass\xc2\xadword, &lrm;left&rlm; &#x61C;x&#x180E;y&#x2062;z</p>",
+	    "password, password, left xyz");
+}
+
+static void
 html_bidi_and_tag_references_are_stripped(void **state)
 {
 	expect("<p>invoice&#x202E;fdp.exe&#x202C; &#xE0041;&#xE0042;ok</p>",
@@ -275,6 +282,7 @@ main(void)
 		cmocka_unit_test(html_drops_script_style_head_and_template),
 		cmocka_unit_test(html_zero_width_reference_is_stripped),
 		cmocka_unit_test(html_bidi_and_tag_references_are_stripped),
+		cmocka_unit_test(html_soft_hyphen_and_marks_are_stripped),
 		cmocka_unit_test(html_display_none_is_dropped),
 		cmocka_unit_test(html_aria_hidden_is_dropped),
 		cmocka_unit_test(html_font_size_zero_is_dropped),

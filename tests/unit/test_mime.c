@@ -159,6 +159,17 @@ mime_bidi_override_stripped_from_body_and_subject(void **state)
 }
 
 static void
+mime_soft_hyphen_and_marks_stripped_from_body_and_subject(void **state)
+{
+	struct mb_msg *m = parse("soft-hyphen-lrm.eml");
+
+	/* U+00AD, U+200E/F, U+061C, U+180E and U+2061..U+2064 hide nothing from search. */
+	assert_string_equal(m->subject, "Password reset for account");
+	assert_string_equal(m->body, "Your password expires. Confirm at account settings.");
+	mb_msg_free(&m);
+}
+
+static void
 mime_tag_characters_stripped(void **state)
 {
 	struct mb_msg *m = parse("tag-chars.eml");
@@ -616,6 +627,7 @@ main(void)
 		cmocka_unit_test(mime_html_zero_width_and_hidden_text),
 		cmocka_unit_test(mime_bidi_override_stripped_from_body_and_subject),
 		cmocka_unit_test(mime_tag_characters_stripped),
+		cmocka_unit_test(mime_soft_hyphen_and_marks_stripped_from_body_and_subject),
 		cmocka_unit_test(mime_base64_without_padding_keeps_last_bytes),
 		cmocka_unit_test(mime_rfc2231_filename),
 		cmocka_unit_test(mime_rfc2231_filename_with_continuations),
