@@ -119,6 +119,11 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 		mb_buf_addc(&inner, '\n');
 		mb_buf_add(&inner, rm->body, rm->body_len);
 		mcp_fence_add(&a->text, a->nonce, inner.data, inner.len);
+		/* Said outside the fence: it is the index's word, not the mail's. */
+		if (rm->headers_only)
+			mb_buf_addf(&a->text, "\n(body not indexed: the message is %" PRIu64
+			    " bytes, over the size cap; only its headers were fetched)\n",
+			    rm->size);
 		if (rm->more)
 			mb_buf_addf(&a->text, "\nThe body continues (characters %" JSON_INTEGER_FORMAT
 			    " of %zu shown): call get_message with id %lld and offset %"

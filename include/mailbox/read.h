@@ -50,6 +50,7 @@ struct mb_read_message {
 	int64_t		 next_offset;
 	bool		 body_truncated;	/* syncd cut the body when indexing it */
 	bool		 headers_only;	/* over syncd's size cap: only headers indexed */
+	uint64_t	 size;		/* the message's size on the server (RFC822.SIZE) */
 	struct mb_read_attachment *atts;	/* n_atts, in MIME order */
 	size_t		 n_atts;
 };

@@ -20,7 +20,7 @@
 static const char message_sql[] =
 	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
-	"m.body, m.body_truncated, m.headers_only "
+	"m.body, m.body_truncated, m.headers_only, m.size "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 static const char attachments_sql[] =
@@ -69,6 +69,7 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 	m->list_id = idx_col_text(st, 13, NULL);
 	m->body_truncated = sqlite3_column_int(st, 15) != 0;
 	m->headers_only = sqlite3_column_int(st, 16) != 0;
+	m->size = (uint64_t)sqlite3_column_int64(st, 17);
 	if (body == NULL) {
 		body = "";
 		blen = 0;

@@ -18,7 +18,8 @@ mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid, const struct mb_
 {
 	struct mb_msg *m = mb_msg_new();
 	struct mb_index_row row = { .folder_id = folder, .uidvalidity = 1, .uid = uid,
-	    .flags = t->flags, .internaldate = t->internaldate, .size = 100, .msg = m };
+	    .flags = t->flags, .internaldate = t->internaldate, .size = t->size ? t->size : 100,
+	    .headers_only = t->headers_only, .msg = m };
 	struct mb_err err = { 0 };
 
 	m->subject = mb_xstrdup(t->subject);

@@ -5,6 +5,7 @@
 #ifndef MB_TEST_SUPPORT_INDEX_H
 #define MB_TEST_SUPPORT_INDEX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct mb_index;
@@ -46,6 +47,8 @@ struct mb_test_msg {
 	unsigned	 flags;		/* enum mb_flag bits */
 	const char	*message_id;	/* NULL: none; likewise in_reply_to */
 	const char	*in_reply_to;
+	uint64_t	 size;		/* RFC822.SIZE; 0: 100 */
+	bool		 headers_only;	/* over the size cap: only headers fetched */
 };
 
 /* Upsert t as folder's uid (UIDVALIDITY 1); t is borrowed.  Exits on failure. */

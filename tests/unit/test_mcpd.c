@@ -834,6 +834,64 @@ search_answer_says_when_ranking_was_bounded(void **state)
 	search_fixture_done(&srv, dir);
 }
 
+/* one message indexed headers-only (30 MB, over syncd's cap), one whole */
+static void
+big_and_small(size_t i, struct mb_test_msg *t)
+{
+	t->subject = i == 0 ? "scanned contract" : "lunch";
+	t->body = i == 0 ? "" : "see you at noon";
+	t->size = i == 0 ? 31457280 : 2048;
+	t->headers_only = i == 0;
+}
+
+/* The text of get_message's answer for id. */
+static char *
+get_message_text(struct mcp_server *srv, int64_t id, json_t **sc_r)
+{
+	const struct mcp_caller who = { 0 };
+	struct mb_err err = { 0 };
+	json_t *a = json_pack("{s:I}", "id", (json_int_t)id), *r;
+	char *text;
+
+	r = mcp_tools_call(srv, "get_message", a, &who, &err);
+	assert_non_null(r);
+	assert_false(json_is_true(json_object_get(r, "isError")));
+	text = mb_xstrdup(result_text(r));
+	*sc_r = json_incref(json_object_get(r, "structuredContent"));
+	json_decref(r);
+	json_decref(a);
+	return text;
+}
+
+/* A headers-only message says so in the text a model reads, not only in structuredContent. */
+static void
+get_message_says_when_the_body_was_not_indexed(void **state)
+{
+	struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
+	char dir[64], path[96];
+	struct mcp_server srv;
+	json_t *sc;
+	char *text;
+
+	(void)state;
+	search_fixture(&srv, &conf, dir, path, 2, big_and_small);
+	text = get_message_text(&srv, 1, &sc);
+	assert_true(json_is_true(json_object_get(sc, "headers_only")));
+	if (strstr(text, "(body not indexed: the message is 31457280 bytes, over the size cap; "
+	    "only its headers were fetched)") == NULL)
+		fail_msg("no note in: %s", text);
+	assert_non_null(strstr(text, "Subject: scanned contract"));
+	json_decref(sc);
+	free(text);
+	text = get_message_text(&srv, 2, &sc);
+	assert_false(json_is_true(json_object_get(sc, "headers_only")));
+	assert_null(strstr(text, "body not indexed"));
+	assert_non_null(strstr(text, "see you at noon"));
+	json_decref(sc);
+	free(text);
+	search_fixture_done(&srv, dir);
+}
+
 int
 main(void)
 {
@@ -856,6 +914,7 @@ main(void)
 		cmocka_unit_test(json_dumps_matches_jansson),
 		cmocka_unit_test(search_cursor_pages_through_every_hit),
 		cmocka_unit_test(search_answer_says_when_ranking_was_bounded),
+		cmocka_unit_test(get_message_says_when_the_body_was_not_indexed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
