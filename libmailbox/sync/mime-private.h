@@ -1,7 +1,8 @@
 /*
  * Internals of the MIME normaliser, shared by mime.c (the tree walk),
  * mime_envelope.c (headers), charset.c (bytes to UTF-8), rfc2047.c (encoded
- * words) and flowed.c (RFC 3676).  Not installed; tests use the public API.
+ * words), flowed.c (RFC 3676) and mime_base64.c (base64 parts).  Not
+ * installed; tests use the public API.
  */
 #ifndef MAILBOX_MIME_PRIVATE_H
 #define MAILBOX_MIME_PRIVATE_H
@@ -58,6 +59,13 @@ int	mb_flowed_decode(const char *in, size_t len, bool delsp, struct mb_buf *out)
  */
 void	mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 	    char *hint, size_t hint_sz);
+
+/*
+ * Append the decoded bytes of dw, a base64 part, to ba.  Unlike GMime's own
+ * decoding it keeps a last group whose "=" padding is missing (RFC 2045
+ * 6.8: decode what is there).
+ */
+void	mb_mime_base64_bytes(GMimeDataWrapper *dw, GByteArray *ba);
 
 /* The process-wide parser options (set up by mb_mime_global_init). */
 GMimeParserOptions	*mb_mime_parser_options(void);

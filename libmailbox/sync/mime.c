@@ -130,45 +130,6 @@ body_separate(struct walk *w)
 }
 
 /*
- * Decode a base64 part into ba.  GMime's decoder keeps an incomplete last
- * group in its state and never emits it, so a body whose "=" padding was
- * stripped lost up to two bytes; RFC 2045 6.8 says to decode what is
- * there.  We count the significant characters as GMime does (the alphabet
- * and "=") and, when the input ends two or three short of a group, finish
- * it with the padding it lacks.  A lone sextet holds no whole byte.
- */
-static void
-base64_bytes(GMimeDataWrapper *dw, GByteArray *ba)
-{
-	GMimeStream *in = g_mime_data_wrapper_get_stream(dw);
-	GMimeEncoding st;
-	char buf[4096];
-	unsigned char out[4096];
-	unsigned nsig = 0;
-	ssize_t n;
-
-	if (in == NULL)
-		return;
-	g_mime_encoding_init_decode(&st, GMIME_CONTENT_ENCODING_BASE64);
-	g_mime_stream_reset(in);
-	while ((n = g_mime_stream_read(in, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			unsigned char c = (unsigned char)buf[i];
-
-			if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-			    (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '=')
-				nsig++;
-		}
-		g_byte_array_append(ba, out, (guint)g_mime_encoding_step(&st, buf,
-		    (size_t)n, (char *)out));
-	}
-	if (nsig % 4 >= 2)
-		g_byte_array_append(ba, out, (guint)g_mime_encoding_step(&st, "==",
-		    4 - nsig % 4, (char *)out));
-	g_mime_stream_reset(in);
-}
-
-/*
  * The decoded (transfer encoding undone) bytes of part.  Borrowed: the array
  * is w->scratch's and the next part_bytes() call overwrites it.
  */
@@ -181,7 +142,7 @@ part_bytes(struct walk *w, GMimePart *part)
 	g_byte_array_set_size(ba, 0);
 	g_mime_stream_reset(w->scratch);
 	if (dw != NULL && g_mime_data_wrapper_get_encoding(dw) == GMIME_CONTENT_ENCODING_BASE64)
-		base64_bytes(dw, ba);
+		mb_mime_base64_bytes(dw, ba);
 	else if (dw != NULL)
 		(void)g_mime_data_wrapper_write_to_stream(dw, w->scratch);
 	return ba;
