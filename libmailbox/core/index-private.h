@@ -59,6 +59,16 @@ enum idx_stmt {
  */
 #define IDX_SQL_CACHE	48
 
+/*
+ * The one test of "this row is what the mailbox holds now", as SQL text to
+ * splice into a statement: m and f are the quoted aliases of a messages row
+ * and its folders row, e.g.  "... WHERE " IDX_CURRENT("m", "f") " AND ...".
+ * A row of an older UIDVALIDITY generation stays addressable (writes and
+ * get_message can say what became of it) but is never served as current.
+ * Every reader that lists, counts or ranks rows uses this and nothing else.
+ */
+#define IDX_CURRENT(m, f)	"(" m ".uidvalidity = " f ".uidvalidity)"
+
 struct mb_index {
 	sqlite3			*db;
 	enum mb_index_mode	 mode;
