@@ -49,6 +49,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "seconds one write may take, then it is killed"),
 	K("DRAFT_FROM", MB_CONF_STR, draft_from, NULL, 0, 0, 0, NULL,
 	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
+	K("MY_ADDRESSES", MB_CONF_STR, my_addresses, NULL, 0, 0, 0, NULL,
+	    "the account's other addresses (comma-separated), for from:me, to:me and replies"),
 };
 const size_t sd_conf_nkeys = MB_ARRAY_LEN(sd_conf_keys);
 

@@ -78,6 +78,7 @@ struct sd_conf {
 	char		*syncd_allowed_uids;	/* who may connect; empty: syncd's own uid */
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
+	char		*my_addresses;		/* MY_ADDRESSES: comma-separated; NULL none */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];

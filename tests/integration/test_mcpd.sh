@@ -96,7 +96,8 @@ for seq, name in enumerate(sorted(os.listdir(src)), 1):
     os.rename(tmp, os.path.join(path, "cur", base + ":2," + "".join(sorted(flags))))
 PY
 	done
-	syncd_init "$work/sync" SYNC_WORKERS=2 LOG_LEVEL=info SYNC_FOLDERS=INBOX,Sent,Bulk
+	syncd_init "$work/sync" SYNC_WORKERS=2 LOG_LEVEL=info SYNC_FOLDERS=INBOX,Sent,Bulk \
+	    MY_ADDRESSES=alice@example.com,Alice.Other@Example.COM
 	syncd --backfill >/dev/null || { cat "$SYNCD_LOG"; echo "syncd --backfill failed"; exit 1; }
 	syncd --backup "$work/index.db" || { cat "$SYNCD_LOG"; echo "syncd --backup failed"; exit 1; }
 	dovecot_stop
@@ -107,6 +108,12 @@ PY
 	    { echo "the backup differs from the index"; exit 1; }
 	[ "$(sqlite3 "$work/index.db" 'SELECT count(*) FROM messages')" = 208 ] ||
 	    { echo "the index does not hold the 208 messages"; exit 1; }
+	# syncd records the account's own addresses for mcpd (from:me), lower-cased.
+	q="SELECT group_concat(address || '=' || source, ' ') FROM
+	    (SELECT * FROM account_addresses ORDER BY address)"
+	[ "$(sqlite3 "$work/index.db" "$q")" = \
+	    "alice.other@example.com=MY_ADDRESSES alice@example.com=MY_ADDRESSES" ] ||
+	    { echo "account addresses: $(sqlite3 "$work/index.db" "$q")"; exit 1; }
 	syncd_log_clean "$SYNCD_LOG"
 }
 

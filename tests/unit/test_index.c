@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "mailbox/account.h"
 #include "mailbox/index.h"
 #include "mailbox/index_raw.h"
 #include "mailbox/migrations.h"
@@ -918,6 +919,44 @@ backup_is_a_readable_copy(void **state)
 	mb_index_close(&copy);
 }
 
+/* The account's own addresses: bare and "Name <addr>" forms, lower-cased, replaced whole. */
+static void
+account_addresses_replace_and_read(void **state)
+{
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	const struct mb_account_address first[] = {
+		{ "Anna@Example.ORG", "IMAP_USER" },
+		{ "\"Smith, Anna\" <anna.smith@Work.example>", "DRAFT_FROM" },
+		{ "anna@example.org", "MY_ADDRESSES" },	/* a duplicate keeps one row */
+		{ "not-an-address", "MY_ADDRESSES" },	/* skipped */
+	};
+	const struct mb_account_address second[] = { { "new@example.net", "IMAP_USER" } };
+	char **list = NULL;
+	char *a;
+
+	assert_int_equal(mb_account_set_addresses(f->idx, first, 4, &err), 0);
+	assert_int_equal(mb_account_addresses(f->idx, &list, &err), 0);
+	assert_non_null(list[0]);
+	assert_string_equal(list[0], "anna.smith@work.example");
+	assert_string_equal(list[1], "anna@example.org");
+	assert_null(list[2]);
+	mb_account_addresses_free(&list);
+	assert_null(list);
+
+	assert_int_equal(mb_account_set_addresses(f->idx, second, 1, &err), 0);
+	assert_int_equal(mb_account_addresses(f->idx, &list, &err), 0);
+	assert_string_equal(list[0], "new@example.net");
+	assert_null(list[1]);
+	mb_account_addresses_free(&list);
+
+	assert_null(mb_account_address_of("no address here"));
+	assert_null(mb_account_address_of(NULL));
+	a = mb_account_address_of("  Bob <<b@x.example> ");
+	assert_string_equal(a, "b@x.example");
+	free(a);
+}
+
 int
 main(void)
 {
@@ -951,6 +990,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(stage_then_flush_in_one_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(folder_state_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(backup_is_a_readable_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(account_addresses_replace_and_read, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
