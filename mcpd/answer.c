@@ -33,6 +33,47 @@ mcp_answer_result(struct mcp_answer *a)
 	return r;
 }
 
+json_t *
+mcp_add_message_links(json_t *result, json_t *items)
+{
+	json_t *content = json_object_get(result, "content"), *it;
+	size_t i;
+
+	json_array_foreach(items, i, it) {
+		json_int_t id = json_integer_value(json_object_get(it, "id"));
+		char uri[64], name[48];
+
+		if (id <= 0)
+			continue;
+		snprintf(uri, sizeof(uri), "mail://message/%" JSON_INTEGER_FORMAT, id);
+		/* no subject here: mail text goes inside the fence only */
+		snprintf(name, sizeof(name), "message %" JSON_INTEGER_FORMAT, id);
+		json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:s}", "type",
+		    "resource_link", "uri", uri, "name", name, "mimeType", "text/plain"));
+	}
+	return result;
+}
+
+void
+mcp_json_drop_nulls(json_t *j)
+{
+	const char *k;
+	json_t *v;
+	void *tmp;
+	size_t i;
+
+	if (json_is_object(j)) {
+		json_object_foreach_safe(j, tmp, k, v) {
+			if (json_is_null(v))
+				json_object_del(j, k);
+			else
+				mcp_json_drop_nulls(v);
+		}
+	} else if (json_is_array(j))
+		json_array_foreach(j, i, v)
+			mcp_json_drop_nulls(v);
+}
+
 void
 mcp_answer_release(struct mcp_answer *a)
 {

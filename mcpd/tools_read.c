@@ -284,25 +284,26 @@ mcp_resource_templates_list(void)
 	    MCP_FENCE_NOTE, "mimeType", "text/plain");
 }
 
+/*
+ * The newest MCP_RESOURCE_RECENT messages, in one page: a client that gathers
+ * every page (SDK v2's listResources(), the Inspector) stops after 64, so a
+ * page per 50 messages made a large mailbox unlistable.  Every other message
+ * is reachable through the mail://message/{id} template; search finds them.
+ */
 json_t *
 mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const char **message_r)
 {
 	struct mb_err err = { 0 };
 	struct mb_read_recent *recent;
 	struct mb_index *idx;
-	json_t *cur = json_object_get(params, "cursor"), *list, *r;
-	int64_t offset = 0;
-	uint64_t h;
+	json_t *cur = json_object_get(params, "cursor"), *list;
 	size_t n;
 	bool more;
 
-	if (cur != NULL && !json_is_null(cur)) {
-		if (!json_is_string(cur) ||
-		    mcp_cursor_parse(srv, json_string_value(cur), 'r', &offset, &h) == -1 || h != 0) {
-			*code_r = -32602;
-			*message_r = "Invalid params: invalid cursor";
-			return NULL;
-		}
+	if (cur != NULL && !json_is_null(cur)) {	/* we never hand one out */
+		*code_r = -32602;
+		*message_r = "Invalid params: invalid cursor";
+		return NULL;
 	}
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL) {
@@ -311,7 +312,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		*message_r = "Internal error: the mail index is not available";
 		return NULL;
 	}
-	if (mb_read_recent(idx, offset, MCP_RESOURCE_PAGE, &recent, &n, &more, &err) == -1) {
+	if (mb_read_recent(idx, 0, MCP_RESOURCE_RECENT, &recent, &n, &more, &err) == -1) {
 		mb_log_error("resources/list: %s", err.msg);
 		*code_r = -32603;
 		*message_r = "Internal error";
@@ -327,14 +328,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		    json_string("(no subject)"), "mimeType", "text/plain"));
 	}
 	mb_read_recent_free(&recent, n);
-	r = json_pack("{s:o}", "resources", list);
-	if (more) {
-		char *c = mcp_cursor_make(srv, 'r', offset + (int64_t)n, 0);
-
-		json_object_set_new(r, "nextCursor", json_string(c));
-		free(c);
-	}
-	return r;
+	return json_pack("{s:o}", "resources", list);
 }
 
 json_t *

@@ -112,7 +112,7 @@ search_answer(struct mcp_server *srv, const struct mb_search_page *pg, int64_t o
 		    "arguments and cursor \"%s\".\n", c);
 		free(c);
 	}
-	return mcp_answer_result(&a);
+	return mcp_add_message_links(mcp_answer_result(&a), results);
 }
 
 /* Compile the (checked) arguments into q (and *offset_r, *limit_r, *qhash_r);

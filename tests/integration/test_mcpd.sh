@@ -13,24 +13,9 @@ build=${MB_BUILD_DIR:?}
 src=${MB_SOURCE_DIR:?}
 deps=$src/.deps/npm
 work=$(mktemp -d /tmp/test_mcpd.XXXXXX)
-pid=
-fails=0
-
-cleanup() {
-	local rc=$?
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	if [ $rc -eq 0 ] && [ $fails -eq 0 ]; then
-		rm -rf "$work"
-	else
-		echo "test_mcpd: FAILED; work dir kept: $work (mcpd.log there)"
-	fi
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=../lib/mcpd.sh
+. "$src/tests/lib/mcpd.sh"
+mcpd_test_init test_mcpd
 ok() { :; }
 
 # The index mcpd serves, built the way a deployment builds it: the fixtures
@@ -101,7 +86,7 @@ PY
 	syncd --backfill >/dev/null || { cat "$SYNCD_LOG"; echo "syncd --backfill failed"; exit 1; }
 	syncd --backup "$work/index.db" || { cat "$SYNCD_LOG"; echo "syncd --backup failed"; exit 1; }
 	dovecot_stop
-	trap cleanup EXIT	# dovecot.sh chained its own
+	trap mcpd_test_cleanup EXIT	# dovecot.sh chained its own
 	local q="SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM folders),
 	    (SELECT group_concat(name) FROM folders)"
 	[ "$(sqlite3 "$work/index.db" "$q")" = "$(sqlite3 "$SYNCD_DATA/index.db" "$q")" ] ||
@@ -117,24 +102,8 @@ PY
 	syncd_log_clean "$SYNCD_LOG"
 }
 
-start_mcpd() {	# extra env assignments...
-	rm -f "$work/port"
-	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port" \
-	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 MCP_RATE_LIMIT=1000 MCP_READ_ONLY=1 "$@" \
-	    "$build/mcpd" 2>>"$work/mcpd.log" &
-	pid=$!
-	for _ in $(seq 1 100); do	# deadline: 10 s
-		[ -s "$work/port" ] && break
-		kill -0 "$pid" 2>/dev/null || { echo "mcpd died at start"; cat "$work/mcpd.log"; exit 1; }
-		sleep 0.1
-	done
-	[ -s "$work/port" ] || { echo "mcpd did not start"; exit 1; }
-	port=$(cat "$work/port")
-	base=http://127.0.0.1:$port
-}
-
 build_index
-start_mcpd
+mcpd_start
 
 ACCEPT='Accept: application/json, text/event-stream'
 CT='Content-Type: application/json'
