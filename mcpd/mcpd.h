@@ -276,6 +276,19 @@ json_t	*mcp_index_failure(struct mb_err *err);
  * it is not UTF-8; an ISO 8601 date, or null when has_date is false. */
 json_t	*mcp_str_json(const char *s);
 json_t	*mcp_date_json(bool has_date, int64_t t);
+/*
+ * Addresses as answers give them: [{"name", "address", "group"}], a member
+ * omitted when the index has none (an empty group is an entry with only
+ * "group").  mcp_addr_list_json reads the index's stored list (to_json,
+ * cc_json; NULL: no addresses), mcp_addr_one_json one name and address.
+ * Both return a new array, and put in *display_r a new reference to the
+ * list's RFC 5322 display string (quoted display names, groups as
+ * "Name: a, b;"), or to json null when the list shows nothing.
+ */
+json_t	*mcp_addr_list_json(const char *stored, json_t **display_r);
+json_t	*mcp_addr_one_json(const char *name, const char *addr, json_t **display_r);
+/* Set obj's key to a new string reference s, or leave key out when s is NULL. */
+void	mcp_set_optional(json_t *obj, const char *key, const char *s);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
 /* Append "seen, flagged" from a flag list to b. */

@@ -340,6 +340,7 @@ put_addr(struct mb_ipc_out *o, const struct mb_addr *a)
 {
 	mb_ipc_put_str(o, a->name);
 	mb_ipc_put_str(o, a->addr);
+	mb_ipc_put_str(o, a->group);
 }
 
 static void
@@ -416,12 +417,13 @@ get_addr(struct mb_ipc_cur *c, struct mb_addr *a)
 {
 	a->name = mb_ipc_get_strdup(c);
 	a->addr = mb_ipc_get_strdup(c);
+	a->group = mb_ipc_get_strdup(c);
 }
 
 static struct mb_addr *
 get_addrs(struct mb_ipc_cur *c, size_t *n_r)
 {
-	size_t n = get_count(c, 2);
+	size_t n = get_count(c, 3);
 	struct mb_addr *a;
 
 	*n_r = 0;

@@ -54,24 +54,38 @@ struct addr_vec {
 	size_t		 n, cap;
 };
 
-static void
-addr_push(struct addr_vec *a, InternetAddress *ia)
+static struct mb_addr *
+addr_next(struct addr_vec *a)
 {
 	if (a->n == a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 4;
 		a->v = mb_xrealloc(a->v, a->cap * sizeof(*a->v));
 	}
-	/* GMime has decoded the name already; our pass cleans and re-checks it. */
-	a->v[a->n].name = addr_part(internet_address_get_name(ia), false);
-	a->v[a->n].addr = INTERNET_ADDRESS_IS_MAILBOX(ia) ?
-	    addr_part(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(ia)), false) :
-	    NULL;
-	a->n++;
+	memset(&a->v[a->n], 0, sizeof(a->v[a->n]));
+	return &a->v[a->n++];
 }
 
-/* Flatten a list: group members take the group's place (groups do not nest). */
+/* A mailbox, listed in group (NULL: none). */
 static void
-addr_list(InternetAddressList *l, struct addr_vec *a, int depth)
+addr_push(struct addr_vec *a, InternetAddress *ia, const char *group)
+{
+	struct mb_addr *v = addr_next(a);
+
+	/* GMime has decoded the name already; our pass cleans and re-checks it. */
+	v->name = addr_part(internet_address_get_name(ia), false);
+	v->addr = addr_part(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(ia)),
+	    false);
+	v->group = group != NULL ? mb_xstrdup(group) : NULL;
+}
+
+/*
+ * Flatten a list: group members take the group's place, each naming it, and
+ * an empty group stays as one entry naming only itself (so an empty To is
+ * not mistaken for a missing one).  Groups do not nest: a group inside one
+ * is read as members of the outer one.
+ */
+static void
+addr_list(InternetAddressList *l, struct addr_vec *a, int depth, const char *group)
 {
 	int n = l ? internet_address_list_length(l) : 0;
 
@@ -79,11 +93,20 @@ addr_list(InternetAddressList *l, struct addr_vec *a, int depth)
 		InternetAddress *ia = internet_address_list_get_address(l, i);
 
 		if (INTERNET_ADDRESS_IS_GROUP(ia)) {
+			InternetAddressList *members = internet_address_group_get_members(
+			    INTERNET_ADDRESS_GROUP(ia));
+			char *name = group == NULL ?
+			    addr_part(internet_address_get_name(ia), false) : NULL;
+			const char *g = group != NULL ? group : name != NULL ? name : "";
+			size_t before = a->n;
+
 			if (depth < 2)
-				addr_list(internet_address_group_get_members(
-				    INTERNET_ADDRESS_GROUP(ia)), a, depth + 1);
-		} else
-			addr_push(a, ia);
+				addr_list(members, a, depth + 1, g);
+			if (a->n == before && group == NULL)
+				addr_next(a)->group = mb_xstrdup(g);
+			free(name);
+		} else if (INTERNET_ADDRESS_IS_MAILBOX(ia))
+			addr_push(a, ia, group);
 	}
 }
 
@@ -163,21 +186,26 @@ mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 		}
 	}
 
-	addr_list(g_mime_message_get_from(m), &a, 0);
-	if (a.n > 0) {
-		msg->from = a.v[0];
-		for (size_t i = 1; i < a.n; i++) {
-			free(a.v[i].name);
-			free(a.v[i].addr);
+	addr_list(g_mime_message_get_from(m), &a, 0, NULL);
+	/* From is the first mailbox: a group there (RFC 6854) lends it no name. */
+	for (size_t i = 0; i < a.n; i++) {
+		free(a.v[i].group);
+		if (msg->from.name == NULL && msg->from.addr == NULL &&
+		    (a.v[i].name != NULL || a.v[i].addr != NULL)) {
+			msg->from = a.v[i];
+			msg->from.group = NULL;
+			continue;
 		}
+		free(a.v[i].name);
+		free(a.v[i].addr);
 	}
 	free(a.v);
 	memset(&a, 0, sizeof(a));
-	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_TO), &a, 0);
+	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_TO), &a, 0, NULL);
 	msg->to = a.v;
 	msg->n_to = a.n;
 	memset(&a, 0, sizeof(a));
-	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_CC), &a, 0);
+	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_CC), &a, 0, NULL);
 	msg->cc = a.v;
 	msg->n_cc = a.n;
 

@@ -350,8 +350,9 @@ stored_fields(void **state)
 	    " size FROM messages WHERE uid = 9", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal(sqlite3_column_text(st, 0), "Alice Example <alice@example.org>");
+	/* A display name that is not a plain phrase is quoted (RFC 5322). */
 	assert_string_equal(sqlite3_column_text(st, 1),
-	    "Bob \"B\" <bob@example.org>, carol@example.org, Dave <dave@example.org>");
+	    "\"Bob \\\"B\\\"\" <bob@example.org>, carol@example.org, Dave <dave@example.org>");
 	assert_string_equal(sqlite3_column_text(st, 2),
 	    "[{\"name\":\"Bob \\\"B\\\"\",\"addr\":\"bob@example.org\"},"
 	    "{\"name\":null,\"addr\":\"carol@example.org\"}]");

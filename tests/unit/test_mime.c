@@ -463,7 +463,15 @@ mime_envelope_addresses_groups_and_threading(void **state)
 	assert_string_equal(m->to[1].name, "Dee");
 	assert_string_equal(m->to[1].addr, "d@example.com");
 	assert_string_equal(m->to[2].addr, "e@example.com");
-	assert_int_equal(m->n_cc, 0);
+	/* Groups are flattened, each member naming its group. */
+	assert_string_equal(m->to[0].group, "Team");
+	assert_string_equal(m->to[1].group, "Team");
+	assert_null(m->to[2].group);
+	/* An empty group stays: one entry with only the group's name. */
+	assert_int_equal(m->n_cc, 1);
+	assert_string_equal(m->cc[0].group, "undisclosed-recipients");
+	assert_null(m->cc[0].name);
+	assert_null(m->cc[0].addr);
 	assert_string_equal(m->in_reply_to, "c@z");
 	assert_int_equal(m->n_references, 3);
 	assert_string_equal(m->references[0], "a@x");
