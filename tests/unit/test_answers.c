@@ -314,6 +314,32 @@ dates_fall_back_to_received(void **state)
 	json_decref(r);
 }
 
+/* ---- the body a reader sees */
+
+/* A newsletter's real content is found and shown, not its "view in a browser" line. */
+static void
+placeholder_text_part_loses_to_the_html(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+	int64_t id;
+
+	id = deliver(f, "From: news@example.com\nSubject: March letter\nMIME-Version: 1.0\n"
+	    "Content-Type: multipart/alternative; boundary=\"b\"\n\n--b\n"
+	    "Content-Type: text/plain\n\nView this email in your browser.\n--b\n"
+	    "Content-Type: text/html\n\n<p>Our spring catalogue has arrived: garden tools, "
+	    "seeds and planters at twenty percent off until the end of the month, with free "
+	    "delivery for members on every order above thirty euros.</p><p>The composting "
+	    "guide comes with each parcel, and invoice 2026-0412 is on your account page.</p>\n"
+	    "--b--\n", T0);
+	serve(f);
+	assert_ids(f, "catalogue", "1");
+	assert_ids(f, "browser", "");
+	r = get_message(f, id);
+	assert_non_null(strstr(str(sc(r), "body"), "spring catalogue"));
+	json_decref(r);
+}
+
 int
 main(void)
 {
@@ -322,6 +348,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(empty_group_in_to_stays_to, setup, teardown),
 		cmocka_unit_test_setup_teardown(dates_fall_back_to_received, setup, teardown),
+		cmocka_unit_test_setup_teardown(placeholder_text_part_loses_to_the_html, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

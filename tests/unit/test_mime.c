@@ -623,6 +623,74 @@ mime_long_line_is_linear(void **state)
 	mb_buf_release(&b);
 }
 
+/* A multipart/alternative with this text/plain and this HTML body (both generated). */
+static struct mb_msg *
+alternative(const char *plain, const char *html)
+{
+	struct mb_buf b = MB_BUF_INIT(1u << 20);
+	struct mb_msg *m;
+
+	mb_buf_addf(&b, "From: news@example.com\nSubject: alt\nMIME-Version: 1.0\n"
+	    "Content-Type: multipart/alternative; boundary=\"b\"\n\n--b\n"
+	    "Content-Type: text/plain; charset=utf-8\n\n%s\n--b\n"
+	    "Content-Type: text/html; charset=utf-8\n\n<html><body>%s</body></html>\n--b--\n",
+	    plain, html);
+	m = parse_mem(b.data, b.len, NULL);
+	mb_buf_release(&b);
+	return m;
+}
+
+#define NEWSLETTER_HTML \
+	"<h1>March offers</h1><p>Our spring catalogue has arrived: garden tools, seeds and " \
+	"planters at twenty percent off until the end of the month. Members get free " \
+	"delivery on every order above thirty euros, and the new composting guide is " \
+	"included with each parcel.</p><p>Invoice number 2026-0412 is attached to your " \
+	"account page.</p>"
+
+/*
+ * A text/plain part that only points at the HTML loses to it; a short text
+ * part that is a real message, or a placeholder beside HTML that says no
+ * more, is kept.
+ */
+static void
+mime_placeholder_text_part_yields_to_html(void **state)
+{
+	struct mb_msg *m;
+
+	(void)state;
+	m = alternative("To view this message, please open it in a web browser.", NEWSLETTER_HTML);
+	assert_contains(m->body, "spring catalogue");
+	assert_contains(m->body, "2026-0412");
+	assert_null(strstr(m->body, "web browser"));
+	assert_true(m->body_from_html);
+	mb_msg_free(&m);
+	m = alternative("Si ce message ne s'affiche pas correctement, ouvrez-le dans votre "
+	    "navigateur.", NEWSLETTER_HTML);
+	assert_contains(m->body, "spring catalogue");
+	mb_msg_free(&m);
+	/* A short real reply beside a long HTML signature keeps its text part. */
+	m = alternative("Thanks, see you at five.", NEWSLETTER_HTML);
+	assert_string_equal(m->body, "Thanks, see you at five.");
+	assert_false(m->body_from_html);
+	mb_msg_free(&m);
+	/* The placeholder words, but HTML with little more to say: the text stays. */
+	m = alternative("View this message in your browser.", "<p>View it online.</p>");
+	assert_string_equal(m->body, "View this message in your browser.");
+	mb_msg_free(&m);
+	/* A long text part is never a placeholder, whatever it mentions. */
+	{
+		char plain[1200];
+
+		memset(plain, 'a', sizeof(plain) - 40);
+		strcpy(plain + sizeof(plain) - 40, " view this in a browser");
+		m = alternative(plain, NEWSLETTER_HTML NEWSLETTER_HTML NEWSLETTER_HTML
+		    NEWSLETTER_HTML NEWSLETTER_HTML NEWSLETTER_HTML NEWSLETTER_HTML);
+		assert_contains(m->body, "view this in a browser");
+		assert_false(m->body_from_html);
+		mb_msg_free(&m);
+	}
+}
+
 int
 main(void)
 {
@@ -663,6 +731,7 @@ main(void)
 		cmocka_unit_test(mime_body_cap_cuts_at_a_character_boundary),
 		cmocka_unit_test(mime_deep_nesting_is_capped),
 		cmocka_unit_test(mime_long_line_is_linear),
+		cmocka_unit_test(mime_placeholder_text_part_yields_to_html),
 	};
 
 	mb_mime_global_init();
