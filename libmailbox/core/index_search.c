@@ -71,8 +71,8 @@ static const char search_sql_filter[] =
 	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
- * The same with a date bound: "?3 IS NULL OR m.date >= ?3" hides the range
- * from the planner, which then walks messages_date from the newest message
+ * The same with a date bound: "?3 IS NULL OR m.sort_date >= ?3" hides the range
+ * from the planner, which then walks messages_sort_date from the newest message
  * down (40,000 entries for after:2002-09-01 at 100,000 messages).  Here the
  * open end is bound to the extreme value (search_filtered) and the index is
  * searched by range.  Same rows: with either bound set, a NULL date already

@@ -554,6 +554,23 @@ plain_fallback(struct walk *w, const char *raw, size_t len)
 	walk_error(w, "no MIME structure: parsed as plain text");
 }
 
+/* The body in NFC (docs/normaliser.md "Unicode forms"); ASCII is left as it is. */
+static void
+nfc(struct mb_buf *b)
+{
+	struct mb_buf n = MB_BUF_INIT(b->max);
+	size_t i;
+
+	for (i = 0; i < b->len && (unsigned char)b->data[i] < 0x80; i++)
+		;
+	if (i == b->len || mb_utf8_nfc(b->data, b->len, &n) == -1) {
+		mb_buf_release(&n);
+		return;
+	}
+	mb_buf_release(b);
+	*b = n;
+}
+
 /* Trim, cap at a character boundary, and hand the body to the message. */
 static void
 body_finish(struct walk *w)
@@ -567,6 +584,7 @@ body_finish(struct walk *w)
 		mb_buf_truncate(b, b->len - 1);
 	while (start < b->len && b->data[start] == '\n')
 		start++;
+	nfc(b);
 	if (w->truncated || b->len > w->opts->body_cap) {
 		mb_buf_truncate(b, mb_utf8_boundary(b->data, b->len, w->opts->body_cap));
 		(void)mb_buf_adds(b, mb_trunc_marker);

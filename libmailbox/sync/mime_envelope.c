@@ -25,6 +25,25 @@ raw_header(GMimeMessage *m, const char *name)
 	return g_mime_header_get_raw_value(h);
 }
 
+/* s (owned, or NULL) in NFC: the same string, or a new one with s freed. */
+static char *
+nfc_str(char *s)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX / 2);
+	const char *p;
+
+	if (s == NULL)
+		return NULL;
+	for (p = s; *p != '\0' && (unsigned char)*p < 0x80; p++)
+		;
+	if (*p == '\0' || mb_utf8_nfc(s, strlen(s), &b) == -1) {
+		mb_buf_release(&b);
+		return s;
+	}
+	free(s);
+	return mb_buf_detach(&b, NULL);
+}
+
 /* A decoded, cleaned copy of an address part, or NULL when empty; caller frees. */
 static char *
 addr_part(const char *s, bool decode)
@@ -46,7 +65,7 @@ addr_part(const char *s, bool decode)
 		free(r);
 		return NULL;
 	}
-	return r;
+	return nfc_str(r);
 }
 
 struct addr_vec {
@@ -179,7 +198,7 @@ mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 	hint[0] = '\0';
 	if ((v = raw_header(m, "Subject")) != NULL) {
 		charset_hint(v, hint, hint_sz);
-		msg->subject = mb_rfc2047_decode(v, strlen(v));
+		msg->subject = nfc_str(mb_rfc2047_decode(v, strlen(v)));
 		if (*msg->subject == '\0') {
 			free(msg->subject);
 			msg->subject = NULL;

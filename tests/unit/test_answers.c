@@ -340,6 +340,40 @@ placeholder_text_part_loses_to_the_html(void **state)
 	json_decref(r);
 }
 
+/* ---- text folded for search */
+
+/*
+ * Stored in NFC; found through search_messages by the plain spelling of a
+ * ligature, a full-width word or a decomposed accent, and the other way
+ * round; a version number finds the labelled version.
+ */
+static void
+search_folds_text_and_queries_alike(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+
+	deliver(f, "From: a@example.com\nSubject: one\nContent-Type: text/plain; charset=utf-8\n\n"
+	    "The \xef\xac\x81nal \xef\xbc\xb2\xef\xbc\xa5\xef\xbc\xb0\xef\xbc\xaf\xef\xbc\xb2\xef\xbc\xb4 "
+	    "for re\xcc\x81sume\xcc\x81 v4.2.1\n", T0);
+	deliver(f, "From: a@example.com\nSubject: two\nContent-Type: text/plain; charset=utf-8\n\n"
+	    "The final report for r\xc3\xa9sum\xc3\xa9 4.2.1\n", T0);
+	serve(f);
+	r = get_message(f, 1);
+	/* NFC stored: the decomposed accents came back composed */
+	assert_non_null(strstr(str(sc(r), "body"), "r\xc3\xa9sum\xc3\xa9"));
+	assert_non_null(strstr(str(sc(r), "body"), "\xef\xac\x81nal"));	/* NFC keeps ﬁ */
+	json_decref(r);
+	assert_ids(f, "final", "2 1");
+	assert_ids(f, "\xef\xac\x81nal", "2 1");
+	assert_ids(f, "report", "2 1");
+	assert_ids(f, "\xef\xbd\x92\xef\xbd\x85\xef\xbd\x90\xef\xbd\x8f\xef\xbd\x92\xef\xbd\x94", "2 1");
+	assert_ids(f, "re\xcc\x81sume\xcc\x81", "2 1");
+	assert_ids(f, "resume", "2 1");
+	assert_ids(f, "4.2.1", "2 1");
+	assert_ids(f, "v4.2.1", "1");
+}
+
 int
 main(void)
 {
@@ -349,6 +383,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(empty_group_in_to_stays_to, setup, teardown),
 		cmocka_unit_test_setup_teardown(dates_fall_back_to_received, setup, teardown),
 		cmocka_unit_test_setup_teardown(placeholder_text_part_loses_to_the_html, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(search_folds_text_and_queries_alike, setup,
 		    teardown),
 	};
 
