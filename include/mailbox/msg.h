@@ -58,6 +58,8 @@ struct mb_msg {
 	int64_t		 date;			/* seconds since the epoch, UTC */
 	char		*message_id;		/* owned; without <>; may be NULL */
 	char		*in_reply_to;		/* owned; the first In-Reply-To id, without <>; may be NULL */
+	char		**parents;		/* owned array of n_parents: every In-Reply-To id, in order */
+	size_t		 n_parents;		/* (parents[0] equals in_reply_to); at most MB_MSG_PARENTS_MAX */
 	char		**references;		/* owned array of n_references ids, without <> */
 	size_t		 n_references;
 	char		*list_id;		/* owned; may be NULL */
@@ -72,6 +74,8 @@ struct mb_msg {
 
 	char		*parse_error;		/* owned; NULL when the message parsed cleanly */
 };
+
+#define MB_MSG_PARENTS_MAX	32	/* In-Reply-To ids kept; a real reply names one or a few */
 
 /* An empty message (body ""); the caller owns it.  Never NULL. */
 struct mb_msg	*mb_msg_new(void);

@@ -42,6 +42,9 @@ mb_msg_free(struct mb_msg **msgp)
 	free(m->cc);
 	free(m->message_id);
 	free(m->in_reply_to);
+	for (size_t i = 0; i < m->n_parents; i++)
+		free(m->parents[i]);
+	free(m->parents);
 	for (size_t i = 0; i < m->n_references; i++)
 		free(m->references[i]);
 	free(m->references);

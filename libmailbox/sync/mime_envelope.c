@@ -129,21 +129,33 @@ addr_list(InternetAddressList *l, struct addr_vec *a, int depth, const char *gro
 	}
 }
 
-/* The id of "<id>" (or of a bare id), or NULL; caller frees. */
-static char *
-msgid_first(GMimeParserOptions *popts, const char *raw)
+/*
+ * The ids of a header of msg-ids (References, In-Reply-To), at most max, into
+ * a new array (*n_r of them, empty ones skipped); NULL when there are none.
+ * The caller frees the array and each id.
+ */
+static char **
+msgid_list(GMimeParserOptions *popts, const char *raw, int max, size_t *n_r)
 {
 	GMimeReferences *refs;
-	char *r = NULL;
+	char **v;
+	int n;
 
-	if (raw == NULL)
+	*n_r = 0;
+	if (raw == NULL || (refs = g_mime_references_parse(popts, raw)) == NULL)
 		return NULL;
-	if ((refs = g_mime_references_parse(popts, raw)) != NULL) {
-		if (g_mime_references_length(refs) > 0)
-			r = addr_part(g_mime_references_get_message_id(refs, 0), false);
-		g_mime_references_free(refs);
+	n = g_mime_references_length(refs);
+	if (n > max)
+		n = max;	/* a thread never needs more; hostile ones do */
+	v = n > 0 ? mb_xcalloc((size_t)n + 1, sizeof(char *)) : NULL;
+	for (int i = 0; i < n; i++) {
+		char *id = addr_part(g_mime_references_get_message_id(refs, i), false);
+
+		if (id != NULL)
+			v[(*n_r)++] = id;
 	}
-	return r;
+	g_mime_references_free(refs);
+	return v;
 }
 
 /* "Description <list.example.com>" gives "list.example.com"; caller frees; NULL if empty. */
@@ -193,7 +205,6 @@ mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 	struct addr_vec a = { 0 };
 	const char *v;
 	GDateTime *dt;
-	GMimeReferences *refs;
 
 	hint[0] = '\0';
 	if ((v = raw_header(m, "Subject")) != NULL) {
@@ -239,22 +250,13 @@ mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 	}
 
 	msg->message_id = addr_part(g_mime_message_get_message_id(m), false);
-	msg->in_reply_to = msgid_first(popts, raw_header(m, "In-Reply-To"));
-	if ((v = raw_header(m, "References")) != NULL &&
-	    (refs = g_mime_references_parse(popts, v)) != NULL) {
-		int n = g_mime_references_length(refs);
-
-		if (n > 1000)
-			n = 1000;	/* a thread never needs more; hostile ones do */
-		msg->references = mb_xcalloc((size_t)n + 1, sizeof(char *));
-		for (int i = 0; i < n; i++) {
-			char *id = addr_part(g_mime_references_get_message_id(refs, i), false);
-
-			if (id != NULL)
-				msg->references[msg->n_references++] = id;
-		}
-		g_mime_references_free(refs);
-	}
+	/* Every id of In-Reply-To joins the thread; in_reply_to is the first. */
+	msg->parents = msgid_list(popts, raw_header(m, "In-Reply-To"), MB_MSG_PARENTS_MAX,
+	    &msg->n_parents);
+	if (msg->n_parents > 0)
+		msg->in_reply_to = mb_xstrdup(msg->parents[0]);
+	msg->references = msgid_list(popts, raw_header(m, "References"), 1000,
+	    &msg->n_references);
 	if ((v = raw_header(m, "List-Id")) != NULL)
 		msg->list_id = list_id(v);
 }

@@ -245,6 +245,40 @@ empty_group_in_to_stays_to(void **state)
 	json_decref(r);
 }
 
+/* ---- threads */
+
+/*
+ * A reply whose In-Reply-To names an unknown message first and a known one
+ * second joins the known one's thread: every id counts, not the first.
+ */
+static void
+in_reply_to_with_several_ids_joins_by_any(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+	int64_t a, b, reply;
+
+	a = deliver(f, "From: a@example.com\nSubject: plan A\nMessage-ID: <a@example.com>\n\nx\n",
+	    1772442900);
+	b = deliver(f, "From: b@example.com\nSubject: plan B\nMessage-ID: <b@example.com>\n\nx\n",
+	    1772442960);
+	reply = deliver(f, "From: c@example.com\nSubject: re: both\n"
+	    "Message-ID: <c@example.com>\n"
+	    "In-Reply-To: <never-seen@example.com> <b@example.com>\n\nx\n", 1772443020);
+	serve(f);
+	r = call(f, "get_thread", json_pack("{s:I}", "id", (json_int_t)reply));
+	assert_int_equal(json_integer_value(json_object_get(sc(r), "total")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+	    json_object_get(sc(r), "messages"), 0), "id")), b);
+	json_decref(r);
+	r = call(f, "get_thread", json_pack("{s:I}", "id", (json_int_t)a));
+	assert_int_equal(json_integer_value(json_object_get(sc(r), "total")), 1);
+	json_decref(r);
+	r = get_message(f, reply);
+	assert_string_equal(str(sc(r), "in_reply_to"), "never-seen@example.com");
+	json_decref(r);
+}
+
 /* ---- dates */
 
 #define DAY	86400
@@ -381,6 +415,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(addresses_are_structured_and_quoted, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(empty_group_in_to_stays_to, setup, teardown),
+		cmocka_unit_test_setup_teardown(in_reply_to_with_several_ids_joins_by_any, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(dates_fall_back_to_received, setup, teardown),
 		cmocka_unit_test_setup_teardown(placeholder_text_part_loses_to_the_html, setup,
 		    teardown),

@@ -623,6 +623,23 @@ mime_long_line_is_linear(void **state)
 	mb_buf_release(&b);
 }
 
+/* Every id of In-Reply-To is kept, in order; in_reply_to is the first. */
+static void
+mime_in_reply_to_keeps_every_id(void **state)
+{
+	static const char raw[] = "From: a@example.com\nSubject: re\n"
+	    "In-Reply-To: <one@x> <two@y>\n (a comment) <three@z>\n\nbody\n";
+	struct mb_msg *m = parse_mem(raw, sizeof(raw) - 1, NULL);
+
+	(void)state;
+	assert_string_equal(m->in_reply_to, "one@x");
+	assert_int_equal(m->n_parents, 3);
+	assert_string_equal(m->parents[0], "one@x");
+	assert_string_equal(m->parents[1], "two@y");
+	assert_string_equal(m->parents[2], "three@z");
+	mb_msg_free(&m);
+}
+
 /* A multipart/alternative with this text/plain and this HTML body (both generated). */
 static struct mb_msg *
 alternative(const char *plain, const char *html)
@@ -732,6 +749,7 @@ main(void)
 		cmocka_unit_test(mime_deep_nesting_is_capped),
 		cmocka_unit_test(mime_long_line_is_linear),
 		cmocka_unit_test(mime_placeholder_text_part_yields_to_html),
+		cmocka_unit_test(mime_in_reply_to_keeps_every_id),
 	};
 
 	mb_mime_global_init();
