@@ -374,6 +374,27 @@ placeholder_text_part_loses_to_the_html(void **state)
 	json_decref(r);
 }
 
+/* Text the message's own style sheet hides is neither shown nor found. */
+static void
+style_sheet_hiding_is_applied(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+	int64_t id;
+
+	id = deliver(f, "From: shop@example.com\nSubject: offer\nMIME-Version: 1.0\n"
+	    "Content-Type: text/html\n\n<html><head><style>.pre{display:none}"
+	    " #trk{font-size:0}</style></head><body><div class=\"pre\">zanzibar teaser</div>"
+	    "<p>Real offer text.</p><span id=\"trk\">quokka tracking</span></body></html>\n", T0);
+	serve(f);
+	assert_ids(f, "offer", "1");
+	assert_ids(f, "zanzibar", "");
+	assert_ids(f, "quokka", "");
+	r = get_message(f, id);
+	assert_string_equal(str(sc(r), "body"), "Real offer text.");
+	json_decref(r);
+}
+
 /* ---- text folded for search */
 
 /*
@@ -422,6 +443,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(search_folds_text_and_queries_alike, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(style_sheet_hiding_is_applied, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
