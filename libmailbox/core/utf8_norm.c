@@ -18,14 +18,20 @@
 
 /*
  * Characters that NFKC leaves alone on their own, so that most non-ASCII
- * text (accented Latin-1 letters, Cyrillic, kana, CJK ideographs, Hangul
- * syllables) does not pay for a call into GLib per character.  Only ever
- * asked about a character with no combining mark after it.
+ * text (accented Latin-1 letters, Greek and Cyrillic, the Hebrew, Arabic and
+ * Thai letters, kana, CJK ideographs, Hangul syllables) does not pay for a
+ * call into GLib per character: the ranges hold no character with a
+ * decomposition (canonical or compatibility) and none that composes with
+ * the one before it.  Whether a combining mark follows is checked apart.
  */
 static bool
 nfkc_stable(uint32_t cp)
 {
-	return cp < 0xa0 || (cp >= 0xc0 && cp <= 0xff) || (cp >= 0x400 && cp <= 0x4ff) ||
+	return cp < 0xa0 || (cp >= 0xc0 && cp <= 0xff) || (cp >= 0x388 && cp <= 0x3ce) ||
+	    (cp >= 0x400 && cp <= 0x482) || (cp >= 0x48a && cp <= 0x4ff) ||
+	    (cp >= 0x5d0 && cp <= 0x5ea) ||
+	    (cp >= 0x621 && cp <= 0x63a) || (cp >= 0x641 && cp <= 0x64a) ||
+	    (cp >= 0xe01 && cp <= 0xe2e) ||
 	    (cp >= 0x3041 && cp <= 0x3096) || (cp >= 0x30a1 && cp <= 0x30fa) ||
 	    (cp >= 0x4e00 && cp <= 0x9fff) || (cp >= 0xac00 && cp <= 0xd7a3);
 }
