@@ -369,6 +369,19 @@ json_t	*mcp_add_message_links(json_t *result, json_t *items);
  * (docs/mcpd.md: output fields).
  */
 void	mcp_json_drop_nulls(json_t *j);
+/*
+ * Addresses as answers give them: [{"name", "address", "group"}], a member
+ * omitted when the index has none (an empty group is an entry with only
+ * "group").  mcp_addr_list_json reads the index's stored list (to_json,
+ * cc_json; NULL: no addresses), mcp_addr_one_json one name and address.
+ * Both return a new array, and put in *display_r a new reference to the
+ * list's RFC 5322 display string (quoted display names, groups as
+ * "Name: a, b;"), or to json null when the list shows nothing.
+ */
+json_t	*mcp_addr_list_json(const char *stored, json_t **display_r);
+json_t	*mcp_addr_one_json(const char *name, const char *addr, json_t **display_r);
+/* Set obj's key to a new string reference s, or leave key out when s is NULL. */
+void	mcp_set_optional(json_t *obj, const char *key, const char *s);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
 /* Append "seen, flagged" from a flag list to b. */
