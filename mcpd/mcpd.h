@@ -304,6 +304,15 @@ json_t	*mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r,
 /* /healthz: JSON text (caller frees) and the HTTP status. */
 char	*mcp_healthz(struct mcp_server *srv, int *status_r);
 
+/* ---- tools_overview.c: counts, people, conversations awaiting a reply (mailbox/overview.h) */
+
+json_t	*mcp_tool_count_messages(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_find_contacts(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_awaiting_reply(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+
 /* ---- tools_write.c: the write tools, forwarded to syncd (docs/writes.md), and the audit log */
 
 json_t	*mcp_tool_flag_message(struct mcp_server *srv, json_t *args,
