@@ -16,7 +16,9 @@ CREATE INDEX messages_thread_last ON messages(thread_id, date, folder_id, uidval
     flags);
 
 -- One row per address a message names: its sender (role 0), each To (1) and
--- each Cc (2) address, lower-cased, with the name shown beside it.  sender,
+-- each Cc (2) address, lower-cased, with the name shown beside it; an
+-- address named twice keeps its first role (From, then To, then Cc), so
+-- counting a contact's messages is counting rows.  sender,
 -- date, folder_id and uidvalidity are copies of the message's, so a contact's
 -- counts and dates come from this table alone, ordered by address.
 CREATE TABLE message_addrs (
@@ -28,7 +30,7 @@ CREATE TABLE message_addrs (
 	date		INTEGER,
 	folder_id	INTEGER NOT NULL,
 	uidvalidity	INTEGER NOT NULL,
-	PRIMARY KEY (addr, msg, role)
+	PRIMARY KEY (addr, msg)
 ) WITHOUT ROWID;
 CREATE INDEX message_addrs_msg ON message_addrs(msg);
 

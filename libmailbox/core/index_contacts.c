@@ -24,14 +24,14 @@
 /*
  * Each contact's counts: received_from (rows as sender), sent_to (messages
  * from the account naming them in To or Cc), messages naming them, first
- * and last dates.  With a fragment (?1, lower-cased) only the addresses one
+ * and last dates: one row per message and address (migration 0007), so
+ * sums, not counts of distinct messages, which cost a sort per contact.  With a fragment (?1, lower-cased) only the addresses one
  * of whose rows contains it in the address or a name are counted, but with
  * all their rows.
  */
 #define CONTACTS_SELECT \
-	"SELECT a.addr, count(DISTINCT CASE WHEN a.role = 0 THEN a.msg END) AS received, " \
-	"count(DISTINCT CASE WHEN a.role > 0 AND a.sender IN " OWN " THEN a.msg END) AS sent, " \
-	"count(DISTINCT a.msg) AS n, min(a.date), max(a.date) " \
+	"SELECT a.addr, sum(a.role = 0) AS received, " \
+	"sum(a.role > 0 AND a.sender IN " OWN ") AS sent, count(*) AS n, min(a.date), max(a.date) " \
 	"FROM message_addrs AS a JOIN folders AS f ON f.id = a.folder_id " \
 	"WHERE " IDX_CURRENT("a", "f") " AND a.addr NOT IN " OWN " "
 #define CONTACTS_ORDER \
