@@ -278,6 +278,8 @@ json_t	*mcp_str_json(const char *s);
 json_t	*mcp_date_json(bool has_date, int64_t t);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
+/* The labels (IMAP keywords) of a message from the index's space-separated list (NULL: none). */
+json_t	*mcp_label_list(const char *keywords);
 /* Append "seen, flagged" from a flag list to b. */
 void	mcp_add_flags_text(struct mb_buf *b, json_t *flags);
 /* Append fenced "Label: value" lines for the string members keys[0..n) of obj to a's text. */

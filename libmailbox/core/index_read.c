@@ -20,7 +20,7 @@
 static const char message_sql[] =
 	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
-	"m.body, m.body_truncated, m.headers_only, m.size "
+	"m.body, m.body_truncated, m.headers_only, m.size, m.keywords "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 static const char attachments_sql[] =
@@ -70,6 +70,7 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 	m->body_truncated = sqlite3_column_int(st, 15) != 0;
 	m->headers_only = sqlite3_column_int(st, 16) != 0;
 	m->size = (uint64_t)sqlite3_column_int64(st, 17);
+	m->keywords = idx_col_text(st, 18, NULL);
 	if (body == NULL) {
 		body = "";
 		blen = 0;
@@ -155,6 +156,7 @@ mb_read_message_release(struct mb_read_message *m)
 	free(m->cc_json);
 	free(m->subject);
 	free(m->list_id);
+	free(m->keywords);
 	free(m->body);
 	for (size_t i = 0; i < m->n_atts; i++) {
 		free(m->atts[i].name);
