@@ -6,11 +6,14 @@
  * row of an older UIDVALIDITY generation is never counted.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
+#include "mailbox/buf.h"
 #include "mailbox/index.h"
 #include "mailbox/msg.h"
 #include "mailbox/overview.h"
@@ -46,62 +49,173 @@ mb_count_group_name(enum mb_count_group g)
 }
 
 /*
- * One statement per grouping, with and without text terms: the key of each
- * current row the query matches and how many rows share it (NULL: no key).
- * The text terms are a rowid set from FTS5, the filters the search's own
- * (IDX_QUERY_FILTERS).  Label counts split the keywords in C (count_labels).
+ * One statement per grouping, with and without text terms, over the current
+ * rows the query matches: the text terms are a rowid set from FTS5, the
+ * filters the search's own (IDX_QUERY_FILTERS).  Folders and labels are
+ * grouped by SQL (few keys; labels are split in C, count_labels); dates and
+ * senders are read row by row and grouped here (count_row), which costs a
+ * quarter of a GROUP BY on strftime() or lower(): the index scan is the
+ * same, but no temporary b-tree is built and no SQL function runs per row.
  */
 #define COUNT_FROM \
 	" FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE " \
 	IDX_CURRENT("m", "f") " AND " IDX_QUERY_FILTERS("m")
-#define COUNT_SQL(key) \
+#define GROUP_SQL(key) \
 	"SELECT " key ", count(*)" COUNT_FROM " GROUP BY 1"
-#define COUNT_SQL_MATCH(key) \
+#define GROUP_SQL_MATCH(key) \
 	"SELECT " key ", count(*)" COUNT_FROM " AND " IDX_QUERY_MATCH("m") " GROUP BY 1"
-#define KEY_FOLDER	"f.name"
-#define KEY_YEAR	"strftime('%Y', m.date, 'unixepoch')"
-#define KEY_MONTH	"strftime('%Y-%m', m.date, 'unixepoch')"
-#define KEY_DAY		"strftime('%Y-%m-%d', m.date, 'unixepoch')"
-#define KEY_SENDER	"nullif(lower(m.from_addr), '')"
-#define KEY_DOMAIN \
-	"nullif(lower(substr(m.from_addr, instr(m.from_addr, '@') + 1)), '')"
-#define KEY_LABELS	"m.keywords"
+#define ROW_SQL(col) \
+	"SELECT " col ", 1" COUNT_FROM
+#define ROW_SQL_MATCH(col) \
+	"SELECT " col ", 1" COUNT_FROM " AND " IDX_QUERY_MATCH("m")
 
 static const char *const count_sql[][2] = {
-	[MB_COUNT_FOLDER] = { COUNT_SQL(KEY_FOLDER), COUNT_SQL_MATCH(KEY_FOLDER) },
-	[MB_COUNT_YEAR] = { COUNT_SQL(KEY_YEAR), COUNT_SQL_MATCH(KEY_YEAR) },
-	[MB_COUNT_MONTH] = { COUNT_SQL(KEY_MONTH), COUNT_SQL_MATCH(KEY_MONTH) },
-	[MB_COUNT_DAY] = { COUNT_SQL(KEY_DAY), COUNT_SQL_MATCH(KEY_DAY) },
-	[MB_COUNT_SENDER] = { COUNT_SQL(KEY_SENDER), COUNT_SQL_MATCH(KEY_SENDER) },
-	[MB_COUNT_SENDER_DOMAIN] = { COUNT_SQL(KEY_DOMAIN), COUNT_SQL_MATCH(KEY_DOMAIN) },
-	[MB_COUNT_LABEL] = { COUNT_SQL(KEY_LABELS), COUNT_SQL_MATCH(KEY_LABELS) },
+	[MB_COUNT_FOLDER] = { GROUP_SQL("f.name"), GROUP_SQL_MATCH("f.name") },
+	[MB_COUNT_YEAR] = { ROW_SQL("m.date"), ROW_SQL_MATCH("m.date") },
+	[MB_COUNT_MONTH] = { ROW_SQL("m.date"), ROW_SQL_MATCH("m.date") },
+	[MB_COUNT_DAY] = { ROW_SQL("m.date"), ROW_SQL_MATCH("m.date") },
+	[MB_COUNT_SENDER] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
+	[MB_COUNT_SENDER_DOMAIN] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
+	[MB_COUNT_LABEL] = { GROUP_SQL("m.keywords"), GROUP_SQL_MATCH("m.keywords") },
 };
 
-/* The groups found so far (every group: the page is cut after sorting). */
+/*
+ * The groups found so far (every group: the page is cut after sorting),
+ * with an open-addressing table of their indexes by key (slot[i] - 1; 0
+ * empty), kept under half full.
+ */
 struct groups {
 	struct mb_count_row *v;
 	size_t		 n, cap;
+	size_t		*slot;
+	size_t		 n_slot;	/* a power of two */
 };
 
+static uint64_t
+key_hash(const char *key, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)key[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The slot of key: where its group's index is, or the empty slot it would take. */
+static size_t *
+groups_slot(struct groups *gs, const char *key, size_t len)
+{
+	size_t i = (size_t)key_hash(key, len) & (gs->n_slot - 1);
+
+	for (;; i = (i + 1) & (gs->n_slot - 1)) {
+		size_t *sl = &gs->slot[i];
+		const char *k;
+
+		if (*sl == 0)
+			return sl;
+		k = gs->v[*sl - 1].key;
+		if (strncmp(k, key, len) == 0 && k[len] == '\0')
+			return sl;
+	}
+}
+
+static void
+groups_grow(struct groups *gs)
+{
+	free(gs->slot);
+	gs->n_slot = gs->n_slot ? 2 * gs->n_slot : 256;
+	gs->slot = mb_xcalloc(gs->n_slot, sizeof(*gs->slot));
+	for (size_t i = 0; i < gs->n; i++)
+		*groups_slot(gs, gs->v[i].key, strlen(gs->v[i].key)) = i + 1;
+}
+
+/* Add count to the group of key (len bytes), making it when it is new. */
 static void
 groups_add(struct groups *gs, const char *key, size_t len, int64_t count)
 {
-	for (size_t i = 0; i < gs->n; i++)
-		if (strlen(gs->v[i].key) == len && memcmp(gs->v[i].key, key, len) == 0) {
-			gs->v[i].count += count;
-			return;
-		}
+	size_t *sl;
+
+	if (2 * (gs->n + 1) > gs->n_slot)
+		groups_grow(gs);
+	sl = groups_slot(gs, key, len);
+	if (*sl != 0) {
+		gs->v[*sl - 1].count += count;
+		return;
+	}
 	if (gs->n == gs->cap) {
 		gs->cap = gs->cap ? 2 * gs->cap : 64;
 		gs->v = mb_xrealloc(gs->v, gs->cap * sizeof(*gs->v));
 	}
 	gs->v[gs->n].key = mb_xstrndup(key, len);
 	gs->v[gs->n++].count = count;
+	*sl = gs->n;
+}
+
+/* The key of a row's date (unix seconds) for g into buf; the last day's is remembered. */
+static size_t
+date_key(enum mb_count_group g, int64_t t, char buf[16], int64_t *last_day, size_t *last_len)
+{
+	int64_t day = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+	struct tm tm;
+	time_t tt = (time_t)t;
+	int n;
+
+	if (day == *last_day && *last_len > 0)
+		return *last_len;
+	if (gmtime_r(&tt, &tm) == NULL)
+		return 0;
+	if (g == MB_COUNT_YEAR)
+		n = snprintf(buf, 16, "%04d", tm.tm_year + 1900);
+	else if (g == MB_COUNT_MONTH)
+		n = snprintf(buf, 16, "%04d-%02d", tm.tm_year + 1900, tm.tm_mon + 1);
+	else
+		n = snprintf(buf, 16, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+		    tm.tm_mday);
+	*last_day = day;
+	*last_len = n > 0 && n < 16 ? (size_t)n : 0;
+	return *last_len;
 }
 
 /*
- * A row's keywords (space-separated) into gs, each once per row.  Labels
- * are few (a mailbox has tens), so the linear search in groups_add is fine.
+ * One row of a date or sender grouping (column 0 of st) into gs; lower is
+ * the caller's scratch buffer for the lower-cased address.  False when the
+ * row has no key.
+ */
+static bool
+count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_buf *lower,
+    char datebuf[16], int64_t *last_day, size_t *last_len)
+{
+	const char *a, *at;
+	size_t len;
+
+	if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+		return false;
+	if (g == MB_COUNT_YEAR || g == MB_COUNT_MONTH || g == MB_COUNT_DAY) {
+		if ((len = date_key(g, sqlite3_column_int64(st, 0), datebuf, last_day,
+		    last_len)) == 0)
+			return false;
+		groups_add(gs, datebuf, len, 1);
+		return true;
+	}
+	a = (const char *)sqlite3_column_text(st, 0);
+	len = (size_t)sqlite3_column_bytes(st, 0);
+	if (g == MB_COUNT_SENDER_DOMAIN && (at = memchr(a, '@', len)) != NULL) {
+		len -= (size_t)(at + 1 - a);
+		a = at + 1;
+	}
+	if (len == 0)
+		return false;
+	mb_buf_reset(lower);
+	for (size_t i = 0; i < len; i++)
+		mb_buf_addc(lower, a[i] >= 'A' && a[i] <= 'Z' ? (char)(a[i] - 'A' + 'a') : a[i]);
+	groups_add(gs, lower->data, lower->len, 1);
+	return true;
+}
+
+/*
+ * A row's keywords (space-separated) into gs, each once per row.
  */
 static void
 count_labels(struct groups *gs, const char *kw, int64_t count, int64_t *ungrouped)
@@ -146,8 +260,11 @@ static int
 count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
     struct groups *gs, struct mb_count_page *page, struct mb_err *err)
 {
+	struct mb_buf lower = MB_BUF_INIT(64 * 1024);
+	int64_t fid = 0, last_day = 0;
+	size_t last_len = 0;
+	char datebuf[16];
 	sqlite3_stmt *st;
-	int64_t fid = 0;
 	int rc;
 
 	if (q->folder && idx_folder_id(idx, q->folder, &fid, err) == -1)
@@ -160,13 +277,17 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		int64_t count = sqlite3_column_int64(st, 1);
 
 		page->total += count;
-		if (key == NULL)
+		if (g != MB_COUNT_FOLDER && g != MB_COUNT_LABEL) {
+			if (!count_row(gs, g, st, &lower, datebuf, &last_day, &last_len))
+				page->ungrouped += count;
+		} else if (key == NULL)
 			page->ungrouped += count;
 		else if (g == MB_COUNT_LABEL)
 			count_labels(gs, key, count, &page->ungrouped);
 		else
 			groups_add(gs, key, (size_t)sqlite3_column_bytes(st, 0), count);
 	}
+	mb_buf_release(&lower);
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "count", err);
 	idx_stmt_done(st);
@@ -203,6 +324,7 @@ mb_overview_count(struct mb_index *idx, const struct mb_query *q, enum mb_count_
 		else
 			free(gs.v[i].key);
 	free(gs.v);
+	free(gs.slot);
 	page->more = hi < (size_t)page->groups;
 	page->next_offset = (int64_t)hi;
 	return rc;
