@@ -155,6 +155,23 @@ mcp_flag_list(unsigned flags)
 	return a;
 }
 
+json_t *
+mcp_label_list(const char *keywords)
+{
+	json_t *a = json_array();
+	const char *p = keywords ? keywords : "", *w;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		for (w = p; *p && *p != ' '; p++)
+			;
+		if (p > w)
+			json_array_append_new(a, mcp_json_text(w, (size_t)(p - w)));
+	}
+	return a;
+}
+
 void
 mcp_add_flags_text(struct mb_buf *b, json_t *flags)
 {

@@ -384,6 +384,8 @@ json_t	*mcp_addr_one_json(const char *name, const char *addr, json_t **display_r
 void	mcp_set_optional(json_t *obj, const char *key, const char *s);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
+/* The labels (IMAP keywords) of a message from the index's space-separated list (NULL: none). */
+json_t	*mcp_label_list(const char *keywords);
 /* Append "seen, flagged" from a flag list to b. */
 void	mcp_add_flags_text(struct mb_buf *b, json_t *flags);
 /* Append fenced "Label: value" lines for the string members keys[0..n) of obj to a's text. */
@@ -409,6 +411,15 @@ json_t	*mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r,
 	    const char **message_r);
 /* /healthz: JSON text (caller frees) and the HTTP status. */
 char	*mcp_healthz(struct mcp_server *srv, int *status_r);
+
+/* ---- tools_overview.c: counts, people, conversations awaiting a reply (mailbox/overview.h) */
+
+json_t	*mcp_tool_count_messages(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_find_contacts(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_awaiting_reply(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
 
 /* ---- tools_write.c: the write tools, forwarded to syncd (docs/writes.md), and the audit log */
 

@@ -95,6 +95,7 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 	    "subject", mcp_str_json(rm->subject), "flags", mcp_flag_list(rm->flags),
 	    "list_id", mcp_str_json(rm->list_id));
 	message_envelope(m, rm);
+	json_object_set_new(m, "labels", mcp_label_list(rm->keywords));
 	json_object_set_new(m, "body", mcp_json_text(rm->body, rm->body_len));
 	json_object_set_new(m, "offset", json_integer(offset));
 	json_object_set_new(m, "body_chars", json_integer((json_int_t)rm->body_chars));
@@ -123,6 +124,9 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 			if (json_is_string(v))
 				mb_buf_addf(&inner, "%s: %s\n", labels[i], json_string_value(v));
 		}
+		json_array_foreach(json_object_get(m, "labels"), i, v)
+			mb_buf_addf(&inner, "%s%s%s", i ? ", " : "Labels: ", json_string_value(v),
+			    i + 1 == json_array_size(json_object_get(m, "labels")) ? "\n" : "");
 		json_array_foreach(atts, i, v) {
 			json_t *nm = json_object_get(v, "name");
 

@@ -52,6 +52,7 @@ struct mb_read_message {
 	char		*subject;
 	unsigned	 flags;		/* enum mb_flag bits */
 	char		*list_id;
+	char		*keywords;	/* its IMAP keywords (labels), space-separated, or NULL */
 	/* the page: body_len bytes from character offset on (NUL-terminated) */
 	char		*body;
 	size_t		 body_len;

@@ -69,6 +69,48 @@ enum idx_stmt {
  */
 #define IDX_CURRENT(m, f)	"(" m ".uidvalidity = " f ".uidvalidity)"
 
+/*
+ * The filters of a compiled query (mailbox/query.h) over the messages row m,
+ * as SQL text to splice in after WHERE or AND, with the binds ?2..?7 that
+ * idx_query_bind() sets: the search and the overviews test the same thing.
+ * The text terms (?1, q->match) are the caller's: ranked through FTS5 by the
+ * search, as a rowid set (IDX_QUERY_MATCH) by the overviews.
+ */
+#define IDX_QUERY_FILTERS(m) \
+	"(?2 IS NULL OR " m ".folder_id = ?2) " \
+	"AND (?3 IS NULL OR " m ".sort_date >= ?3) AND (?4 IS NULL OR " m ".sort_date < ?4) " \
+	"AND (" m ".flags & ?5) = ?5 AND (" m ".flags & ?6) = 0 " \
+	"AND (?7 IS NULL OR (" m ".attachment_count > 0) = ?7)"
+#define IDX_QUERY_MATCH(m) \
+	m ".id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1)"
+
+struct mb_query;
+
+/* Bind q's text (?1, when it has any) and filters (?2..?7) on st; folder_id is q->folder's. */
+void	idx_query_bind(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id);
+
+/* The id of folder name into *id_r; -1 with err, MB_E_NOTFOUND when there is none. */
+int	idx_folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err);
+
+/*
+ * One read transaction around a reader's statements (one snapshot, one WAL
+ * read lock): idx_read_begin() ends a transaction a failed COMMIT left open
+ * first; idx_read_end() cannot lose anything, so it reports nothing.
+ */
+int	idx_read_begin(struct mb_index *idx, struct mb_err *err);
+void	idx_read_end(struct mb_index *idx);
+
+/* A page's arguments: 0 when limit is 1..max and offset a start; else -1 with err (MB_E_INVALID). */
+int	idx_page_check(int64_t offset, size_t limit, size_t max, struct mb_err *err);
+
+/*
+ * The next row of a page of limit rows from st, which asks for limit + 1
+ * (so the extra row says a next page exists) and has given n so far:
+ * SQLITE_ROW for a row of the page; SQLITE_DONE at the page's end, with
+ * *more_r set when a row lay beyond it; else the step's error.
+ */
+int	idx_page_step(sqlite3_stmt *st, size_t n, size_t limit, bool *more_r);
+
 struct mb_index {
 	sqlite3			*db;
 	enum mb_index_mode	 mode;

@@ -21,7 +21,7 @@ static const char message_sql[] =
 	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
 	"m.body, m.body_truncated, m.headers_only, m.size, m.from_name, m.from_addr, m.refs, "
-	"m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date "
+	"m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.keywords "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 static const char attachments_sql[] =
@@ -78,6 +78,7 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 	m->has_received = sqlite3_column_type(st, 21) != SQLITE_NULL;
 	m->received = sqlite3_column_int64(st, 21);
 	m->dated_by_header = sqlite3_column_int(st, 22) != 0;
+	m->keywords = idx_col_text(st, 23, NULL);
 	if (body == NULL) {
 		body = "";
 		blen = 0;
@@ -166,6 +167,7 @@ mb_read_message_release(struct mb_read_message *m)
 	free(m->cc_json);
 	free(m->subject);
 	free(m->list_id);
+	free(m->keywords);
 	free(m->body);
 	for (size_t i = 0; i < m->n_atts; i++) {
 		free(m->atts[i].name);

@@ -49,11 +49,7 @@
 static const char search_sql_rank[] =
 	"SELECT messages_fts.rowid, " RANK_BM25 ", m.sort_date "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 "
-	"AND (?2 IS NULL OR m.folder_id = ?2) "
-	"AND (?3 IS NULL OR m.sort_date >= ?3) AND (?4 IS NULL OR m.sort_date < ?4) "
-	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
-	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"WHERE messages_fts MATCH ?1 AND " IDX_QUERY_FILTERS("m") " "
 	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
 /* The same without filters: FTS5 alone (a join would read a messages row
  * for every match, which for a common word cost more than the scoring). */
@@ -63,11 +59,7 @@ static const char search_sql_rank_nf[] =
 static const char date_sql[] = "SELECT sort_date FROM messages WHERE id = ?1";
 
 static const char search_sql_filter[] =
-	"SELECT m.id FROM messages AS m "
-	"WHERE (?2 IS NULL OR m.folder_id = ?2) "
-	"AND (?3 IS NULL OR m.sort_date >= ?3) AND (?4 IS NULL OR m.sort_date < ?4) "
-	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
-	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"SELECT m.id FROM messages AS m WHERE " IDX_QUERY_FILTERS("m") " "
 	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
@@ -86,13 +78,10 @@ static const char search_sql_filter_dated[] =
 	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
- * One search reads in one transaction: a single snapshot for all its
- * statements (ids, rows and snippets agree), and one WAL read lock instead of
- * one per statement step -- a page is some 25 statements.
+ * One search reads in one transaction (idx_read_begin): a single snapshot
+ * for all its statements (ids, rows and snippets agree), and one WAL read
+ * lock instead of one per statement step -- a page is some 25 statements.
  */
-static const char begin_sql[] = "BEGIN";
-static const char commit_sql[] = "COMMIT";
-
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
 	"m.attachment_count, m.thread_id, m.body, m.message_id, m.from_name, m.from_addr, "
@@ -121,24 +110,6 @@ static const char preview_sql[] =
 	"SELECT substr(body, 1, 200) FROM messages WHERE id = ?1";
 
 /* ---- which ids: ranked, or filters alone */
-
-/* Bind the query text and the filters (?1-?7) shared by the search statements. */
-static void
-bind_filters(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id)
-{
-	if (q->match)
-		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
-	if (q->folder)
-		sqlite3_bind_int64(st, 2, folder_id);
-	if (q->since != INT64_MIN)
-		sqlite3_bind_int64(st, 3, q->since);
-	if (q->until != INT64_MAX)
-		sqlite3_bind_int64(st, 4, q->until);
-	sqlite3_bind_int64(st, 5, q->flags_set);
-	sqlite3_bind_int64(st, 6, q->flags_clear);
-	if (q->has_attachment >= 0)
-		sqlite3_bind_int(st, 7, q->has_attachment);
-}
 
 /* One match of a ranked search. */
 struct ranked {
@@ -281,7 +252,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	st = idx_stmt_sql(idx, filtered ? search_sql_rank : search_sql_rank_nf, err);
 	if (st == NULL)
 		return -1;
-	bind_filters(st, q, folder_id);
+	idx_query_bind(st, q, folder_id);
 	sqlite3_bind_int64(st, 10, cap);
 	rc = rank_collect(st, filtered, &rows, &n);
 	if (rc != SQLITE_OK) {
@@ -319,7 +290,7 @@ search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 
 	if (st == NULL)
 		return -1;
-	bind_filters(st, q, folder_id);
+	idx_query_bind(st, q, folder_id);
 	if (dated) {	/* both ends bound: see search_sql_filter_dated */
 		sqlite3_bind_int64(st, 3, q->since);
 		sqlite3_bind_int64(st, 4, q->until);
@@ -483,35 +454,6 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 
 /* ---- one search */
 
-/* Step one of the transaction statements. */
-static int
-txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
-{
-	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
-	int rc;
-
-	if (st == NULL)
-		return -1;
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE)
-		idx_sqlerr(idx, rc, sql, err);
-	idx_stmt_done(st);
-	return rc == SQLITE_DONE ? 0 : -1;
-}
-
-/* The folder's id into *id_r; MB_E_NOTFOUND when there is none. */
-static int
-folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
-{
-	struct mb_folder_state fs;
-
-	if (mb_index_folder_get(idx, name, &fs, err) == -1)
-		return -1;
-	*id_r = fs.id;
-	mb_folder_state_release(&fs);
-	return 0;
-}
-
 static int
 search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, size_t limit,
     struct mb_search_page *page, struct mb_err *err)
@@ -520,7 +462,7 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 	int64_t fid = 0;
 	bool filtered;
 
-	if (q->folder && folder_id(idx, q->folder, &fid, err) == -1)
+	if (q->folder && idx_folder_id(idx, q->folder, &fid, err) == -1)
 		return -1;
 	filtered = q->folder || q->since != INT64_MIN || q->until != INT64_MAX || q->flags_set ||
 	    q->flags_clear || q->has_attachment >= 0;
@@ -539,7 +481,6 @@ int
 mb_search_run(struct mb_index *idx, const struct mb_query *q, int64_t offset, size_t limit,
     struct mb_search_page *page, struct mb_err *err)
 {
-	struct mb_err ignored = { 0 };
 	int rc;
 
 	memset(page, 0, sizeof(*page));
@@ -550,14 +491,10 @@ mb_search_run(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 		return mb_err_set(err, MB_E_INVALID, "offset out of range");
 	if (MB_NEVER(mb_query_empty(q)))
 		return mb_err_set(err, MB_E_INVALID, "nothing to search for");
-	/* a COMMIT that failed would leave the connection in the transaction */
-	if (!sqlite3_get_autocommit(idx->db))
-		(void)txn_step(idx, commit_sql, &ignored);
-	if (txn_step(idx, begin_sql, err) == -1)
+	if (idx_read_begin(idx, err) == -1)
 		return -1;
 	rc = search_in_txn(idx, q, offset, limit, page, err);
-	/* a read transaction: failing to end it loses nothing (retried above) */
-	(void)txn_step(idx, commit_sql, &ignored);
+	idx_read_end(idx);
 	return rc;
 }
 
