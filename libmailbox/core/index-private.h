@@ -144,4 +144,7 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 /* Register the mb_bm25 FTS5 ranking function on db (fts_rank.c). */
 int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
 
+/* Register the SQL function mb_labels_test() on db (labels.c, mailbox/labels.h). */
+int	mb_labels_register(sqlite3 *db, struct mb_err *err);
+
 #endif
