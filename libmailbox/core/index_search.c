@@ -15,6 +15,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
 #include "mailbox/labels.h"
+#include "mailbox/msg.h"
 #include "mailbox/query.h"
 #include "mailbox/search.h"
 #include "mailbox/util.h"
@@ -51,6 +52,36 @@ static const char search_sql_rank[] =
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
 	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS "AND " SEARCH_DATES
 	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
+/*
+ * The same reading the filters' columns from messages_search_filter
+ * (migrations/0006): a row of messages holds its body, so reading it for
+ * every match of a common word cost about 2 microseconds a match; the
+ * narrow index packs a hundred rows a page.  For every query the index
+ * covers (idx_search_covered).
+ */
+static const char search_sql_rank_ix[] =
+	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE " "
+	"FROM messages_fts CROSS JOIN messages AS m INDEXED BY messages_search_filter "
+	"ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES
+	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
+/*
+ * id: or thread: beside words name a handful of rows: those are read
+ * through their index and each is looked up in FTS5 (a seek in the words'
+ * doclists), instead of walking every match of the words.
+ */
+static const char search_sql_rank_msgid[] =
+	"SELECT m.id, " RANK_BM25 ", " SEARCH_DATE " "
+	"FROM messages AS m INDEXED BY messages_message_id CROSS JOIN messages_fts "
+	"ON messages_fts.rowid = m.id "
+	"WHERE m.message_id = ?13 AND messages_fts MATCH ?1 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATES "ORDER BY m.id DESC LIMIT ?10";
+static const char search_sql_rank_thread[] =
+	"SELECT m.id, " RANK_BM25 ", " SEARCH_DATE " "
+	"FROM messages AS m INDEXED BY messages_thread CROSS JOIN messages_fts "
+	"ON messages_fts.rowid = m.id "
+	"WHERE m.thread_id = ?14 AND messages_fts MATCH ?1 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATES "ORDER BY m.id DESC LIMIT ?10";
 /* The same without filters: FTS5 alone (a join would read a messages row
  * for every match, which for a common word cost more than the scoring). */
 static const char search_sql_rank_nf[] =
@@ -73,6 +104,20 @@ static const char search_sql_filter[] =
 static const char search_sql_filter_dated[] =
 	"SELECT m.id FROM messages AS m WHERE " SEARCH_FILTERS
 	"AND " SEARCH_DATE " >= ?3 AND " SEARCH_DATE " < ?4 "
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * Filters alone that few messages pass (sparse_filters), covered by
+ * messages_search_filter: the whole narrow index is read (a hundred rows a
+ * page) and the page's rows picked by a top-N sort, instead of walking
+ * messages newest first through messages_date and reading each row, body
+ * and all, to test it -- which for label:rare or is:draft read all 100,000
+ * rows.  A filter most mail passes (in:inbox, -is:replied) is cheaper the
+ * other way, where the walk stops after a page.
+ */
+static const char search_sql_filter_ix[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_search_filter "
+	"WHERE " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES
 	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
@@ -241,6 +286,7 @@ struct search_ids {
 	int64_t	ids[MB_SEARCH_MAX_LIMIT];
 	size_t	n;
 	size_t	ranked;		/* matches the ranked statement read */
+	int64_t	oldest;		/* the lowest id among them (the walk's end) */
 	bool	more;		/* a next page exists */
 	bool	capped;		/* more matches than the cap: only the newest were ranked */
 };
@@ -261,7 +307,10 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	size_t n = 0, lo, hi;
 	int rc;
 
-	st = idx_stmt_sql(idx, filtered ? search_sql_rank : search_sql_rank_nf, err);
+	st = idx_stmt_sql(idx, q->msgid ? search_sql_rank_msgid :
+	    q->thread_id > 0 ? search_sql_rank_thread :
+	    !filtered ? search_sql_rank_nf :
+	    idx_search_covered(q) ? search_sql_rank_ix : search_sql_rank, err);
 	if (st == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);
@@ -274,6 +323,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 		return -1;
 	}
 	idx_stmt_done(st);
+	pg->oldest = n > 0 ? rows[n - 1].id : INT64_MAX;	/* walked newest first */
 	if (n > 0)	/* rows is NULL without a match */
 		qsort(rows, n, sizeof(*rows), ranked_cmp);
 	lo = (uint64_t)offset < n ? (size_t)offset : n;
@@ -291,6 +341,20 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	return 0;
 }
 
+/*
+ * True when q has a filter that, by its nature, few messages pass: a label,
+ * from:me, a List-Id, a lower size bound, is:flagged/answered/draft or
+ * has:attachment.  Which way a page of filters alone is read depends on it
+ * (search_sql_filter_ix).
+ */
+static bool
+sparse_filters(const struct mb_query *q)
+{
+	return (q->labels != NULL && strchr(q->labels, '+') != NULL) || q->from_me == 1 ||
+	    q->list != NULL || q->size_min >= 0 || (q->flags_set & ~(unsigned)MB_FLAG_SEEN) ||
+	    q->has_attachment == 1;
+}
+
 /* A page of a query of filters alone, newest first. */
 static int
 search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
@@ -299,6 +363,7 @@ search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
 	const char *sql = q->msgid ? search_sql_filter_msgid :
 	    q->thread_id > 0 ? search_sql_filter_thread :
+	    idx_search_covered(q) && sparse_filters(q) ? search_sql_filter_ix :
 	    dated ? search_sql_filter_dated : search_sql_filter;
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 	int rc;
@@ -501,7 +566,22 @@ search_total(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 		page->total = offset + (int64_t)pg->n;
 		return 0;
 	}
-	return idx_search_count(idx, q, folder_id, &page->total, &page->total_exact, err);
+	if (q->match) {
+		int64_t rest = MB_SEARCH_COUNT_CAP - (int64_t)pg->ranked, n;
+
+		/* the rest of the matches, below the oldest the ranking read */
+		page->total = (int64_t)pg->ranked;
+		page->total_exact = false;
+		if (rest <= 0)
+			return 0;	/* paged past the cap: the ranking read more */
+		if (idx_search_count(idx, q, folder_id, pg->oldest, rest, &n, &page->total_exact,
+		    err) == -1)
+			return -1;
+		page->total += n;
+		return 0;
+	}
+	return idx_search_count(idx, q, folder_id, INT64_MAX, MB_SEARCH_COUNT_CAP, &page->total,
+	    &page->total_exact, err);
 }
 
 static int

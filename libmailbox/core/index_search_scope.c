@@ -18,16 +18,30 @@
 
 /*
  * The total, counted only past what the page already told (search_total()
- * in index_search.c), and only up to ?19 (MB_SEARCH_COUNT_CAP): beyond it the
- * answer is a lower bound.  Counted over current rows (IDX_CURRENT), like
+ * in index_search.c), and only up to ?19: beyond it the answer is a lower
+ * bound.  A ranked search counts only below ?20, the oldest match its
+ * ranking read, so the matches it read are not read twice (FTS5 starts its
+ * walk at that rowid).  Counted over current rows (IDX_CURRENT), like
  * every count the index gives.
  */
 static const char count_sql_match[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
 	"CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
 	"JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE messages_fts MATCH ?1 AND " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS
-	"AND " SEARCH_DATES "LIMIT ?19)";
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid < ?20 AND " IDX_CURRENT("m", "f")
+	" AND " SEARCH_FILTERS "AND " SEARCH_DATES "LIMIT ?19)";
+/* The same through messages_search_filter (search_sql_rank_ix says why). */
+static const char count_sql_match_ix[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
+	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid < ?20 AND " IDX_CURRENT("m", "f")
+	" AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES "LIMIT ?19)";
+static const char count_sql_filter_ix[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages AS m INDEXED BY messages_search_filter "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES
+	"LIMIT ?19)";
 static const char count_sql_filter[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id "
@@ -138,6 +152,12 @@ me_known(struct mb_index *idx, struct mb_err *err)
 	return 0;
 }
 
+bool
+idx_search_covered(const struct mb_query *q)
+{
+	return q->to_me < 0 && q->msgid == NULL;
+}
+
 int
 idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *folder_id_r,
     struct mb_err *err)
@@ -154,19 +174,23 @@ idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *folder
 
 int
 idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-    int64_t *n_r, bool *exact_r, struct mb_err *err)
+    int64_t below, int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(idx, q->match ? count_sql_match : count_sql_filter, err);
+	bool ix = idx_search_covered(q);
+	sqlite3_stmt *st = idx_stmt_sql(idx, !q->match ? (ix ? count_sql_filter_ix :
+	    count_sql_filter) : ix ? count_sql_match_ix : count_sql_match, err);
 	int rc;
 
 	if (st == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);
-	sqlite3_bind_int64(st, 19, MB_SEARCH_COUNT_CAP);
+	sqlite3_bind_int64(st, 19, cap);
+	if (q->match)
+		sqlite3_bind_int64(st, 20, below);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*n_r = sqlite3_column_int64(st, 0);
-		*exact_r = *n_r < MB_SEARCH_COUNT_CAP;
+		*exact_r = *n_r < cap;
 	} else
 		idx_sqlerr(idx, rc, "search: total", err);
 	idx_stmt_done(st);
