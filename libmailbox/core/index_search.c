@@ -589,19 +589,33 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
     struct mb_search_page *page, struct mb_err *err)
 {
 	struct search_ids pg = { .n = 0 };
+	struct mb_query narrowed;	/* q with the own addresses' phrases: a shallow copy */
+	const struct mb_query *rq = q;
+	char *me_match = NULL;
 	int64_t fid;
+	int rc = -1;
 
-	if (idx_search_scope(idx, q, &fid, err) == -1)
+	if (idx_search_scope(idx, q, &fid, err) == -1 ||
+	    idx_search_me_match(idx, q, &me_match, err) == -1)
 		return -1;
-	if ((q->match ? search_ranked(idx, q, fid, idx_search_filtered(q), offset, limit, &pg, err) :
-	    search_filtered(idx, q, fid, offset, limit, &pg, err)) == -1)
-		return -1;
+	if (me_match != NULL) {
+		narrowed = *q;
+		narrowed.match = me_match;
+		rq = &narrowed;
+	}
+	/* rq selects and counts; q (the words as typed) marks the snippets */
+	if ((q->match ? search_ranked(idx, rq, fid, idx_search_filtered(q), offset, limit, &pg,
+	    err) : search_filtered(idx, q, fid, offset, limit, &pg, err)) == -1)
+		goto out;
 	if (search_hits(idx, q, &pg, page, err) == -1)
-		return -1;
+		goto out;
 	page->more = pg.more;
 	page->next_offset = offset + (int64_t)pg.n;
 	page->capped = pg.capped;
-	return search_total(idx, q, fid, offset, &pg, page, err);
+	rc = search_total(idx, rq, fid, offset, &pg, page, err);
+out:
+	free(me_match);
+	return rc;
 }
 
 int

@@ -6,9 +6,13 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <sqlite3.h>
 
+#include "mailbox/account.h"
+#include "mailbox/buf.h"
 #include "mailbox/index.h"
 #include "mailbox/query.h"
 #include "mailbox/search.h"
@@ -195,4 +199,48 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 		idx_sqlerr(idx, rc, "search: total", err);
 	idx_stmt_done(st);
 	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* " AND ({column} : "a@x" OR {column} : "b@y")": one phrase per own address. */
+static int
+me_phrases(struct mb_buf *b, const char *column, char **addrs)
+{
+	if (mb_buf_addf(b, " AND (") == -1)
+		return -1;
+	for (size_t i = 0; addrs[i] != NULL; i++)
+		if (mb_buf_addf(b, "%s{%s} : ", i ? " OR " : "", column) == -1 ||
+		    mb_query_quote(b, addrs[i], strlen(addrs[i])) == -1)
+			return -1;
+	return mb_buf_addc(b, ')');
+}
+
+int
+idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **match_r,
+    struct mb_err *err)
+{
+	struct mb_buf b = MB_BUF_INIT(64 * 1024);
+	char **addrs = NULL;
+	int rc = -1;
+
+	*match_r = NULL;
+	if (q->match == NULL || (q->from_me != 1 && q->to_me != 1))
+		return 0;
+	if (mb_account_addresses(idx, &addrs, err) == -1)
+		return -1;
+	if (addrs[0] == NULL) {
+		rc = 0;	/* idx_search_scope() has refused the query already */
+		goto out;
+	}
+	if (mb_buf_addf(&b, "(%s)", q->match) == -1 ||
+	    (q->from_me == 1 && me_phrases(&b, "from_text", addrs) == -1) ||
+	    (q->to_me == 1 && me_phrases(&b, "recipients", addrs) == -1)) {
+		mb_err_set(err, MB_E_INTERNAL, "search: own addresses: out of buffer space");
+		goto out;
+	}
+	*match_r = mb_buf_detach(&b, NULL);
+	rc = 0;
+out:
+	mb_buf_release(&b);
+	mb_account_addresses_free(&addrs);
+	return rc;
 }

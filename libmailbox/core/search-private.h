@@ -73,6 +73,18 @@ int	idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *fo
 	    struct mb_err *err);
 
 /*
+ * For from:me or to:me beside words: q's MATCH expression with the
+ * account's addresses ANDed to it as phrases of the from_text (from:me) or
+ * recipients (to:me) column, each quoted by mb_query_quote(), into
+ * *match_r (owned, free(3); NULL when q needs none).  FTS5 then narrows
+ * the matches by an intersection of doclists, and the exact SQL test of
+ * SEARCH_FILTERS (the whole address, any case) runs on what is left: a
+ * phrase alone would also take "too@x" in "me.too@x".
+ */
+int	idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **match_r,
+	    struct mb_err *err);
+
+/*
  * The current messages q matches, counted up to cap (at least 1), into
  * *n_r; *exact_r false when the count stopped at the cap.  With text, only
  * the matches whose id is below below (INT64_MAX: all of them).
