@@ -121,6 +121,16 @@ static const char search_sql_filter_ix[] =
 	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
+ * from:me or to:me without words: ?1 is the own addresses as phrases
+ * (idx_search_me_match), so FTS5 names the few candidates and the exact
+ * test reads only their rows, instead of testing every message.
+ */
+static const char search_sql_filter_me[] =
+	"SELECT m.id FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS "AND " SEARCH_DATES
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
  * id: and thread: alone name a handful of rows: said outright, the planner
  * reads them through messages_message_id or messages_thread instead of
  * walking every message newest first to test each.
@@ -355,7 +365,10 @@ sparse_filters(const struct mb_query *q)
 	    q->has_attachment == 1;
 }
 
-/* A page of a query of filters alone, newest first. */
+/*
+ * A page of a query of filters alone, newest first.  q->match, if set, is
+ * not the user's words but the own addresses' phrases (search_in_txn).
+ */
 static int
 search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     int64_t offset, size_t limit, struct search_ids *pg, struct mb_err *err)
@@ -363,6 +376,7 @@ search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
 	const char *sql = q->msgid ? search_sql_filter_msgid :
 	    q->thread_id > 0 ? search_sql_filter_thread :
+	    q->match ? search_sql_filter_me :
 	    idx_search_covered(q) && sparse_filters(q) ? search_sql_filter_ix :
 	    dated ? search_sql_filter_dated : search_sql_filter;
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
@@ -553,20 +567,20 @@ txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
  * milliseconds), so past the cap the total is a lower bound.
  */
 static int
-search_total(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+search_total(struct mb_index *idx, const struct mb_query *q, bool ranked, int64_t folder_id,
     int64_t offset, const struct search_ids *pg, struct mb_search_page *page,
     struct mb_err *err)
 {
 	page->total_exact = true;
-	if (q->match && !pg->capped) {
+	if (ranked && !pg->capped) {
 		page->total = (int64_t)pg->ranked;
 		return 0;
 	}
-	if (!q->match && !pg->more && (pg->n > 0 || offset == 0)) {
+	if (!ranked && !pg->more && (pg->n > 0 || offset == 0)) {
 		page->total = offset + (int64_t)pg->n;
 		return 0;
 	}
-	if (q->match) {
+	if (ranked) {
 		int64_t rest = MB_SEARCH_COUNT_CAP - (int64_t)pg->ranked, n;
 
 		/* the rest of the matches, below the oldest the ranking read */
@@ -605,14 +619,14 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 	}
 	/* rq selects and counts; q (the words as typed) marks the snippets */
 	if ((q->match ? search_ranked(idx, rq, fid, idx_search_filtered(q), offset, limit, &pg,
-	    err) : search_filtered(idx, q, fid, offset, limit, &pg, err)) == -1)
+	    err) : search_filtered(idx, rq, fid, offset, limit, &pg, err)) == -1)
 		goto out;
 	if (search_hits(idx, q, &pg, page, err) == -1)
 		goto out;
 	page->more = pg.more;
 	page->next_offset = offset + (int64_t)pg.n;
 	page->capped = pg.capped;
-	rc = search_total(idx, rq, fid, offset, &pg, page, err);
+	rc = search_total(idx, rq, q->match != NULL, fid, offset, &pg, page, err);
 out:
 	free(me_match);
 	return rc;

@@ -201,11 +201,11 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	return rc == SQLITE_ROW ? 0 : -1;
 }
 
-/* " AND ({column} : "a@x" OR {column} : "b@y")": one phrase per own address. */
+/* "[ AND ]({column} : "a@x" OR {column} : "b@y")": one phrase per own address. */
 static int
 me_phrases(struct mb_buf *b, const char *column, char **addrs)
 {
-	if (mb_buf_addf(b, " AND (") == -1)
+	if (mb_buf_addf(b, "%s(", b->len > 0 ? " AND " : "") == -1)
 		return -1;
 	for (size_t i = 0; addrs[i] != NULL; i++)
 		if (mb_buf_addf(b, "%s{%s} : ", i ? " OR " : "", column) == -1 ||
@@ -223,7 +223,7 @@ idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **match
 	int rc = -1;
 
 	*match_r = NULL;
-	if (q->match == NULL || (q->from_me != 1 && q->to_me != 1))
+	if (q->from_me != 1 && q->to_me != 1)
 		return 0;
 	if (mb_account_addresses(idx, &addrs, err) == -1)
 		return -1;
@@ -231,7 +231,7 @@ idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **match
 		rc = 0;	/* idx_search_scope() has refused the query already */
 		goto out;
 	}
-	if (mb_buf_addf(&b, "(%s)", q->match) == -1 ||
+	if ((q->match != NULL && mb_buf_addf(&b, "(%s)", q->match) == -1) ||
 	    (q->from_me == 1 && me_phrases(&b, "from_text", addrs) == -1) ||
 	    (q->to_me == 1 && me_phrases(&b, "recipients", addrs) == -1)) {
 		mb_err_set(err, MB_E_INTERNAL, "search: own addresses: out of buffer space");

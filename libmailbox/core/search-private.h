@@ -73,8 +73,8 @@ int	idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *fo
 	    struct mb_err *err);
 
 /*
- * For from:me or to:me beside words: q's MATCH expression with the
- * account's addresses ANDed to it as phrases of the from_text (from:me) or
+ * For from:me or to:me: q's MATCH expression (if any) with the account's
+ * addresses ANDed to it as phrases of the from_text (from:me) or
  * recipients (to:me) column, each quoted by mb_query_quote(), into
  * *match_r (owned, free(3); NULL when q needs none).  FTS5 then narrows
  * the matches by an intersection of doclists, and the exact SQL test of
