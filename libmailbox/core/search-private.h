@@ -85,6 +85,16 @@ int	idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **m
 	    struct mb_err *err);
 
 /*
+ * Ids [offset, offset + limit) of a query of filters alone, newest first,
+ * into ids (room for limit) and *n_r (0 on entry); *more_r true when a next
+ * page exists.  q->match, if set, is not the user's words but the own
+ * addresses' phrases (idx_search_me_match).  Returns 0, or -1 with err.
+ */
+int	idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r,
+	    struct mb_err *err);
+
+/*
  * The current messages q matches, counted up to cap (at least 1), into
  * *n_r; *exact_r false when the count stopped at the cap.  With text, only
  * the matches whose id is below below (INT64_MAX: all of them).
