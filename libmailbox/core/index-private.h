@@ -70,27 +70,13 @@ enum idx_stmt {
 #define IDX_CURRENT(m, f)	"(" m ".uidvalidity = " f ".uidvalidity)"
 
 /*
- * The filters of a compiled query (mailbox/query.h) over the messages row m,
- * as SQL text to splice in after WHERE or AND, with the binds ?2..?7 that
- * idx_query_bind() sets: the search and the overviews test the same thing.
- * The text terms (?1, q->match) are the caller's: ranked through FTS5 by the
- * search, as a rowid set (IDX_QUERY_MATCH) by the overviews.
+ * The text terms of a compiled query as a rowid set, for readers that do not
+ * rank (the overviews); its filters are the search's own, SEARCH_FILTERS and
+ * SEARCH_DATES with idx_search_bind() (search-private.h), so a filter the
+ * query language gains reaches every reader at once.
  */
-#define IDX_QUERY_FILTERS(m) \
-	"(?2 IS NULL OR " m ".folder_id = ?2) " \
-	"AND (?3 IS NULL OR " m ".sort_date >= ?3) AND (?4 IS NULL OR " m ".sort_date < ?4) " \
-	"AND (" m ".flags & ?5) = ?5 AND (" m ".flags & ?6) = 0 " \
-	"AND (?7 IS NULL OR (" m ".attachment_count > 0) = ?7)"
 #define IDX_QUERY_MATCH(m) \
 	m ".id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1)"
-
-struct mb_query;
-
-/* Bind q's text (?1, when it has any) and filters (?2..?7) on st; folder_id is q->folder's. */
-void	idx_query_bind(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id);
-
-/* The id of folder name into *id_r; -1 with err, MB_E_NOTFOUND when there is none. */
-int	idx_folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err);
 
 /*
  * One read transaction around a reader's statements (one snapshot, one WAL
@@ -185,5 +171,8 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 
 /* Register the mb_bm25 FTS5 ranking function on db (fts_rank.c). */
 int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
+
+/* Register the SQL function mb_labels_test() on db (labels.c, mailbox/labels.h). */
+int	mb_labels_register(sqlite3 *db, struct mb_err *err);
 
 #endif

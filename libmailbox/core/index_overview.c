@@ -21,6 +21,7 @@
 #include "mailbox/util.h"
 
 #include "index-private.h"
+#include "search-private.h"
 
 /* ---- count_messages */
 
@@ -51,7 +52,7 @@ mb_count_group_name(enum mb_count_group g)
 /*
  * One statement per grouping, with and without text terms, over the current
  * rows the query matches: the text terms are a rowid set from FTS5, the
- * filters the search's own (IDX_QUERY_FILTERS).  Folders and labels are
+ * filters the search's own (SEARCH_FILTERS, SEARCH_DATES).  Folders and labels are
  * grouped by SQL (few keys; labels are split in C, count_labels); dates and
  * senders are read row by row and grouped here (count_row), which costs a
  * quarter of a GROUP BY on strftime() or lower(): the index scan is the
@@ -59,7 +60,7 @@ mb_count_group_name(enum mb_count_group g)
  */
 #define COUNT_FROM \
 	" FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE " \
-	IDX_CURRENT("m", "f") " AND " IDX_QUERY_FILTERS("m")
+	IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS "AND " SEARCH_DATES
 #define GROUP_SQL(key) \
 	"SELECT " key ", count(*)" COUNT_FROM " GROUP BY 1"
 #define GROUP_SQL_MATCH(key) \
@@ -267,11 +268,11 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 	sqlite3_stmt *st;
 	int rc;
 
-	if (q->folder && idx_folder_id(idx, q->folder, &fid, err) == -1)
+	if (idx_search_scope(idx, q, &fid, err) == -1)
 		return -1;
 	if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) == NULL)
 		return -1;
-	idx_query_bind(st, q, fid);
+	idx_search_bind(st, q, fid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		int64_t count = sqlite3_column_int64(st, 1);

@@ -1,9 +1,7 @@
 /*
- * What every reader of a compiled query shares (index-private.h): the
- * binds of its filters, its folder's id, and the read transaction a
- * multi-statement answer runs in.  The search (index_search.c) and the
- * overviews (index_overview.c, index_contacts.c) use these, so a filter
- * the query language gains reaches them all at once.
+ * What the readers of a compiled query share (index-private.h): the read
+ * transaction a multi-statement answer runs in.  The filters' SQL and binds
+ * are the search's (search-private.h), used by the overviews too.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,35 +14,6 @@
 #include "mailbox/query.h"
 
 #include "index-private.h"
-
-void
-idx_query_bind(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id)
-{
-	if (q->match)
-		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
-	if (q->folder)
-		sqlite3_bind_int64(st, 2, folder_id);
-	if (q->since != INT64_MIN)
-		sqlite3_bind_int64(st, 3, q->since);
-	if (q->until != INT64_MAX)
-		sqlite3_bind_int64(st, 4, q->until);
-	sqlite3_bind_int64(st, 5, q->flags_set);
-	sqlite3_bind_int64(st, 6, q->flags_clear);
-	if (q->has_attachment >= 0)
-		sqlite3_bind_int(st, 7, q->has_attachment);
-}
-
-int
-idx_folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
-{
-	struct mb_folder_state fs;
-
-	if (mb_index_folder_get(idx, name, &fs, err) == -1)
-		return -1;
-	*id_r = fs.id;
-	mb_folder_state_release(&fs);
-	return 0;
-}
 
 static const char begin_sql[] = "BEGIN";
 static const char commit_sql[] = "COMMIT";

@@ -160,7 +160,7 @@ const bad = [
 	[{ query: 'x', limit: 500 }, /between 1 and 50/],
 	[{ query: 'x', limit: 'many' }, /integer/],
 	[{ query: 42 }, /query must be a string/],
-	[{ query: 'x after:yesterday' }, /YYYY-MM-DD/],
+	[{ query: 'x after:someday' }, /YYYY-MM-DD/],
 	[{ query: 'x', since: '2024/01/01' }, /YYYY-MM-DD/],
 	[{ query: 'x', folder: 'Nope' }, /no folder named/],
 	[{ query: 'x', colour: 'red' }, /unknown argument/],
