@@ -50,6 +50,7 @@
 
 #include "mailbox/conf.h"
 #include "mailbox/err.h"
+#include "mailbox/extract.h"
 #include "mailbox/imap.h"
 #include "mailbox/index.h"
 #include "mailbox/ipc.h"
@@ -78,6 +79,7 @@ struct sd_conf {
 	char		*syncd_allowed_uids;	/* who may connect; empty: syncd's own uid */
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
+	struct mb_extract_limits extract;	/* attachment text (docs/attachments.md) */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];
