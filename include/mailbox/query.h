@@ -12,6 +12,8 @@
  *   a OR b          either term (OR in capitals, between two terms)
  *   from:x to:x cc:x subject:x body:x   the term in that column only
  *                   (to: and cc: both search the recipients column)
+ *   filename:x attachment:x   the term in the attachments' file names, or in
+ *                   their extracted text (docs/attachments.md)
  *   folder:NAME     only that folder (exact name; quote names with spaces)
  *   after:YYYY-MM-DD   on or after that day (UTC)
  *   before:YYYY-MM-DD  before that day (UTC)

@@ -33,6 +33,8 @@ enum q_field {
 	QF_BEFORE,
 	QF_HAS,
 	QF_IS,
+	QF_FILENAME,
+	QF_ATTACHMENT,
 };
 
 static const struct {
@@ -52,6 +54,8 @@ static const struct {
 	{ "before", QF_BEFORE, NULL },
 	{ "has", QF_HAS, NULL },
 	{ "is", QF_IS, NULL },
+	{ "filename", QF_FILENAME, "att_names" },	/* docs/attachments.md */
+	{ "attachment", QF_ATTACHMENT, "att_text" },
 };
 
 struct q_term {

@@ -48,8 +48,8 @@ check(JSON.stringify(await client.setLoggingLevel('info')) === '{}', 'logging/se
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 // mcpd runs with MCP_READ_ONLY=1 here: no write tools (tests/integration/test_writes.sh has them).
-check(JSON.stringify(names) === JSON.stringify(['get_message', 'get_thread', 'list_folders',
-	'list_recent_writes', 'search_messages']), 'five read tools', names);
+check(JSON.stringify(names) === JSON.stringify(['get_attachment', 'get_message', 'get_thread',
+	'list_folders', 'list_recent_writes', 'search_messages']), 'six read tools', names);
 for (const t of tools) {
 	check(typeof t.description === 'string' && t.description.length > 40, `${t.name} has a description`);
 	check(t.inputSchema?.type === 'object', `${t.name} inputSchema is an object schema`);

@@ -211,7 +211,7 @@ grep -q "control: refused uid 65534" "$SYNCD_LOG" || fail "uid 65534 not refused
 python3 - "$sock" > "$work/bad.out" <<'PY'
 import socket, struct, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)
-s.sendall(struct.pack('=IIII', 6, 20, 99, 3) + b'\xff\xff\xff\xff')  # CTL_REQUEST (version 3), a short payload
+s.sendall(struct.pack('=IIII', 6, 20, 99, 4) + b'\xff\xff\xff\xff')  # CTL_REQUEST (version 4), a short payload
 data = b''
 while True:
     b = s.recv(4096)
@@ -231,7 +231,7 @@ def s(x):
 def req(rid, add, rem):
     p = struct.pack('=I', 1) + s('pipelined') + struct.pack('=QII', int(sys.argv[2]), add, rem) + b'\0'
     p += struct.pack('=II', 0, 0) + b'\0\0'   # no recipients, subject or body: not a draft
-    return struct.pack('=IIII', 6, 16 + len(p), rid, 3) + p  # version: MB_IPC_VERSION
+    return struct.pack('=IIII', 6, 16 + len(p), rid, 4) + p  # version: MB_IPC_VERSION
 c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.settimeout(20)
 c.sendall(req(41, 2, 0) + req(42, 0, 2))   # +\Answered, then -\Answered
 data = b''
