@@ -56,8 +56,11 @@ sd_blob_store(const char *data_dir, const void *data, size_t len, char sha256_r[
 		snprintf(sha256_r + 2 * i, 3, "%02x", md[i]);
 	snprintf(dir, sizeof(dir), "%s/blobs/%.2s", data_dir, sha256_r);
 	snprintf(path, sizeof(path), "%s/%s", dir, sha256_r + 2);
-	if (stat(path, &st) == 0 && (size_t)st.st_size == len)
-		return 0;	/* content-addressed: the same name is the same bytes */
+	/* Content-addressed: the same name is the same bytes.  Touched so the blob
+	 * collection (attach.c) leaves it; gone meanwhile: written anew. */
+	if (stat(path, &st) == 0 && (size_t)st.st_size == len &&
+	    utimensat(AT_FDCWD, path, NULL, 0) == 0)
+		return 0;
 	if (mkdir(dir, 0750) == -1 && errno != EEXIST)
 		return mb_err_set(err, MB_E_TEMP, "blob: mkdir %s: %s", dir, strerror(errno));
 	snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir);

@@ -146,5 +146,34 @@ call "{\"method\":\"resources/read\",\"params\":{\"uri\":\"mail://attachment/$ai
 call '{"method":"resources/templates/list"}' |
     py "assert any(t['uriTemplate']=='mail://attachment/{id}' for t in r['resourceTemplates']), r" ||
     fail "no attachment resource template"
+
+# An upgraded install: rows stored before extraction get their text from the
+# blob on the next tick.  (The sqlite3 shell cannot write messages: its FTS
+# needs the mb_cjk tokenizer; the attachment rows alone are reset.)
+syncd_sql "UPDATE attachments SET extract_status = NULL, extracted_text = NULL
+    WHERE filename IN ('plain.pdf', 'notes.odt')"
+rm -f "$SYNCD_DATA/blobs/${sha:0:2}/${sha:2}.txt"
+aid=$(syncd_sql "SELECT id FROM attachments WHERE filename = 'notes.odt'")
+call "{\"method\":\"tools/call\",\"params\":{\"name\":\"get_attachment\",\"arguments\":{\"id\":$aid}}}" |
+    py "s=r['structuredContent']; assert not s['text_available'] and \
+s['text_status'].startswith('not extracted yet'), s" || fail "a not-yet-extracted attachment"
+# Blob collection: an unreferenced old blob goes, a referenced old one stays.
+orphan=ab$(printf '%062d' 7)
+mkdir -p "$SYNCD_DATA/blobs/ab"
+echo orphan > "$SYNCD_DATA/blobs/ab/${orphan:2}"
+echo cache > "$SYNCD_DATA/blobs/ab/${orphan:2}.txt"
+touch -d '3 hours ago' "$SYNCD_DATA/blobs/ab/${orphan:2}" "$SYNCD_DATA/blobs/${sha:0:2}/${sha:2}"
+syncd --once || fail "tick exit $?"
+grep -q "attachments: extracted 2 stored attachment(s); 0 left" "$SYNCD_LOG" ||
+    fail "no re-extraction progress line"
+[ "$(status plain.pdf)" = ok ] || fail "plain.pdf not re-extracted: $(status plain.pdf)"
+expect_hit Zebulon plain.pdf text
+expect_hit narwhal notes.odt text
+syncd_sql "SELECT att_text FROM messages WHERE id = (SELECT message_id FROM attachments
+    WHERE filename = 'notes.odt')" | grep -q narwhal || fail "message's attachment text not refreshed"
+[ ! -e "$SYNCD_DATA/blobs/ab/${orphan:2}" ] || fail "unreferenced blob kept"
+[ ! -e "$SYNCD_DATA/blobs/ab/${orphan:2}.txt" ] || fail "unreferenced blob's cache kept"
+[ -f "$SYNCD_DATA/blobs/${sha:0:2}/${sha:2}" ] || fail "a referenced blob was removed"
+grep -q "attachments: removed 1 blob(s)" "$SYNCD_LOG" || fail "no collection line"
 ok=1
 echo "ok: attachments"
