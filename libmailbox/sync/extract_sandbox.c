@@ -69,12 +69,15 @@ child(const struct mb_extract_limits *lim, mb_extract_fn *fn, const char *charse
 		wfd = 3;
 	}
 	(void)close_range(4, ~0u, 0);
+	/* No limits, no extraction: a parser never runs unbounded. */
 	rl.rlim_cur = lim->cpu_seconds;
 	rl.rlim_max = lim->cpu_seconds + 1;
-	(void)setrlimit(RLIMIT_CPU, &rl);
+	if (setrlimit(RLIMIT_CPU, &rl) == -1)
+		_exit(3);
 #ifndef EX_NO_AS_LIMIT
 	rl.rlim_cur = rl.rlim_max = (rlim_t)lim->memory_mb << 20;
-	(void)setrlimit(RLIMIT_AS, &rl);
+	if (setrlimit(RLIMIT_AS, &rl) == -1)
+		_exit(3);
 #endif
 	rl.rlim_cur = rl.rlim_max = 0;
 	(void)setrlimit(RLIMIT_CORE, &rl);
@@ -169,6 +172,9 @@ ex_sandbox(const struct mb_extract_limits *lim, mb_extract_fn *fn, const char *c
 	else if (WIFSIGNALED(status))
 		ex_fail(out, "failed: the extractor died (signal %d; out of memory under the "
 		    "%u MiB budget, or a parser crash)", WTERMSIG(status), lim->memory_mb);
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+		ex_fail(out, "failed: the extraction sandbox cannot set its CPU and memory limits "
+		    "(setrlimit refused; see docs/attachments.md)");
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got < sizeof(out->status))
 		ex_fail(out, "failed: the extractor exited without an answer");
 	else {
