@@ -193,7 +193,7 @@ collect_dir(struct sd *sd, unsigned slot, size_t *seen)
 			continue;
 		if (lstat(path, &st) == -1 || !S_ISREG(st.st_mode) || st.st_mtime >= cutoff)
 			continue;
-		snprintf(sha, sizeof(sha), "%02x%s", slot, name);
+		snprintf(sha, sizeof(sha), "%02x%.62s", slot, name);
 		if (blob_remove(sd, path, sha, &st))
 			removed++;
 	}

@@ -2,7 +2,7 @@
  * bench_extract: what attachment extraction costs (docs/benchmarks.md,
  * "Attachment extraction").
  *
- *   bench_extract CORPUS_DIR [DOCS_DIR]
+ *   bench_extract CORPUS_DIR [DOCS_DIR [INDEX_PATH]]
  *
  * 1. Every message under CORPUS_DIR (the SpamAssassin corpus: few
  *    attachments) is normalised as a worker does, with extraction off and
@@ -12,6 +12,9 @@
  * 2. Every file of DOCS_DIR (PDF and DOCX made by the caller) is extracted
  *    as a worker would, sandboxed: MB/s of input per CPU second, and the
  *    largest RSS of one extraction child (ru_maxrss of the reaped children).
+ * 3. With INDEX_PATH (a fresh file), one message per document, its text as
+ *    the attachment's, is upserted into an index: its bytes per message,
+ *    against the same messages without the text.
  * Prints markdown table rows.
  */
 #include <dirent.h>
@@ -21,8 +24,10 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mailbox/extract.h"
+#include "mailbox/index.h"
 #include "mailbox/mime.h"
 #include "mailbox/util.h"
 
@@ -113,6 +118,55 @@ corpus_pass(const struct files *f, bool extract, size_t *atts_r, size_t *text_r)
 	return cpu_now() - t0;
 }
 
+/* Bytes per message of an index of one message per document (with or without its text). */
+static double
+index_bytes(const char *path, const struct files *docs, char **texts, bool with_text)
+{
+	struct mb_index *idx = NULL;
+	struct mb_err err = { 0 };
+	int64_t fid = 0;
+	struct stat st;
+	char wal[4200];
+
+	unlink(path);
+	if (mb_index_open(path, MB_INDEX_RW, &idx, &err) == -1 ||
+	    mb_index_folder_ensure(idx, "INBOX", NULL, &fid, &err) == -1) {
+		fprintf(stderr, "index: %s\n", err.msg);
+		exit(1);
+	}
+	for (size_t i = 0; i < docs->n; i++) {
+		struct mb_msg *m = mb_msg_new();
+		struct mb_index_row row = { .folder_id = fid, .uidvalidity = 1,
+		    .uid = (uint32_t)i + 1, .msg = m };
+
+		free(m->body);
+		m->body = mb_xstrdup("See the attached document.");
+		m->body_len = strlen(m->body);
+		m->subject = mb_xstrdup("the document");
+		m->attachments = mb_xcalloc(1, sizeof(*m->attachments));
+		m->n_attachments = 1;
+		m->attachments[0].filename = mb_xstrdup(docs->name[i]);
+		m->attachments[0].mime_type = mb_xstrdup("application/pdf");
+		m->attachments[0].size = docs->len[i];
+		if (with_text && texts[i] != NULL) {
+			m->attachments[0].text = mb_xstrdup(texts[i]);
+			m->attachments[0].text_len = strlen(texts[i]);
+			m->attachments[0].text_status = mb_xstrdup("ok");
+		}
+		if (mb_index_upsert_batch(idx, &row, 1, &err) == -1) {
+			fprintf(stderr, "index: %s\n", err.msg);
+			exit(1);
+		}
+		mb_msg_free(&m);
+	}
+	mb_index_close(&idx);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	unlink(wal);
+	if (stat(path, &st) == -1)
+		return 0;
+	return (double)st.st_size / (double)docs->n;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -140,9 +194,11 @@ main(int argc, char **argv)
 		struct mb_extract_limits lim = MB_EXTRACT_LIMITS_DEFAULT;
 		struct rusage c;
 		size_t out = 0, ok = 0;
+		char **texts;
 		double t0;
 
 		load(&docs, argv[2], NULL);
+		texts = mb_xcalloc(docs.n ? docs.n : 1, sizeof(char *));
 		t0 = cpu_now();
 		for (size_t i = 0; i < docs.n; i++) {
 			struct mb_extract_out o;
@@ -153,6 +209,8 @@ main(int argc, char **argv)
 			    &o);
 			ok += strncmp(o.status, "ok", 2) == 0;
 			out += o.text.len;
+			if (strncmp(o.status, "ok", 2) == 0)
+				texts[i] = mb_buf_detach(&o.text, NULL);
 			mb_buf_release(&o.text);
 		}
 		t0 = cpu_now() - t0;
@@ -160,6 +218,18 @@ main(int argc, char **argv)
 		printf("| %zu documents, %.1f MB (%zu with text, %.1f MB of text) | %.2f s CPU | "
 		    "%.1f MB/s of input per CPU second | largest child RSS %ld MiB |\n", docs.n,
 		    docs.bytes / 1e6, ok, out / 1e6, t0, docs.bytes / 1e6 / t0, c.ru_maxrss / 1024);
+		if (argc > 3) {
+			double without = index_bytes(argv[3], &docs, texts, false);
+			double with = index_bytes(argv[3], &docs, texts, true);
+
+			printf("| index, %zu messages of one document each | %.0f bytes/message "
+			    "without the text | %.0f bytes/message with it | text %.0f bytes/message "
+			    "(stored twice: attachments and messages.att_text, plus FTS) |\n", docs.n,
+			    without, with, out / (double)docs.n);
+		}
+		for (size_t i = 0; i < docs.n; i++)
+			free(texts[i]);
+		free(texts);
 	}
 	return 0;
 }
