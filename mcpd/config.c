@@ -37,6 +37,8 @@ static const struct mb_conf_key mcp_conf_keys[] = {
 	K("LOG_LEVEL", MB_CONF_ENUM, level_choice, "info", 0, 0, level_choices),
 	K("SYNCD_SOCKET", MB_CONF_PATH, syncd_socket, "/run/imap-mcp/syncd.sock", 0, 0, NULL),
 	K("MCP_READ_ONLY", MB_CONF_ENUM, read_only_choice, "0", 0, 0, bool_choices),
+	K("MCP_ATTACHMENT_MAX_BYTES", MB_CONF_UINT, attachment_max, "10485760", 1024, 1u << 30,
+	    NULL),
 };
 
 /* Split a comma-separated list into an owned NULL-terminated array. */

@@ -67,6 +67,7 @@ struct mcp_config {
 	unsigned	 level_choice;	/* LOG_LEVEL, as an index into its choices */
 	char		*syncd_socket;	/* SYNCD_SOCKET: the write tools' way to syncd */
 	unsigned	 read_only_choice;	/* MCP_READ_ONLY, as an index into its choices */
+	unsigned	 attachment_max;	/* MCP_ATTACHMENT_MAX_BYTES: mail://attachment cap */
 	/* derived from them */
 	bool		 listen_unix;
 	char		*unix_path;	/* owned; when listen_unix */
@@ -402,6 +403,22 @@ json_t	*mcp_tool_get_thread(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
 json_t	*mcp_tool_list_folders(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
+/* ---- tools_attach.c: attachments (docs/attachments.md) */
+
+json_t	*mcp_tool_get_attachment(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+/* One attachment of get_message's list, as structured data. */
+struct mb_read_attachment;
+json_t	*mcp_attachment_json(const struct mb_read_attachment *a);
+/* The resource template of mail://attachment/{id}. */
+json_t	*mcp_attachment_template(void);
+/*
+ * resources/read of a mail://attachment/{id} uri: the bytes as a blob,
+ * up to MCP_ATTACHMENT_MAX_BYTES.  NULL with *code_r and *message_r set.
+ */
+json_t	*mcp_attachment_resource(struct mcp_server *srv, const char *uri, int *code_r,
+	    const char **message_r);
+
 /* resources/list, resources/templates/list, resources/read: NULL with *code_r/-message
  * for a JSON-RPC error. */
 json_t	*mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r,

@@ -30,6 +30,7 @@ static const struct mcp_tool tools[] = {
 	{ "count_messages",	MCP_SCOPE_READ,		mcp_tool_count_messages },
 	{ "find_contacts",	MCP_SCOPE_READ,		mcp_tool_find_contacts },
 	{ "awaiting_reply",	MCP_SCOPE_READ,		mcp_tool_awaiting_reply },
+	{ "get_attachment",	MCP_SCOPE_READ,		mcp_tool_get_attachment },
 };
 
 #define FENCE_MARK	"@FENCE_NOTE@"

@@ -105,9 +105,7 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 	json_object_set_new(m, "headers_only", json_boolean(rm->headers_only));
 	atts = json_array();
 	for (size_t i = 0; i < rm->n_atts; i++)
-		json_array_append_new(atts, json_pack("{s:o, s:o, s:I, s:b}",
-		    "name", mcp_str_json(rm->atts[i].name), "type", mcp_str_json(rm->atts[i].type),
-		    "size", (json_int_t)rm->atts[i].size, "inline", rm->atts[i].is_inline));
+		json_array_append_new(atts, mcp_attachment_json(&rm->atts[i]));
 	json_object_set_new(m, "attachments", atts);
 	if (a != NULL) {
 		size_t i;
@@ -130,10 +128,13 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 		json_array_foreach(atts, i, v) {
 			json_t *nm = json_object_get(v, "name");
 
-			mb_buf_addf(&inner, "Attachment: %s (%s, %" JSON_INTEGER_FORMAT " bytes)\n",
+			mb_buf_addf(&inner, "Attachment: %s (%s, %" JSON_INTEGER_FORMAT " bytes, id %"
+			    JSON_INTEGER_FORMAT ", %s)\n",
 			    json_is_string(nm) ? json_string_value(nm) : "(no name)",
 			    json_string_value(json_object_get(v, "type")),
-			    json_integer_value(json_object_get(v, "size")));
+			    json_integer_value(json_object_get(v, "size")),
+			    json_integer_value(json_object_get(v, "id")),
+			    json_string_value(json_object_get(v, "text_status")));
 		}
 		mb_buf_addc(&inner, '\n');
 		mb_buf_add(&inner, rm->body, rm->body_len);
@@ -297,10 +298,13 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 json_t *
 mcp_resource_templates_list(void)
 {
-	return json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "resourceTemplates",
+	json_t *r = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "resourceTemplates",
 	    "uriTemplate", "mail://message/{id}", "name", "message", "title", "A mail message",
 	    "description", "One message by id: headers and the normalised plain-text body. "
 	    MCP_FENCE_NOTE, "mimeType", "text/plain");
+
+	json_array_append_new(json_object_get(r, "resourceTemplates"), mcp_attachment_template());
+	return r;
 }
 
 /*
@@ -369,6 +373,8 @@ mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		*message_r = "Invalid params: uri (a string) is required";
 		return NULL;
 	}
+	if (strncmp(uri, "mail://attachment/", 18) == 0)
+		return mcp_attachment_resource(srv, uri, code_r, message_r);
 	p = uri + sizeof(prefix) - 1;
 	if (strncmp(uri, prefix, sizeof(prefix) - 1) != 0 || *p < '1' || *p > '9') {
 		*code_r = -32002;

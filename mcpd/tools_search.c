@@ -47,6 +47,26 @@ labels_json(const struct mb_search_hit *h)
 	return a;
 }
 
+/*
+ * The attachment a hit matched in (docs/attachments.md): its id for
+ * get_attachment, its name and a snippet of its text when it has them.
+ */
+static void
+hit_attachment(json_t *j, const struct mb_search_hit *h)
+{
+	json_t *a;
+
+	if (h->att_id == 0)
+		return;
+	a = json_pack("{s:I, s:s}", "id", (json_int_t)h->att_id, "matched",
+	    h->att_by_name ? "name" : "text");
+	if (h->att_name != NULL)
+		json_object_set_new(a, "name", mcp_str_json(h->att_name));
+	if (h->att_snippet != NULL)
+		json_object_set_new(a, "snippet", mcp_str_json(h->att_snippet));
+	json_object_set_new(j, "attachment", a);
+}
+
 /* One hit as structured data. */
 static json_t *
 hit_json(const struct mb_search_hit *h)
@@ -74,6 +94,7 @@ hit_json(const struct mb_search_hit *h)
 	if (h->has_date || h->has_received)
 		json_object_set_new(o, "date_used", json_string(h->dated_by_header ? "date" :
 		    "received"));
+	hit_attachment(o, h);
 	return o;
 }
 
@@ -114,8 +135,10 @@ static void
 search_text(struct mcp_answer *a, json_t *results, int64_t offset,
     const struct mb_search_page *pg)
 {
-	static const char *const keys[] = { "from", "to", "subject", "snippet" };
-	static const char *const labels[] = { "From", "To", "Subject", "Snippet" };
+	static const char *const keys[] = { "from", "to", "subject", "snippet", "att_name",
+	    "att_snippet" };
+	static const char *const labels[] = { "From", "To", "Subject", "Snippet", "Attachment",
+	    "Attachment snippet" };
 	size_t n = json_array_size(results);
 
 	if (n == 0)
@@ -132,6 +155,7 @@ search_text(struct mcp_answer *a, json_t *results, int64_t offset,
 	for (size_t i = 0; i < n; i++) {
 		json_t *h = json_array_get(results, i);
 		json_t *d = json_object_get(h, "date");
+		json_t *att, *flat = NULL;
 
 		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | %s | %s | ",
 		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")),
@@ -139,9 +163,22 @@ search_text(struct mcp_answer *a, json_t *results, int64_t offset,
 		    json_is_string(d) ? json_string_value(d) : "no date");
 		mcp_add_flags_text(&a->text, json_object_get(h, "flags"));
 		labels_text(&a->text, json_object_get(h, "labels"));
-		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT "\n",
+		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT,
 		    json_integer_value(json_object_get(h, "attachment_count")));
-		mcp_add_fenced_fields(a, h, keys, labels, MB_ARRAY_LEN(keys));
+		att = json_object_get(h, "attachment");
+		if (att != NULL) {
+			/* The attachment's strings are mail: fenced with the rest. */
+			mb_buf_addf(&a->text, " | matched in the %s of attachment id %"
+			    JSON_INTEGER_FORMAT " (read it with get_attachment)",
+			    json_string_value(json_object_get(att, "matched")),
+			    json_integer_value(json_object_get(att, "id")));
+			flat = json_copy(h);
+			json_object_set(flat, "att_name", json_object_get(att, "name"));
+			json_object_set(flat, "att_snippet", json_object_get(att, "snippet"));
+		}
+		mb_buf_addc(&a->text, '\n');
+		mcp_add_fenced_fields(a, flat != NULL ? flat : h, keys, labels, MB_ARRAY_LEN(keys));
+		json_decref(flat);
 	}
 }
 

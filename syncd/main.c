@@ -283,6 +283,10 @@ main(int argc, char **argv)
 			mb_conf_print(sd_conf_keys, sd_conf_nkeys, &conf, NULL, stdout);
 		goto out;
 	}
+	if (mb_extract_types_parse(conf.extract.types, &(unsigned){ 0 }, &err) == -1) {
+		mb_log_error("%s", err.msg);
+		goto out;
+	}
 	mb_log_set_level(sd_conf_log_level(&conf));
 	if (cmd == CMD_CHECK) {
 		rc = check_config(&conf, src);

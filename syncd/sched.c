@@ -336,6 +336,7 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 		mb_log_info("queued %u ranges, the per-tick cap; the rest waits for the next tick",
 		    sd->sched.tick_queued);
 	sd->sched.tick_converged = converged && sd->sched.tick_queued == 0;
+	sd_attach_tick(sd);
 	r = 0;
 out:
 	mb_imap_folders_free(&list, n_list);

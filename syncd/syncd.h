@@ -5,6 +5,7 @@
  *	settings.c	the configuration table and its struct; the IMAP settings
  *	sched.c		the tick: one IMAP session enumerates, finds gaps, queues ranges
  *	reconcile.c	the tick: flags and expunges of mail already indexed
+ *	attach.c	the tick: attachments' re-extraction and blob collection
  *	queue.c		the durable work_queue and dead_letters tables
  *	proc.c		signals, and every child: the one fork, the table, the reaping
  *	pool.c		the scheduler's side of the workers: spawn, dispatch, deadlines, loss
@@ -27,11 +28,11 @@
  *	control.c
  *	sched.c      pool.c       writes.c
  *	writer.c     worker.c     writeproc.c  progress.c   status.c
- *	queue.c      settings.c   proc.c       reconcile.c
+ *	queue.c      settings.c   proc.c       reconcile.c  attach.c
  *
  * main.c calls loop, proc, settings and status; loop.c calls control,
  * sched, pool, writer, progress, proc and queue; control.c calls writes;
- * sched.c calls reconcile, queue, writer, progress, proc and settings;
+ * sched.c calls reconcile, attach, queue, writer, progress, proc and settings;
  * pool.c calls writer, worker, queue and proc; writes.c calls writer,
  * writeproc and proc; writer.c, progress.c and status.c call queue;
  * worker.c and writeproc.c call settings.
@@ -50,6 +51,7 @@
 
 #include "mailbox/conf.h"
 #include "mailbox/err.h"
+#include "mailbox/extract.h"
 #include "mailbox/imap.h"
 #include "mailbox/index.h"
 #include "mailbox/ipc.h"
@@ -79,6 +81,7 @@ struct sd_conf {
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
 	char		*my_addresses;		/* MY_ADDRESSES: comma-separated; NULL none */
+	struct mb_extract_limits extract;	/* attachment text (docs/attachments.md) */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];
@@ -228,6 +231,12 @@ struct sd_sched_state {
 	bool			 tick_converged;	/* every folder at the top, nothing queued */
 };
 
+/* Written by attach.c only: where its slices of work got to. */
+struct sd_attach_state {
+	int64_t			 after_id;	/* re-extraction: the last attachment id read */
+	unsigned		 gc_slot;	/* blob collection: the next blobs/xx directory */
+};
+
 /* Written by pool.c only. */
 struct sd_pool {
 	struct sd_worker	*workers;	/* owned; conf->sync_workers slots */
@@ -285,6 +294,7 @@ struct sd {
 	struct sd_proc		 proc;		/* proc.c (opened by main.c) */
 	struct sd_tick_state	 tick;		/* loop.c */
 	struct sd_sched_state	 sched;		/* sched.c */
+	struct sd_attach_state	 attach;	/* attach.c */
 	struct sd_pool		 pool;		/* pool.c */
 	struct sd_progress_state progress;	/* progress.c */
 	struct sd_writer_state	 writer;	/* writer.c (crash_at set by main.c) */
@@ -295,6 +305,15 @@ struct sd {
 /* Ask the index how many rows a folder has under a uidvalidity. */
 int	sd_count_rows(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, uint64_t *n_r,
 	    struct mb_err *err);
+
+/* ---- attach.c */
+
+/*
+ * One bounded slice of attachment housekeeping (the tick's end): extract
+ * stored attachments that never were, collect unreferenced blobs.  Logs
+ * what it could not do; never fails the tick.
+ */
+void	sd_attach_tick(struct sd *sd);
 
 /* ---- sched.c */
 

@@ -45,6 +45,11 @@ struct mb_attachment {
 	uint64_t	 size;		/* decoded bytes */
 	unsigned char	*data;		/* owned; decoded bytes (size of them); may be NULL once stored */
 	char		 sha256[65];	/* hex of data, filled by whoever stores the blob; "" until then */
+	char		*charset;	/* owned; a text part's declared charset; may be NULL */
+	char		*text;		/* owned; extracted text (text_len bytes, UTF-8); may be NULL */
+	size_t		 text_len;
+	char		*text_status;	/* owned; "ok..." or why there is no text
+					 * (mailbox/extract.h); NULL: not tried */
 };
 
 struct mb_msg {

@@ -14,6 +14,8 @@
  *   from:x to:x cc:x subject:x body:x   the term in that column only
  *                   (to: and cc: both search the recipients column)
  *   from:me to:me   from / to or cc one of the account's own addresses
+ *   filename:x attachment:x   the term in the attachments' file names, or in
+ *                   their extracted text (docs/attachments.md)
  *   folder:NAME in:NAME   only that folder (exact name; quote names with spaces)
  *   in:inbox in:sent in:drafts in:trash in:junk in:spam in:archive in:all
  *                   the folder of that special-use role (in:inbox: INBOX)

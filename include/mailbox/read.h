@@ -17,12 +17,15 @@
 
 struct mb_index;
 
-/* An attachment's metadata (the content is never indexed). */
+/* An attachment's metadata (its text: mailbox/attachments.h). */
 struct mb_read_attachment {
 	char		*name;		/* the file name, or NULL */
 	char		*type;		/* MIME type */
 	int64_t		 size;		/* bytes, decoded */
 	bool		 is_inline;
+	int64_t		 id;		/* attachments.id: get_attachment's id */
+	bool		 has_text;	/* extracted text is stored */
+	char		*text_status;	/* "ok..." or why there is no text; NULL: not tried yet */
 };
 
 /* One message, with one page of its body. */

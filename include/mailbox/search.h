@@ -84,6 +84,16 @@ struct mb_search_hit {
 	 */
 	char		*snippet;
 	size_t		 snippet_len;
+	/*
+	 * When the query matched an attachment's text or file name: that
+	 * attachment (att_id, its name), whether it was the name that matched,
+	 * and a snippet of its text, marked as above.  att_id 0: no attachment
+	 * matched (or the match was elsewhere in the message).
+	 */
+	int64_t		 att_id;
+	char		*att_name;	/* NULL when the attachment has none */
+	bool		 att_by_name;
+	char		*att_snippet;	/* NULL when only the name matched */
 };
 
 /* One page of a search; mb_search_page_release() frees what it holds. */

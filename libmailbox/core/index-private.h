@@ -49,13 +49,14 @@ enum idx_stmt {
 	IDX_THREAD_MOVE_MSGS,
 	IDX_THREAD_MOVE_REFS,
 	IDX_THREAD_MOVE_STAGE,
+	IDX_STAGE_ATT_FTS,
 	IDX_STMT_COUNT
 };
 
 /*
  * Statements cached by the address of their SQL (idx_stmt_sql): the
- * reader's, and syncd's bookkeeping (about 30 today: the queue, the audit, the
- * status views, the write checks).
+ * reader's, the attachments', and syncd's bookkeeping (about 70 today: the
+ * queue, the audit, the status views, the write checks), with room.
  */
 #define IDX_SQL_CACHE	128
 
@@ -161,6 +162,25 @@ char	*idx_col_text(sqlite3_stmt *st, int col, size_t *len_r);
  */
 int	idx_thread_assign(struct mb_index *idx, const struct mb_msg *m, int64_t keep_tid,
 	    int64_t *tid_r, struct mb_err *err);
+
+/*
+ * For each hit with attachments, whether match (an FTS5 MATCH expression)
+ * found an attachment's text or file name, and which (index_attachments.c):
+ * fills the hits' att_* fields.  Runs inside the search's transaction.
+ */
+struct mb_search_hit;
+
+/*
+ * A page of text (len bytes of UTF-8): at most cap characters from
+ * character offset on, copied into *page_r (NUL-terminated, the caller
+ * frees; *page_len_r bytes); *more_r when text goes on, at character
+ * *next_r (0 otherwise).  Bodies and attachment text page the same way.
+ */
+void	idx_text_page(const char *text, size_t len, size_t offset, size_t cap, char **page_r,
+	    size_t *page_len_r, bool *more_r, int64_t *next_r);
+
+int	idx_attachment_hits(struct mb_index *idx, const char *match, struct mb_search_hit *hits,
+	    size_t n, struct mb_err *err);
 
 /* The fts5_api of db, through the documented pointer-passing interface
  * (fts_cjk.c); NULL when SQLite has no FTS5.  Borrowed: it lives as long as db. */

@@ -148,6 +148,9 @@ stage_attachments(struct mb_index *idx, const struct mb_index_row *row, struct m
 		idx_bind_text(st, 8, a->content_id);
 		sqlite3_bind_int(st, 9, a->is_inline);
 		idx_bind_text(st, 10, nonempty_str(a->sha256));
+		if (a->text != NULL)
+			sqlite3_bind_text64(st, 11, a->text, a->text_len, SQLITE_STATIC, SQLITE_UTF8);
+		idx_bind_text(st, 12, a->text_status);
 		if (idx_step_done(idx, st, "stage attachment", err) == -1)
 			return -1;
 	}
@@ -257,6 +260,7 @@ flush_stage(struct mb_index *idx, struct mb_err *err)
 	if (run(idx, IDX_STAGE_FLUSH, "upsert", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_REPLACE, "replace attachments", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_FLUSH, "insert attachments", err) == -1 ||
+	    run(idx, IDX_STAGE_ATT_FTS, "attachment text", err) == -1 ||
 	    run(idx, IDX_STAGE_CLEAR, "clear stage", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_CLEAR, "clear stage", err) == -1)
 		return -1;

@@ -25,7 +25,8 @@ static const char message_sql[] =
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 static const char attachments_sql[] =
-	"SELECT filename, mime_type, size, is_inline FROM attachments WHERE message_id = ?1 "
+	"SELECT filename, mime_type, size, is_inline, id, extracted_text IS NOT NULL, "
+	"extract_status FROM attachments WHERE message_id = ?1 "
 	"ORDER BY ordinal";
 
 static const char thread_of_sql[] =
@@ -52,7 +53,7 @@ static void
 message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t cap)
 {
 	const char *body = (const char *)sqlite3_column_text(st, 14);
-	size_t blen = (size_t)sqlite3_column_bytes(st, 14), start, end;
+	size_t blen = (size_t)sqlite3_column_bytes(st, 14);
 
 	m->id = sqlite3_column_int64(st, 0);
 	m->folder = idx_col_text(st, 1, NULL);
@@ -84,14 +85,7 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 		blen = 0;
 	}
 	m->body_chars = mb_utf8_count(body, blen);
-	start = mb_utf8_offset(body, blen, offset);
-	end = start + mb_utf8_offset(body + start, blen - start, cap);
-	m->body = mb_xmalloc(end - start + 1);
-	memcpy(m->body, body + start, end - start);
-	m->body[end - start] = '\0';
-	m->body_len = end - start;
-	m->more = end < blen;
-	m->next_offset = m->more ? (int64_t)(offset + mb_utf8_count(body + start, end - start)) : 0;
+	idx_text_page(body, blen, offset, cap, &m->body, &m->body_len, &m->more, &m->next_offset);
 }
 
 static int
@@ -116,6 +110,9 @@ attachments_fill(struct mb_index *idx, struct mb_read_message *m, struct mb_err 
 		a->type = idx_col_text(st, 1, NULL);
 		a->size = sqlite3_column_int64(st, 2);
 		a->is_inline = sqlite3_column_int(st, 3) != 0;
+		a->id = sqlite3_column_int64(st, 4);
+		a->has_text = sqlite3_column_int(st, 5) != 0;
+		a->text_status = idx_col_text(st, 6, NULL);
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "message: attachments", err);
@@ -172,6 +169,7 @@ mb_read_message_release(struct mb_read_message *m)
 	for (size_t i = 0; i < m->n_atts; i++) {
 		free(m->atts[i].name);
 		free(m->atts[i].type);
+		free(m->atts[i].text_status);
 	}
 	free(m->atts);
 	memset(m, 0, sizeof(*m));

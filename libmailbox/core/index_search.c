@@ -48,8 +48,9 @@
  * (rank_break_ties), so messages is read only for the page's rows.
  */
 #define SEARCH_TIE_WINDOW	64
-/* Subject over sender over recipients over body (bm25 column weights). */
-#define RANK_BM25		"mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0)"
+/* Subject over sender over recipients over body (bm25 column weights);
+ * attachment file names as the sender, their text as the body. */
+#define RANK_BM25		"mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0, 4.0, 1.0)"
 static const char search_sql_rank[] =
 	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE " "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
@@ -316,7 +317,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 static int
 snippet_column(const struct mb_query *q)
 {
-	static const char *const columns[] = { "subject", "from_text", "recipients", "body" };
+	static const char *const columns[] = { "subject", "from_text", "recipients", "body",
+	    "att_names", "att_text" };
 
 	for (size_t i = 0; q->column != NULL && i < MB_ARRAY_LEN(columns); i++)
 		if (strcmp(q->column, columns[i]) == 0)
@@ -529,6 +531,8 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 		goto out;
 	if (search_hits(idx, q, &pg, page, err) == -1)
 		goto out;
+	if (q->match && idx_attachment_hits(idx, q->match, page->hits, page->n, err) == -1)
+		goto out;
 	page->more = pg.more;
 	page->next_offset = offset + (int64_t)pg.n;
 	page->capped = pg.capped;
@@ -580,6 +584,8 @@ mb_search_page_release(struct mb_search_page *page)
 		free(h->subject);
 		free(h->snippet);
 		mb_labels_free(h->labels, h->n_labels);
+		free(h->att_name);
+		free(h->att_snippet);
 	}
 	free(page->hits);
 	memset(page, 0, sizeof(*page));

@@ -398,6 +398,8 @@ mb_ipc_put_row(struct mb_ipc_out *o, const struct mb_index_row *row)
 		mb_ipc_put_bool(o, a->is_inline);
 		mb_ipc_put_u64(o, a->size);
 		mb_ipc_put_str(o, a->sha256);
+		mb_ipc_put_bytes(o, a->text != NULL ? a->text : "", a->text != NULL ? a->text_len : 0);
+		mb_ipc_put_str(o, a->text_status);
 	}
 	mb_ipc_put_str(o, m->parse_error);
 }
@@ -469,8 +471,8 @@ mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 {
 	struct mb_index_row *row = &r->row;
 	struct mb_msg *m;
-	const char *body;
-	size_t body_len, n;
+	const char *body, *text;
+	size_t body_len, text_len, n;
 	char *sha;
 
 	memset(r, 0, sizeof(*r));
@@ -506,7 +508,7 @@ mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 	}
 	m->body_truncated = mb_ipc_get_bool(c);
 	m->body_from_html = mb_ipc_get_bool(c);
-	n = get_count(c, 12);
+	n = get_count(c, 16);
 	if (n > 0) {
 		m->attachments = mb_xcalloc(n, sizeof(*m->attachments));
 		for (size_t i = 0; i < n && !c->bad; i++) {
@@ -525,6 +527,14 @@ mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 			else
 				memcpy(a->sha256, sha, strlen(sha) + 1);
 			free(sha);
+			text = mb_ipc_get_bytes(c, &text_len);
+			if (text != NULL && memchr(text, '\0', text_len) != NULL)
+				c->bad = true;	/* the index stores text, never a NUL */
+			else if (text != NULL && text_len > 0) {
+				a->text = mb_xstrndup(text, text_len);
+				a->text_len = text_len;
+			}
+			a->text_status = mb_ipc_get_strdup(c);
 		}
 	}
 	m->parse_error = mb_ipc_get_strdup(c);

@@ -57,6 +57,9 @@ mb_msg_free(struct mb_msg **msgp)
 		free(a->mime_type);
 		free(a->content_id);
 		free(a->data);
+		free(a->charset);
+		free(a->text);
+		free(a->text_status);
 	}
 	free(m->attachments);
 	free(m->parse_error);

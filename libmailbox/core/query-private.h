@@ -20,6 +20,8 @@ enum q_field {
 	QF_CC,
 	QF_SUBJECT,
 	QF_BODY,
+	QF_FILENAME,	/* the attachments' names and text (docs/attachments.md) */
+	QF_ATTACHMENT,
 	/* filters: SQL bounds in struct mb_query */
 	QF_FOLDER,
 	QF_IN,

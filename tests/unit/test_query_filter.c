@@ -286,6 +286,11 @@ from_me_and_to_me_are_filters_not_words(void **state)
 	assert_int_equal(q.from_me, -1);
 	assert_int_equal(q.to_me, -1);
 	assert_string_equal(q.match, "{from_text} : \"me\" AND {recipients} : \"me\"*");
+	mb_query_release(&q);	/* only the address fields have a "me": elsewhere it is the word */
+	compile(&q, "subject:me");
+	assert_int_equal(q.to_me, -1);
+	assert_int_equal(q.from_me, -1);
+	assert_string_equal(q.match, "{subject} : \"me\"");
 	mb_query_release(&q);
 }
 
