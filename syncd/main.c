@@ -196,6 +196,8 @@ print_status(const struct sd_conf *conf)
 	r = sd_status_print(idx, stdout, &err);
 	if (r == -1)
 		mb_log_error("%s", err.msg);
+	else
+		sd_status_print_watch(conf->data_dir, stdout);
 	mb_index_close(&idx);
 	return r == 0 ? 0 : 1;
 }

@@ -47,6 +47,12 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "users (names or numbers) that may connect; empty: syncd's own"),
 	K("SYNC_WRITE_TIMEOUT", MB_CONF_UINT, write_timeout, "30", 2, 3600, 0, NULL,
 	    "seconds one write may take, then it is killed"),
+	K("SYNC_WATCH", MB_CONF_STR, sync_watch, "INBOX", 0, 0, 0, NULL,
+	    "folders held in IDLE for new mail within seconds (docs/syncd.md, Push)"),
+	K("SYNC_WATCH_MAX", MB_CONF_UINT, sync_watch_max, "3", 0, 10, 0, NULL,
+	    "IMAP connections the watch may hold; 0: no push, the tick alone"),
+	K("SYNC_WATCH_RENEW", MB_CONF_UINT, sync_watch_renew, "1740", 5, 1740, 0, NULL,
+	    "seconds between IDLE renewals (RFC 2177: at most 29 minutes)"),
 	K("DRAFT_FROM", MB_CONF_STR, draft_from, NULL, 0, 0, 0, NULL,
 	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
 };
