@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,6 +114,24 @@ set_state(struct watch_one *w, enum wstate s)
 	w->state = s;
 }
 
+/* Whether the ticks sync the folder (SYNC_FOLDERS; INBOX in any case). */
+static bool
+synced(const struct sd_conf *conf, const char *name)
+{
+	char **names;
+	size_t n;
+	bool found = conf->sync_folders == NULL;
+
+	if (found)
+		return true;
+	sd_split_folders(conf->sync_folders, &names, &n);
+	for (size_t i = 0; i < n && !found; i++)
+		found = strcasecmp(name, "INBOX") == 0 ? strcasecmp(names[i], "INBOX") == 0 :
+		    strcmp(name, names[i]) == 0;
+	sd_free_names(names, n);
+	return found;
+}
+
 void
 sd_watch_init(struct sd *sd)
 {
@@ -123,6 +142,17 @@ sd_watch_init(struct sd *sd)
 	sd->watch = NULL;
 	if (sd->conf->sync_watch != NULL)
 		sd_split_folders(sd->conf->sync_watch, &names, &n);
+	/* A push must not index what the ticks do not keep. */
+	keep = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (synced(sd->conf, names[i])) {
+			names[keep++] = names[i];
+			continue;
+		}
+		mb_log_warnx("SYNC_WATCH: '%s' is not in SYNC_FOLDERS; not watched", names[i]);
+		free(names[i]);
+	}
+	n = keep;
 	if (sd->conf->sync_watch_max == 0 || n == 0) {
 		mb_log_info("push off (SYNC_WATCH_MAX=0 or no SYNC_WATCH): new mail waits for "
 		    "the tick");

@@ -2,6 +2,7 @@
 # Push (docs/syncd.md "Push"): a watcher holds INBOX in IDLE, and what
 # another client does reaches the index within seconds, with no tick.
 # Real Dovecot, a daemon with SYNC_INTERVAL=3600 (one tick, at the start):
+#   a watched folder the ticks do not sync is refused with a warning;
 #   mail APPENDed by another session is found by search_messages through
 #   mcpd; only the new UID is fetched; a burst of 30 APPENDs is a few
 #   fetches, not 30; a flag change and an expunge reach the index; a killed
@@ -54,7 +55,7 @@ dovecot_start "$work/srv"
 python3 "$src/tests/lib/mkmail.py" "$work/inbox:5:in"
 dovecot_load_maildir INBOX "$work"/inbox/*.eml
 
-syncd_init "$work" SYNC_WORKERS=1 SYNC_FOLDERS=INBOX SYNC_WATCH=INBOX SYNC_INTERVAL=3600
+syncd_init "$work" SYNC_WORKERS=1 SYNC_FOLDERS=INBOX SYNC_WATCH=INBOX,Archive SYNC_INTERVAL=3600
 start_daemon() {
 	echo "=== syncd daemon" >> "$SYNCD_LOG"
 	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
@@ -63,6 +64,8 @@ start_daemon() {
 start_daemon
 wait_for 20 "the watcher idling" logged "watch 'INBOX': idling (IDLE), 5 messages"
 wait_for 10 "the catch-up sync after connecting" logged "watch 'INBOX': 0 messages written"
+# Archive is not synced by the ticks, so a push must not index it either.
+logged "SYNC_WATCH: 'Archive' is not in SYNC_FOLDERS; not watched" || fail "Archive watched"
 
 rm -f "$work/port"
 env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$SYNCD_DATA/index.db" MCP_PORT_FILE="$work/port" \
