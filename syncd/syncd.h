@@ -452,6 +452,8 @@ enum sd_watch_event {
 	SD_WATCH_EXPUNGE,	/* EXPUNGE or VANISHED */
 	SD_WATCH_FLAGS,		/* FETCH: flags changed */
 	SD_WATCH_LOST,		/* the connection was lost; reconnecting after a backoff */
+	SD_WATCH_NOTIFY,	/* NOTIFY accepted: this connection reports the others too */
+	SD_WATCH_CHANGED,	/* NOTIFY: another folder changed (STATUS) */
 	SD_WATCH_EVENT_MAX
 };
 
@@ -485,6 +487,8 @@ struct sd_watch_args {
 	const char		*password;
 	int			 fd;
 	const char		*folder;
+	const char *const	*others;	/* for NOTIFY, where offered; borrowed */
+	size_t			 n_others;
 	pid_t			 parent;
 };
 /* The watcher process's body (after fork); never returns. */

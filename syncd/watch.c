@@ -6,6 +6,11 @@
  * same drain as a tick), so the queue, the workers and the single writer
  * stay the only way into the index.
  *
+ * NOTIFY (RFC 5465): the first folder's watcher is handed the others; if
+ * the server takes NOTIFY SET, that one connection reports every folder
+ * (the others are "via NOTIFY", with no process and no cap); if not, each
+ * folder up to SYNC_WATCH_MAX gets its own watcher.
+ *
  * A burst is one sync: an event marks its folder pending and the sync
  * starts WATCH_SETTLE_MS after the first event; events during a sync mark
  * the folder again, for one more sync after it.  A full tick clears what is
@@ -45,14 +50,17 @@ enum wstate {
 	W_STOPPED,	/* login refused: until the next tick */
 	W_NO_IDLE,	/* the server will not IDLE: the tick alone, for this run */
 	W_NOT_FOUND,	/* the folder cannot be examined: until the next tick */
+	W_NOTIFY,	/* watched by the first folder's connection (NOTIFY) */
+	W_CAPPED,	/* over SYNC_WATCH_MAX and no NOTIFY: the tick alone */
 };
 static const char *const state_names[] = {
 	"off", "connecting", "idle", "reconnecting", "stopped (login refused)",
-	"no IDLE (tick only)", "folder not found",
+	"no IDLE (tick only)", "folder not found", "via NOTIFY", "over the cap (tick only)",
 };
 static const char *const event_names[SD_WATCH_EVENT_MAX] = {
-	"connected", "new mail", "expunge", "flags", "connection lost",
+	"connected", "new mail", "expunge", "flags", "connection lost", "notify", "changed",
 };
+enum { NOTIFY_UNKNOWN, NOTIFY_YES, NOTIFY_NO };
 
 struct watch_one {
 	char			*folder;	/* owned */
@@ -71,6 +79,9 @@ struct watch_one {
 struct sd_watch {
 	struct watch_one	*w;
 	size_t			 n;
+	const char		**others;	/* the names of w[1..n), for NOTIFY */
+	int			 notify;	/* NOTIFY_*: what w[0]'s last connection found */
+	bool			 notify_seen;	/* w[0] said NOTIFY since its last UP */
 	bool			 auth_blocked;
 	char			*path;		/* owned: DATA_DIR/watch.status */
 };
@@ -159,26 +170,37 @@ sd_watch_init(struct sd *sd)
 		sd_free_names(names, n);
 		return;
 	}
-	keep = n < sd->conf->sync_watch_max ? n : sd->conf->sync_watch_max;
-	if (keep < n)
-		mb_log_warnx("SYNC_WATCH names %zu folders, SYNC_WATCH_MAX allows %u "
-		    "connections: '%s' and the rest are left to the tick", n,
-		    sd->conf->sync_watch_max, names[keep]);
+	if (n > sd->conf->sync_watch_max)
+		mb_log_info("SYNC_WATCH names %zu folders, SYNC_WATCH_MAX allows %u connections: "
+		    "'%s' and the rest wait for the tick unless the server offers NOTIFY", n,
+		    sd->conf->sync_watch_max, names[sd->conf->sync_watch_max]);
 	t = mb_xcalloc(1, sizeof(*t));
-	t->w = mb_xcalloc(keep, sizeof(*t->w));
-	t->n = keep;
-	for (size_t i = 0; i < keep; i++) {
+	t->w = mb_xcalloc(n, sizeof(*t->w));
+	t->others = mb_xcalloc(n, sizeof(*t->others));
+	t->n = n;
+	for (size_t i = 0; i < n; i++) {
 		t->w[i].folder = names[i];
-		names[i] = NULL;
 		t->w[i].last_kind = -1;
 		t->w[i].conn.fd = -1;
 		t->w[i].since = (int64_t)time(NULL);
+		if (i > 0)
+			t->others[i - 1] = names[i];
 	}
-	sd_free_names(names, n);
+	free(names);	/* the strings are the table's now */
 	t->path = mb_xcalloc(1, strlen(sd->conf->data_dir) + sizeof("/watch.status"));
 	sprintf(t->path, "%s/watch.status", sd->conf->data_dir);
 	sd->watch = t;
 	save(sd);
+}
+
+static struct watch_one *
+by_name(struct sd_watch *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcasecmp(name, "INBOX") == 0 ? strcasecmp(t->w[i].folder, "INBOX") == 0 :
+		    strcmp(name, t->w[i].folder) == 0)
+			return &t->w[i];
+	return NULL;
 }
 
 static struct watch_one *
@@ -200,6 +222,8 @@ conn_close(struct watch_one *w)
 }
 
 static void	input(struct sd *sd, struct watch_one *w);
+static void	stop_one(struct watch_one *w);
+static void	mark_pending(struct watch_one *w);
 
 static void
 watcher_exited(void *arg, pid_t pid, int status)
@@ -230,11 +254,19 @@ watcher_exited(void *arg, pid_t pid, int status)
 static void
 spawn(struct sd *sd, struct watch_one *w)
 {
-	struct sd_watch_args a = { sd->conf, sd->password, -1, w->folder, getpid() };
+	struct sd_watch *t = sd->watch;
+	struct sd_watch_args a = { sd->conf, sd->password, -1, w->folder, NULL, 0, getpid() };
 	struct mb_err err = { 0 };
 	pid_t pid;
 	int fd;
 
+	if (w == &t->w[0]) {
+		t->notify_seen = false;
+		if (t->n > 1 && t->notify != NOTIFY_NO) {
+			a.others = t->others;
+			a.n_others = t->n - 1;
+		}
+	}
 	pid = sd_proc_fork(&sd->proc, "watcher", watcher_exited, sd, &fd, &err);
 	if (pid == -1) {
 		mb_log_warnx("watch '%s': %s", w->folder, err.msg);
@@ -258,10 +290,44 @@ sd_watch_start(struct sd *sd)
 
 	if (t == NULL || t->auth_blocked)
 		return;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->w[i].pid == 0 && t->w[i].state != W_NO_IDLE)
-			spawn(sd, &t->w[i]);
+	for (size_t i = 0; i < t->n; i++) {
+		struct watch_one *w = &t->w[i];
+
+		/* The others wait until w[0] has found whether NOTIFY serves them. */
+		if (w->pid != 0 || w->state == W_NO_IDLE || (i > 0 && t->notify != NOTIFY_NO))
+			continue;
+		if (i >= sd->conf->sync_watch_max)
+			set_state(w, W_CAPPED);
+		else
+			spawn(sd, w);
+	}
 	save(sd);
+}
+
+/* w[0] is idling: with NOTIFY the others are its, else each gets its own. */
+static void
+first_up(struct sd *sd)
+{
+	struct sd_watch *t = sd->watch;
+	int was = t->notify;
+
+	t->notify = t->notify_seen ? NOTIFY_YES : NOTIFY_NO;
+	t->notify_seen = false;
+	if (t->n == 1)
+		return;
+	if (t->notify == NOTIFY_NO) {
+		sd_watch_start(sd);
+		return;
+	}
+	if (was != NOTIFY_YES)
+		mb_log_info("watch: NOTIFY: one connection watches %zu folders", t->n);
+	for (size_t i = 1; i < t->n; i++) {
+		if (t->w[i].state == W_NOTIFY)
+			continue;
+		stop_one(&t->w[i]);
+		set_state(&t->w[i], W_NOTIFY);
+		mark_pending(&t->w[i]);		/* what came before */
+	}
 }
 
 void
@@ -348,7 +414,7 @@ sd_watch_timeout(const struct sd *sd)
 size_t
 sd_watch_max_pollfds(const struct sd *sd)
 {
-	return sd->conf->sync_watch_max;
+	return sd->conf->sync_watch_max;	/* one process per connection */
 }
 
 size_t
@@ -376,7 +442,8 @@ static int
 frame(struct sd *sd, struct watch_one *w, struct mb_ipc_frame *f, struct mb_err *err)
 {
 	uint32_t ev, num, rec, code;
-	char *detail;
+	char *detail, *folder;
+	struct watch_one *of;
 
 	if (f->hdr.type == MB_IPC_FAIL) {
 		code = mb_ipc_get_u32(&f->cur);
@@ -397,11 +464,19 @@ frame(struct sd *sd, struct watch_one *w, struct mb_ipc_frame *f, struct mb_err 
 			mb_log_info("watch '%s': %s; new mail in it waits for the tick (every %u s)",
 			    w->folder, detail ? detail : "", sd->conf->sync_interval);
 			set_state(w, W_NO_IDLE);
+			/* The same server will not IDLE on the others either. */
+			for (size_t i = 0; w == &sd->watch->w[0] && i < sd->watch->n; i++)
+				if (sd->watch->w[i].pid == 0)
+					set_state(&sd->watch->w[i], W_NO_IDLE);
 			break;
 		default:
 			mb_log_warnx("watch '%s': %s; watching it again after the next tick",
 			    w->folder, detail ? detail : "");
 			set_state(w, W_NOT_FOUND);
+			if (w == &sd->watch->w[0] && sd->watch->notify == NOTIFY_UNKNOWN) {
+				sd->watch->notify = NOTIFY_NO;	/* the others on their own */
+				sd_watch_start(sd);
+			}
 			break;
 		}
 		free(detail);
@@ -411,10 +486,19 @@ frame(struct sd *sd, struct watch_one *w, struct mb_ipc_frame *f, struct mb_err 
 	ev = mb_ipc_get_u32(&f->cur);
 	num = mb_ipc_get_u32(&f->cur);
 	rec = mb_ipc_get_u32(&f->cur);
+	folder = mb_ipc_get_strdup(&f->cur);
 	detail = mb_ipc_get_strdup(&f->cur);
 	if (mb_ipc_end(&f->cur, err) == -1 || ev >= SD_WATCH_EVENT_MAX) {
+		free(folder);
 		free(detail);
 		return mb_err_set(err, MB_E_PROTO, "watcher: bad event");
+	}
+	/* A STATUS of a folder we do not watch (NOTIFY may say more): ignored. */
+	of = folder != NULL ? by_name(sd->watch, folder) : w;
+	free(folder);
+	if (of == NULL || (of != w && of->state != W_NOTIFY)) {
+		free(detail);
+		return 0;
 	}
 	w->child_reconnects = rec;
 	switch (ev) {
@@ -427,6 +511,11 @@ frame(struct sd *sd, struct watch_one *w, struct mb_ipc_frame *f, struct mb_err 
 			    w->reconnects + rec, w->reconnects + rec == 1 ? "" : "s");
 		set_state(w, W_IDLE);
 		mark_pending(w);	/* what came while it was away */
+		if (w == &sd->watch->w[0])
+			first_up(sd);
+		break;
+	case SD_WATCH_NOTIFY:
+		sd->watch->notify_seen = true;
 		break;
 	case SD_WATCH_LOST:
 		mb_log_info("watch '%s': connection lost (%s); reconnecting", w->folder,
@@ -434,10 +523,10 @@ frame(struct sd *sd, struct watch_one *w, struct mb_ipc_frame *f, struct mb_err 
 		set_state(w, W_RETRY);
 		break;
 	default:
-		mb_log_debug("watch '%s': %s (%u)", w->folder, event_names[ev], num);
-		w->last_event = (int64_t)time(NULL);
-		w->last_kind = (int)ev;
-		mark_pending(w);
+		mb_log_debug("watch '%s': %s (%u)", of->folder, event_names[ev], num);
+		of->last_event = (int64_t)time(NULL);
+		of->last_kind = (int)ev;
+		mark_pending(of);
 		break;
 	}
 	free(detail);
@@ -506,6 +595,7 @@ sd_watch_release(struct sd *sd)
 	}
 	unlink(t->path);
 	free(t->path);
+	free(t->others);
 	free(t->w);
 	free(t);
 	sd->watch = NULL;

@@ -6,6 +6,11 @@
  * fetches a message: the scheduler answers an event with a targeted sync
  * through the queue, the workers and the writer.
  *
+ * Where the server offers NOTIFY (RFC 5465) and the scheduler handed it
+ * other folders, the watcher asks for their events too (NOTIFY SET before
+ * the IDLE) and reports each STATUS line the server sends for one of them
+ * as a change of that folder: one connection then watches them all.
+ *
  * Staying alive: the IDLE is renewed (DONE, IDLE) every SYNC_WATCH_RENEW
  * seconds; a DONE not answered within WATCH_DONE_MS, a lost connection or
  * a BYE means a reconnect, after a backoff that doubles from 1 s to 5 min,
@@ -42,8 +47,10 @@ struct watcher {
 	unsigned			 reconnects;
 };
 
+/* folder: NULL for the watcher's own (the examined one), else a NOTIFY one's. */
 static void
-tell(struct watcher *w, enum sd_watch_event ev, uint32_t n, const char *detail)
+tell(struct watcher *w, enum sd_watch_event ev, uint32_t n, const char *folder,
+    const char *detail)
 {
 	struct mb_ipc_out o;
 	struct mb_err err = { 0 };
@@ -52,6 +59,7 @@ tell(struct watcher *w, enum sd_watch_event ev, uint32_t n, const char *detail)
 	mb_ipc_put_u32(&o, (uint32_t)ev);
 	mb_ipc_put_u32(&o, n);
 	mb_ipc_put_u32(&o, w->reconnects);
+	mb_ipc_put_str(&o, folder);
 	mb_ipc_put_str(&o, detail);
 	if (mb_ipc_out_finish(&o, &err) == -1 || mb_ipc_send(&w->conn, &o, &err) == -1)
 		_exit(0);	/* the scheduler is gone */
@@ -115,6 +123,7 @@ idle_loop(struct watcher *w, struct mb_imap *imap, struct mb_err *err)
 		while (idling) {
 			long long left = renew_at - mb_now_ms();
 			enum mb_imap_idle_event ev;
+			char *other;
 			uint32_t n;
 
 			if (!mb_imap_idle_buffered(imap) &&
@@ -131,18 +140,22 @@ idle_loop(struct watcher *w, struct mb_imap *imap, struct mb_err *err)
 			}
 			/* A line has begun: the rest of it follows at once. */
 			mb_imap_set_deadline(imap, mb_now_ms() + WATCH_DONE_MS);
-			if (mb_imap_idle_read(imap, &ev, &n, err) == -1)
+			if (mb_imap_idle_read(imap, &ev, &n, &other, err) == -1)
 				return;
 			mb_imap_set_deadline(imap, 0);
 			switch (ev) {
 			case MB_IMAP_IDLE_NOTHING:
+				break;
+			case MB_IMAP_IDLE_STATUS:
+				tell(w, SD_WATCH_CHANGED, 0, other, NULL);
+				free(other);
 				break;
 			case MB_IMAP_IDLE_ENDED:
 				mb_log_debug("watch: the server ended the IDLE; idling again");
 				idling = false;
 				break;
 			default:
-				tell(w, map[ev], n, NULL);
+				tell(w, map[ev], n, NULL, NULL);
 				break;
 			}
 		}
@@ -184,9 +197,19 @@ sd_watch_main(const struct sd_watch_args *a)
 				give_up(&w, &err, &imap);
 			goto lost;
 		}
+		/* NOTIFY: this one connection reports the other folders too. */
+		if (a->n_others > 0) {
+			if (mb_imap_notify_set(imap, a->others, a->n_others, &err) == 0)
+				tell(&w, SD_WATCH_NOTIFY, (uint32_t)a->n_others, NULL, NULL);
+			else if (err.code == MB_E_CONFIG) {
+				mb_log_debug("watch: %s; one connection per folder", err.msg);
+				mb_err_clear(&err);
+			} else
+				goto lost;
+		}
 		mb_imap_set_deadline(imap, 0);
 		up_ms = mb_now_ms();
-		tell(&w, SD_WATCH_UP, st.exists, NULL);
+		tell(&w, SD_WATCH_UP, st.exists, NULL, NULL);
 		idle_loop(&w, imap, &err);
 		if (err.code == MB_E_CONFIG)	/* IDLE answered with BAD or NO */
 			give_up(&w, &err, &imap);
@@ -198,7 +221,7 @@ lost:
 		/* Jitter: half to one and a half of the backoff, so that watchers
 		 * (and other clients) kicked together do not return together. */
 		wait = backoff / 2 + random() % (backoff + 1);
-		tell(&w, SD_WATCH_LOST, 0, err.msg);
+		tell(&w, SD_WATCH_LOST, 0, NULL, err.msg);
 		mb_log_debug("watch: reconnecting in %lld ms", wait);
 		(void)wait_input(&w, -1, (int)wait);
 		backoff = backoff * 2 > WATCH_BACKOFF_MAX_MS ? WATCH_BACKOFF_MAX_MS : backoff * 2;

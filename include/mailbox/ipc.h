@@ -49,7 +49,8 @@ enum mb_ipc_type {
 	/* a syncd write process -> syncd: mb_ctl_put_result() (ctl.h) */
 	MB_IPC_WRITE_RESULT,
 	/* syncd's watcher -> syncd: u32 event (enum sd_watch_event), u32 number
-	   (EXISTS count, 0 if none), u32 reconnects so far, str detail (for the log) */
+	   (EXISTS count, 0 if none), u32 reconnects so far, str folder (NULL: the
+	   watcher's own), str detail (for the log) */
 	MB_IPC_WATCH,
 	MB_IPC_TYPE_MAX
 };

@@ -1735,6 +1735,86 @@ mb_imap_idle_buffered(struct mb_imap *imap)
 	    imap->etpan->imap_stream->read_buffer_len > 0;
 }
 
+int
+mb_imap_notify_set(struct mb_imap *imap, const char *const *others, size_t n,
+    struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	static const char events[] = "(MessageNew MessageExpunge FlagChange)";
+	struct mb_buf cmd = MB_BUF_INIT(64 * 1024);
+	char text[160];
+	int r, bad = 0;
+
+	if (check_usable(c, "NOTIFY", err) == -1)
+		return -1;
+	if (!mailimap_has_extension(c->etpan, "NOTIFY"))
+		return mb_err_set(err, MB_E_CONFIG, "%s: server does not offer NOTIFY", c->host);
+	bad |= mb_buf_adds(&cmd, "NOTIFY SET (selected ");
+	bad |= mb_buf_adds(&cmd, events);
+	bad |= mb_buf_adds(&cmd, ")");
+	if (n > 0) {
+		bad |= mb_buf_adds(&cmd, " (mailboxes");
+		for (size_t i = 0; i < n; i++) {
+			char *mb = NULL;
+
+			if (mb_mutf7_encode(others[i], &mb, err) == -1) {
+				mb_buf_release(&cmd);
+				return -1;
+			}
+			bad |= mb_buf_adds(&cmd, " \"");
+			for (const char *p = mb; *p; p++) {
+				if (*p == '"' || *p == '\\')
+					bad |= mb_buf_addc(&cmd, '\\');
+				bad |= mb_buf_addc(&cmd, *p);
+			}
+			bad |= mb_buf_adds(&cmd, "\"");
+			free(mb);
+		}
+		bad |= mb_buf_adds(&cmd, " ");
+		bad |= mb_buf_adds(&cmd, events);
+		bad |= mb_buf_adds(&cmd, ")");
+	}
+	if (bad) {
+		mb_buf_release(&cmd);
+		return mb_err_set(err, MB_E_INVALID, "NOTIFY: too many folders for one command");
+	}
+	/* libetpan has no NOTIFY: sent as a custom command, answered OK or not. */
+	call_begin(c);
+	r = mailimap_custom_command(c->etpan, cmd.data);
+	call_end(c);
+	mb_buf_release(&cmd);
+	if (r == MAILIMAP_NO_ERROR)
+		return 0;
+	if (is_session_fatal(r) || was_cancelled(c))
+		return etpan_fail(c, r, "NOTIFY", err);
+	peer_text(c, c->etpan->imap_response, text, sizeof(text));
+	return mb_err_set(err, MB_E_CONFIG, "%s: NOTIFY refused%s%s", c->host, *text ? ": " : "",
+	    text);
+}
+
+/* The mailbox of "* STATUS name (...)": a quoted string or an atom, decoded. */
+static char *
+status_mailbox(const char *p)
+{
+	struct mb_buf b = MB_BUF_INIT(4096);
+	struct mb_err err = { 0 };
+	char *utf8 = NULL;
+
+	if (*p == '"') {
+		for (p++; *p && *p != '"'; p++) {
+			if (*p == '\\' && p[1] != '\0')
+				p++;
+			mb_buf_addc(&b, *p);
+		}
+	} else
+		while (*p && *p != ' ' && *p != '(')
+			mb_buf_addc(&b, *p++);
+	if (mb_mutf7_decode(b.data, &utf8, &err) == -1)
+		utf8 = NULL;
+	mb_buf_release(&b);
+	return utf8;
+}
+
 /* "* <n> WORD", "* WORD ...": the number (0 if none) and the word. */
 static enum mb_imap_idle_event
 idle_classify(const char *line, uint32_t *n_r)
@@ -1760,6 +1840,8 @@ idle_classify(const char *line, uint32_t *n_r)
 	}
 	if (strncasecmp(p, "VANISHED", 8) == 0)
 		return MB_IMAP_IDLE_EXPUNGE;
+	if (strncasecmp(p, "STATUS ", 7) == 0)
+		return MB_IMAP_IDLE_STATUS;
 	if (strncasecmp(p, "BYE", 3) == 0)
 		return MB_IMAP_IDLE_ENDED;
 	return MB_IMAP_IDLE_NOTHING;	/* OK Still here, FLAGS, CAPABILITY... */
@@ -1767,7 +1849,7 @@ idle_classify(const char *line, uint32_t *n_r)
 
 int
 mb_imap_idle_read(struct mb_imap *imap, enum mb_imap_idle_event *ev_r, uint32_t *n_r,
-    struct mb_err *err)
+    char **mailbox_r, struct mb_err *err)
 {
 	struct mb_imap *c = imap;
 	char text[160];
@@ -1776,6 +1858,7 @@ mb_imap_idle_read(struct mb_imap *imap, enum mb_imap_idle_event *ev_r, uint32_t 
 
 	*ev_r = MB_IMAP_IDLE_NOTHING;
 	*n_r = 0;
+	*mailbox_r = NULL;
 	if (check_usable(c, "IDLE", err) == -1)
 		return -1;
 	call_begin(c);
@@ -1793,6 +1876,9 @@ mb_imap_idle_read(struct mb_imap *imap, enum mb_imap_idle_event *ev_r, uint32_t 
 	}
 	if (strncmp(line, "* ", 2) == 0) {
 		*ev_r = idle_classify(line, n_r);
+		if (*ev_r == MB_IMAP_IDLE_STATUS &&
+		    (*mailbox_r = status_mailbox(line + 9)) == NULL)
+			*ev_r = MB_IMAP_IDLE_NOTHING;	/* a name that does not decode: no folder of ours */
 		if (*ev_r == MB_IMAP_IDLE_ENDED) {
 			peer_text(c, line, text, sizeof(text));
 			c->dead = true;

@@ -3,11 +3,13 @@
 # another client does reaches the index within seconds, with no tick.
 # Real Dovecot, a daemon with SYNC_INTERVAL=3600 (one tick, at the start):
 #   a watched folder the ticks do not sync is refused with a warning;
+#   Dovecot offers NOTIFY, so one connection watches INBOX and Archive;
 #   mail APPENDed by another session is found by search_messages through
 #   mcpd; only the new UID is fetched; a burst of 30 APPENDs is a few
 #   fetches, not 30; a flag change and an expunge reach the index; a killed
 #   connection (doveadm kick) is re-established and --status counts it; a
 #   LOGIN refused on reconnect stops the watcher after that one LOGIN.
+#   Through a listener without NOTIFY: one watcher per folder.
 # The scripted peer (tests/lib/imap_peer.py), for what Dovecot will not do:
 #   IDLE works with a bare ENABLE reply (as iCloud answers); IDLE answered
 #   with BAD, and a server without IDLE, fall back to the tick with one log
@@ -50,12 +52,19 @@ logged() { grep -q -- "$1" "$SYNCD_LOG"; }
 count_log() { grep -c -- "$1" "$SYNCD_LOG" || true; }
 
 # ---------------------------------------------------------------- Dovecot
+# 127.0.0.2 is the same server without NOTIFY (the last Dovecot part).
+DOVECOT_EXTRA_CONF='local 127.0.0.2 {
+  protocol imap {
+    imap_capability = IMAP4rev1 LITERAL+ SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT UIDPLUS MOVE SPECIAL-USE CONDSTORE QRESYNC
+  }
+}'
 mkdir "$work/srv"
 dovecot_start "$work/srv"
 python3 "$src/tests/lib/mkmail.py" "$work/inbox:5:in"
 dovecot_load_maildir INBOX "$work"/inbox/*.eml
 
-syncd_init "$work" SYNC_WORKERS=1 SYNC_FOLDERS=INBOX SYNC_WATCH=INBOX,Archive SYNC_INTERVAL=3600
+syncd_init "$work" SYNC_WORKERS=1 SYNC_FOLDERS=INBOX,Archive SYNC_WATCH=INBOX,Archive,Junk \
+    SYNC_INTERVAL=3600
 start_daemon() {
 	echo "=== syncd daemon" >> "$SYNCD_LOG"
 	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
@@ -64,8 +73,9 @@ start_daemon() {
 start_daemon
 wait_for 20 "the watcher idling" logged "watch 'INBOX': idling (IDLE), 5 messages"
 wait_for 10 "the catch-up sync after connecting" logged "watch 'INBOX': 0 messages written"
-# Archive is not synced by the ticks, so a push must not index it either.
-logged "SYNC_WATCH: 'Archive' is not in SYNC_FOLDERS; not watched" || fail "Archive watched"
+# Junk is not synced by the ticks, so a push must not index it either.
+logged "SYNC_WATCH: 'Junk' is not in SYNC_FOLDERS; not watched" || fail "Junk watched"
+wait_for 10 "NOTIFY in use" logged "watch: NOTIFY: one connection watches 2 folders"
 
 rm -f "$work/port"
 env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$SYNCD_DATA/index.db" MCP_PORT_FILE="$work/port" \
@@ -81,17 +91,17 @@ hits() {	# QUERY: how many messages search_messages returns
 }
 has_hits() { [ "$(hits "$1")" = "$2" ]; }
 
-# append N WORD: another client APPENDs N messages to INBOX in one session.
+# append N WORD [FOLDER]: another client APPENDs N messages (to INBOX) in one session.
 append() {
-	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD_FILE" "$1" "$2" <<'PY'
+	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD_FILE" "$1" "$2" "${3:-INBOX}" <<'PY'
 import imaplib, sys
-port, user, pwfile, n, word = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+port, user, pwfile, n, word, folder = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
 m = imaplib.IMAP4("127.0.0.1", int(port))
 m.login(user, open(pwfile).read())
 for i in range(n):
     msg = ("From: pusher@example.org\r\nTo: alice@example.org\r\nSubject: %s %d\r\n"
            "Message-ID: <%s-%d@push.test>\r\n\r\nbody %s number %d\r\n" % (word, i, word, i, word, i))
-    typ, _ = m.append("INBOX", None, None, msg.encode())
+    typ, _ = m.append(folder, None, None, msg.encode())
     assert typ == "OK", typ
 m.logout()
 PY
@@ -104,6 +114,15 @@ logged "tick 2" && fail "a tick ran (SYNC_INTERVAL=3600): the mail came by a tic
 bodies() { dovecot_count_commands " UID FETCH ${1:-[0-9:]+} \(UID FLAGS INTERNALDATE"; }
 [ "$(bodies 6)" = 1 ] || fail "UID 6 not fetched alone"
 [ "$(bodies)" = 2 ] || fail "indexed mail fetched again: $(bodies) body fetches"
+status=$("$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --status)
+echo "$status" | grep -qE '^  Archive +via NOTIFY ' || fail "--status: Archive not via NOTIFY: $status"
+
+# NOTIFY: Archive's new mail comes over INBOX's connection (one IDLE session).
+append 1 archivedbird Archive
+wait_for 10 "the message APPENDed to Archive in search_messages" has_hits archivedbird 1
+[ "$(dovecot_count_commands ' IDLE$')" = 1 ] || fail "want one IDLE session, got $(dovecot_count_commands ' IDLE$')"
+[ "$(dovecot_count_commands ' NOTIFY SET \(selected \(MessageNew MessageExpunge FlagChange\)\) \(mailboxes "Archive" ')" = 1 ] ||
+    fail "no NOTIFY SET for Archive"
 
 # 2. A burst of 30 (a mailing list delivering at once): a few fetches, not 30.
 fetches=$(bodies)
@@ -155,6 +174,24 @@ daemon=
     fail "--status shows a watch of a stopped daemon"
 kill -TERM "$mcpd"; wait "$mcpd" 2>/dev/null || true
 mcpd=
+syncd_log_clean "$SYNCD_LOG"
+
+# Without NOTIFY (the 127.0.0.2 listener): a watcher per folder, each idling.
+sed -i "s/^\($DOVECOT_USER:{PLAIN}\)[^:]*/\1$DOVECOT_PASSWORD/" "$work/srv/users"
+mkdir "$work/plain"
+SYNCD_LOG=$work/plain/syncd.log syncd_init "$work/plain" IMAP_HOST=127.0.0.2 SYNC_WORKERS=1 \
+    SYNC_FOLDERS=INBOX,Archive SYNC_WATCH=INBOX,Archive SYNC_INTERVAL=3600
+export SYNCD_LOG=$work/plain/syncd.log
+start_daemon
+wait_for 20 "no NOTIFY: INBOX idling" logged "watch 'INBOX': idling"
+wait_for 10 "no NOTIFY: Archive idling" logged "watch 'Archive': idling"
+logged "NOTIFY: one connection" && fail "NOTIFY used through a listener without it"
+archived() { [ "$(index_uids Archive | wc -l)" = 2 ]; }
+append 1 plainbird Archive
+wait_for 10 "no NOTIFY: the message APPENDed to Archive indexed" archived
+kill -TERM "$daemon"
+wait "$daemon" || fail "no NOTIFY: daemon exit $?"
+daemon=
 syncd_log_clean "$SYNCD_LOG"
 dovecot_stop
 
