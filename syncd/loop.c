@@ -232,12 +232,12 @@ sd_run(struct sd *sd)
 	char *due_folder;
 
 	sd_pool_init(sd);
-	if (sd->mode == SD_DAEMON)
-		sd_watch_init(sd);
 	if (sd->mode == SD_DAEMON && sd_control_open(sd) == -1) {
 		free(pfd);
 		return 1;
 	}
+	if (sd->mode == SD_DAEMON)
+		sd_watch_init(sd);
 	sd->tick.run_started_ms = mb_now_ms();
 	sd->tick.next_tick_ms = sd->tick.run_started_ms;
 	sd_progress_init(&sd->progress, isatty(STDOUT_FILENO));
