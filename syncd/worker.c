@@ -19,11 +19,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -332,18 +330,8 @@ sd_worker_main(const struct sd_worker_args *a)
 	struct session sess = { 0 };
 	struct mb_ipc_conn conn;
 	struct mb_err err = { 0 };
-	sigset_t none;
 
-	/* Die with the scheduler; no core file holding the password. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != a->parent)
-		_exit(0);
-	prctl(PR_SET_DUMPABLE, 0);
-	sigemptyset(&none);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_IGN);	/* Ctrl-C is the scheduler's to handle */
-	signal(SIGCHLD, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sd_proc_child_setup(a->parent);
 	snprintf(procname, sizeof(procname), "syncd/worker[%u]", a->slot);
 	mb_log_init(procname, sd_conf_log_level(a->conf));
 	mb_mime_global_init();
