@@ -139,6 +139,21 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 	return 0;
 }
 
+/* Delete the rows of st's older UIDVALIDITY generations (none: a no-op). */
+static int
+purge_old(struct sd *sd, const struct mb_folder_state *st, struct mb_err *err)
+{
+	unsigned purged;
+
+	if (mb_index_purge_generations(sd->idx, st->id, st->uidvalidity, &purged, err) == -1)
+		return -1;
+	if (purged > 0)
+		mb_log_info("folder '%s': uidvalidity %u has converged; purged %u message%s of "
+		    "older uidvalidities", st->name, st->uidvalidity, purged,
+		    purged == 1 ? "" : "s");
+	return 0;
+}
+
 /* One folder: EXAMINE, then maybe SEARCH and queue.  -1 only for session errors. */
 static int
 sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *role,
@@ -214,6 +229,9 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 		*converged = false;
 	}
 save:
+	/* The current generation has converged: older ones are not needed any more. */
+	if (st.watermark >= top && purge_old(sd, &st, err) == -1)
+		goto out;
 	/* UIDs this tick listed above the watermark: the rest of EXISTS is below it. */
 	for (above = n; above > 0 && uids[above - 1] > st.watermark; above--)
 		;
@@ -236,7 +254,11 @@ out:
 
 /*
  * Folders the index knows that the server no longer lists, or that are no
- * longer configured: drop their queued ranges (their rows stay).
+ * longer configured: drop their queued ranges.  An unlisted folder is hidden
+ * from every reader at once (absent_ticks > 0) and purged, rows and all,
+ * once SD_ABSENT_PURGE_TICKS ticks in a row have not listed it, so one bad
+ * LIST cannot wipe an index; listed again before that, it is served again
+ * as it was.  A folder only left out of SYNC_FOLDERS keeps its rows.
  */
 static void
 forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char **want,
@@ -251,14 +273,35 @@ forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char
 		return;
 	}
 	for (size_t i = 0; i < n_known; i++) {
+		const struct mb_folder_state *k = &known[i];
 		bool listed = false, wanted = false;
+		unsigned absent, purged;
 
 		for (size_t j = 0; j < n && !listed; j++)
-			listed = list[j].selectable && same_folder(known[i].name, list[j].name);
+			listed = list[j].selectable && same_folder(k->name, list[j].name);
 		for (size_t j = 0; j < n_want && !wanted; j++)
-			wanted = same_folder(known[i].name, want[j]);
+			wanted = same_folder(k->name, want[j]);
 		if (!listed || !wanted)
-			drop_queued(sd, known[i].id, known[i].name, 0);
+			drop_queued(sd, k->id, k->name, 0);
+		if (listed && k->absent_ticks == 0)
+			continue;
+		mb_err_clear(&err);
+		if (mb_index_folder_presence(sd->idx, k->id, listed, &absent, &err) == -1) {
+			mb_log_warnx("folder '%s': %s", k->name, err.msg);
+			continue;
+		}
+		if (listed)
+			mb_log_info("folder '%s': listed again; served again", k->name);
+		else if (absent == 1)
+			mb_log_warnx("folder '%s': no longer listed by the server; hidden, and "
+			    "purged if still absent after %u ticks", k->name, SD_ABSENT_PURGE_TICKS);
+		if (listed || absent < SD_ABSENT_PURGE_TICKS)
+			continue;
+		if (mb_index_purge_folder(sd->idx, k->id, &purged, &err) == -1)
+			mb_log_warnx("folder '%s': purge: %s", k->name, err.msg);
+		else
+			mb_log_info("folder '%s': absent for %u ticks; purged with its %u indexed "
+			    "message%s", k->name, absent, purged, purged == 1 ? "" : "s");
 	}
 	mb_folder_list_free(&known, n_known);
 }

@@ -297,6 +297,10 @@ int	sd_count_rows(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
 
 /* ---- sched.c */
 
+/* Ticks in a row a folder may be missing from LIST before its rows are purged
+ * (it is hidden from the first); docs/syncd.md "When the mailbox changes shape". */
+#define SD_ABSENT_PURGE_TICKS	3
+
 /*
  * Run the enumeration half of a tick: LOGIN, LIST, EXAMINE each folder,
  * find gaps, queue ranges (sd->sched says how many, and whether every

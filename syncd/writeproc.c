@@ -84,8 +84,17 @@ sd_write_process(const struct sd_conf *conf, const char *password,
 		mb_imap_close(&imap);
 		_exit(0);
 	}
-	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
-		goto fail;
+	if (mb_imap_select(imap, j->folder, &st, &err) == -1) {
+		if (err.code != MB_E_NOTFOUND)
+			goto fail;
+		/* The server's text names the folder in its own encoding (often
+		 * as question marks); the index has its decoded name. */
+		snprintf(detail, sizeof(detail), "folder '%s' no longer exists on the server "
+		    "(deleted or renamed); nothing was changed; search again", j->folder);
+		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
 	if (st.uidvalidity != j->uidvalidity) {
 		snprintf(detail, sizeof(detail), "stale id: folder '%s' has UIDVALIDITY %u upstream, "
 		    "the message was indexed under %u", j->folder, st.uidvalidity, j->uidvalidity);

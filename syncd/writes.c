@@ -213,6 +213,11 @@ check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	j->keywords = t.keywords;
 	j->modseq = t.modseq;
 	folder_uidv = t.folder_uidvalidity;
+	if (t.folder_absent) {
+		snprintf(buf, len, "stale id: folder '%s' is no longer on the server (deleted or "
+		    "renamed); nothing was changed; search again", j->folder);
+		return -1;
+	}
 	if (j->uidvalidity != folder_uidv) {
 		snprintf(buf, len, "stale id: folder '%s' has UIDVALIDITY %u now, the message was "
 		    "indexed under %u; search again", j->folder, folder_uidv, j->uidvalidity);

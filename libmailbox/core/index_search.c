@@ -47,22 +47,24 @@
 static const char search_sql_rank[] =
 	"SELECT messages_fts.rowid, " RANK_BM25 ", m.date "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE messages_fts MATCH ?1 AND " IDX_CURRENT("m", "f") " "
 	"AND (?2 IS NULL OR m.folder_id = ?2) "
 	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
 	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
 /* The same without filters: FTS5 alone (a join would read a messages row
- * for every match, which for a common word cost more than the scoring). */
+ * for every match, which for a common word cost more than the scoring).
+ * Only while every row is current (stale_sql): FTS5 knows no generations. */
 static const char search_sql_rank_nf[] =
 	"SELECT rowid, " RANK_BM25 " FROM messages_fts WHERE messages_fts MATCH ?1 "
 	"ORDER BY rowid DESC LIMIT ?10";
 static const char date_sql[] = "SELECT date FROM messages WHERE id = ?1";
 
 static const char search_sql_filter[] =
-	"SELECT m.id FROM messages AS m "
-	"WHERE (?2 IS NULL OR m.folder_id = ?2) "
+	"SELECT m.id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE " IDX_CURRENT("m", "f") " AND (?2 IS NULL OR m.folder_id = ?2) "
 	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
@@ -77,11 +79,23 @@ static const char search_sql_filter[] =
  * failed the test (and INT64_MAX is never a real date).
  */
 static const char search_sql_filter_dated[] =
-	"SELECT m.id FROM messages AS m "
-	"WHERE (?2 IS NULL OR m.folder_id = ?2) AND m.date >= ?3 AND m.date < ?4 "
+	"SELECT m.id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE " IDX_CURRENT("m", "f") " AND (?2 IS NULL OR m.folder_id = ?2) AND m.date >= ?3 AND m.date < ?4 "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
 	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * Whether the index holds a row that is not current (an older generation, a
+ * folder LIST no longer shows), in two index seeks per folder: a folder's
+ * rows are all current exactly when its lowest and its highest UIDVALIDITY
+ * rows are.  While none is, a search without filters may read FTS5 alone.
+ */
+static const char stale_sql[] =
+	"SELECT EXISTS (SELECT 1 FROM folders AS f JOIN messages AS m ON m.id IN ("
+	"(SELECT id FROM messages WHERE folder_id = f.id ORDER BY uidvalidity LIMIT 1), "
+	"(SELECT id FROM messages WHERE folder_id = f.id ORDER BY uidvalidity DESC LIMIT 1)) "
+	"WHERE NOT " IDX_CURRENT("m", "f") ")";
 
 /*
  * One search reads in one transaction: a single snapshot for all its
@@ -488,17 +502,43 @@ txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The folder's id into *id_r; MB_E_NOTFOUND when there is none. */
+/*
+ * The folder's id into *id_r; MB_E_NOTFOUND when there is none, or when the
+ * server's LIST no longer shows it (its rows are kept a few ticks, unserved).
+ */
 static int
 folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
 {
 	struct mb_folder_state fs;
+	unsigned absent;
 
 	if (mb_index_folder_get(idx, name, &fs, err) == -1)
 		return -1;
 	*id_r = fs.id;
+	absent = fs.absent_ticks;
 	mb_folder_state_release(&fs);
+	if (absent > 0)
+		return mb_err_set(err, MB_E_NOTFOUND, "index: folder '%s' is no longer listed",
+		    name);
 	return 0;
+}
+
+/* *stale_r: whether some row is not current (stale_sql). */
+static int
+any_stale(struct mb_index *idx, bool *stale_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, stale_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*stale_r = sqlite3_column_int(st, 0) != 0;
+	else
+		idx_sqlerr(idx, rc, "search: stale rows", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : -1;
 }
 
 static int
@@ -513,6 +553,8 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 		return -1;
 	filtered = q->folder || q->since != INT64_MIN || q->until != INT64_MAX || q->flags_set ||
 	    q->flags_clear || q->has_attachment >= 0;
+	if (q->match && !filtered && any_stale(idx, &filtered, err) == -1)
+		return -1;
 	if ((q->match ? search_ranked(idx, q, fid, filtered, offset, limit, &pg, err) :
 	    search_filtered(idx, q, fid, offset, limit, &pg, err)) == -1)
 		return -1;

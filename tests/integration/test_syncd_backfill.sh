@@ -3,7 +3,7 @@
 # message of every folder exactly once and marks nothing read; a quiet tick
 # sends no SEARCH; new mail arrives with the next tick; a redelivered range
 # writes no duplicate; a recreated folder (new UIDVALIDITY) is re-indexed
-# while its old rows stay; a deleted folder is skipped with a warning; a
+# while its old rows stay unserved, purged once it has converged; a deleted folder is skipped with a warning; a
 # second syncd on the same data directory is refused; SIGHUP syncs now and
 # SIGTERM stops the daemon cleanly; --status, --check-config and --rebuild say what they do.
 set -euo pipefail
@@ -105,7 +105,8 @@ syncd --once || fail "redelivery tick"
 [ "$(syncd_sql "SELECT group_concat(id) FROM messages")" = "$ids_before" ] || fail "redelivery changed rows"
 grep -q "folder 'INBOX' UIDs 1:200: 200 messages written" "$SYNCD_LOG" || fail "redelivered range not fetched"
 
-# A recreated folder has a new UIDVALIDITY: re-indexed from UID 1, old rows stay.
+# A recreated folder has a new UIDVALIDITY: re-indexed from UID 1; the old rows
+# stay (unserved) until the new generation has converged, and go the tick after.
 old_v=$(syncd_sql "SELECT uidvalidity FROM folders WHERE name = 'Archive'")
 dovecot_recreate_folder Archive
 dovecot_load_maildir Archive "$work"/arch/ar0000{1..3}.eml
@@ -131,7 +132,11 @@ grep -q "folder 'Nowhere': not found upstream; skipped" "$SYNCD_LOG" || fail "no
 grep -q "folder 'Junk': dropped 1 queued range" "$SYNCD_LOG" || fail "unconfigured folder's range not dropped"
 [ "$(syncd_sql "SELECT count(*) FROM dead_letters")" = 0 ] || fail "deleted folder's range dead-lettered"
 [ "$(syncd_sql "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder_id
-    WHERE f.name = 'Entwürfe'")" = 3 ] || fail "deleted folder's rows should stay"
+    WHERE f.name = 'Entwürfe'")" = 3 ] || fail "deleted folder's rows should stay (hidden) for now"
+[ "$(syncd_sql "SELECT absent_ticks FROM folders WHERE name = 'Entwürfe'")" = 1 ] ||
+    fail "deleted folder not marked absent"
+[ "$(syncd_sql "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder_id
+    WHERE f.name = 'Archive' AND m.uidvalidity = $old_v")" = 0 ] || fail "Archive's old generation not purged"
 
 # One syncd per data directory; SIGTERM stops a daemon with status 0.
 : > "$work/daemon.log"
