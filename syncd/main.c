@@ -236,7 +236,8 @@ main(int argc, char **argv)
 	prctl(PR_SET_DUMPABLE, 0);
 	if (parse_args(argc, argv, &cmd, &config) == -1)
 		return 2;
-	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1) {
+	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1 ||
+	    sd_conf_check(&conf, &err) == -1) {
 		mb_log_error("%s", err.msg);
 		if (cmd == CMD_CHECK)
 			mb_conf_print(sd_conf_keys, sd_conf_nkeys, &conf, NULL, stdout);

@@ -21,40 +21,6 @@
 
 #define SCHED_BUCKETS_AT_ONCE	1024
 
-int
-sd_split_folders(const char *spec, char ***names_r, size_t *n_r)
-{
-	char **names = NULL;
-	size_t n = 0;
-	const char *p = spec;
-
-	while (p != NULL && *p != '\0') {
-		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
-		const char *b = p, *e = end;
-
-		while (b < e && (*b == ' ' || *b == '\t'))
-			b++;
-		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if (e > b) {
-			names = mb_xrealloc(names, (n + 1) * sizeof(char *));
-			names[n++] = mb_xstrndup(b, (size_t)(e - b));
-		}
-		p = comma ? comma + 1 : NULL;
-	}
-	*names_r = names;
-	*n_r = n;
-	return 0;
-}
-
-void
-sd_free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 /* INBOX is case-insensitive (RFC 3501 5.1); every other name is exact. */
 static bool
 same_folder(const char *a, const char *b)

@@ -4,6 +4,7 @@
  * systemd's credentials directory, never from the environment or argv.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mailbox/log.h"
@@ -73,4 +74,56 @@ sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_co
 	c->ca_file = conf->imap_ca_file;
 	/* One IMAP command waits at most a minute, or the range's whole timeout if shorter. */
 	c->timeout_s = conf->sync_range_timeout < 60 ? conf->sync_range_timeout : 60;
+}
+
+int
+sd_split_folders(const char *spec, char ***names_r, size_t *n_r)
+{
+	char **names = NULL;
+	size_t n = 0;
+	const char *p = spec;
+
+	while (p != NULL && *p != '\0') {
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *b = p, *e = end;
+
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e > b) {
+			names = mb_xrealloc(names, (n + 1) * sizeof(char *));
+			names[n++] = mb_xstrndup(b, (size_t)(e - b));
+		}
+		p = comma ? comma + 1 : NULL;
+	}
+	*names_r = names;
+	*n_r = n;
+	return 0;
+}
+
+void
+sd_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int
+sd_conf_check(const struct sd_conf *conf, struct mb_err *err)
+{
+	char **names;
+	size_t n;
+
+	if (conf->sync_folders == NULL || conf->sync_folders[strspn(conf->sync_folders,
+	    " \t")] == '\0')
+		return 0;	/* empty: every selectable folder */
+	sd_split_folders(conf->sync_folders, &names, &n);
+	sd_free_names(names, n);
+	if (n == 0)
+		return mb_err_set(err, MB_E_CONFIG, "SYNC_FOLDERS: '%.64s' names no folder; name "
+		    "folders separated by commas, or leave it empty for every selectable folder",
+		    conf->sync_folders);
+	return 0;
 }

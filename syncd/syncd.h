@@ -88,6 +88,15 @@ enum mb_log_level	sd_conf_log_level(const struct sd_conf *conf);
  * c's strings point into conf and at password (borrowed; nothing to free).
  */
 void	sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_conf *c);
+/* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
+int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
+void	sd_free_names(char **names, size_t n);
+/*
+ * Checks across a setting's whole value that the table cannot make: a
+ * SYNC_FOLDERS that is not empty but names no folder (" , ").  MB_E_CONFIG
+ * naming the key.
+ */
+int	sd_conf_check(const struct sd_conf *conf, struct mb_err *err);
 
 /* ---- queue.c: durable ranges in the index (libmailbox/core/index_queue.c) */
 
@@ -308,9 +317,6 @@ int	sd_count_rows(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
  * MB_E_CONFIG, or a temporary failure; the tick ends either way.
  */
 int	sd_sched_tick(struct sd *sd, struct mb_err *err);
-/* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
-int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
-void	sd_free_names(char **names, size_t n);
 
 /* ---- reconcile.c: flags and expunges of indexed mail (docs/syncd.md) */
 

@@ -44,6 +44,16 @@ grep -qF "$DOVECOT_PASSWORD" "$work/check.out" && fail "check-config printed the
 SYNC_INTERVAL=0 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>"$work/bad.err" &&
     fail "--check-config accepted SYNC_INTERVAL=0"
 grep -q "SYNC_INTERVAL" "$work/bad.err" || fail "bad value error does not name the key"
+# A folder list with no folder in it is an error naming the key, for every
+# command (it used to sync nothing, silently); an empty one means every folder.
+for v in ' , ' ','; do
+	SYNC_FOLDERS=$v "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>"$work/bad.err" &&
+	    fail "--check-config accepted SYNC_FOLDERS='$v'"
+	grep -q "SYNC_FOLDERS: '$v' names no folder" "$work/bad.err" || fail "SYNC_FOLDERS='$v': $(cat "$work/bad.err")"
+	SYNC_FOLDERS=$v syncd --once && fail "--once accepted SYNC_FOLDERS='$v'"
+done
+SYNC_FOLDERS= "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>&1 ||
+    fail "an empty SYNC_FOLDERS is refused"
 
 # A daemon tick queues at most SYNC_MAX_RANGES_PER_TICK new ranges.
 SYNC_MAX_RANGES_PER_TICK=2 syncd --once || fail "capped tick exit $?"
