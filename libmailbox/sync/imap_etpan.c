@@ -5,7 +5,9 @@
  *
  * - Debian's libetpan never verifies a certificate: the chain and host name
  *   are checked here with GnuTLS after the handshake and before LOGIN.
- * - A server closing mid-literal makes libetpan spin forever: a watchdog
+ * - A server closing mid-literal makes libetpan spin forever (its literal
+ *   loop reads 0 bytes at end of file and asks again): the stream's read is
+ *   wrapped so end of file is an error at once (eof_guard), and a watchdog
  *   thread per connection cancels the stream past the caller's deadline.
  * - After PARSE/PROTOCOL/STREAM/FATAL the stream is desynchronised: the
  *   session is marked dead and every later call fails until it is closed.
@@ -40,6 +42,16 @@
 #define IMAP_LOG_DATA_MAX	200	/* bytes of a received chunk shown at debug level */
 #define IMAP_KEYWORDS_MAX	(64u * 1024)
 
+/*
+ * The stream's low driver with its read wrapped (eof_guard_read): drv comes
+ * first, so the mailstream_low's driver pointer leads back to orig.
+ */
+struct eof_guard {
+	mailstream_low_driver		 drv;
+	const mailstream_low_driver	*orig;
+	bool				 eof;	/* the server closed the connection */
+};
+
 struct mb_imap {
 	mailimap	*etpan;		/* owned */
 	char		*host;		/* owned; for messages */
@@ -61,7 +73,48 @@ struct mb_imap {
 	bool		 stop;
 	bool		 cancelled;	/* the watchdog fired: the stream is dead */
 	mailstream	*armed;		/* the stream the watchdog may cancel; NULL: none yet */
+
+	struct eof_guard guard;		/* installed once TLS is set up */
 };
+
+/* ---------------------------------------------------------------- end of file */
+
+/*
+ * read(2) returning 0 is end of file, but libetpan's literal parser treats
+ * a 0-byte read as "nothing yet" and loops on it at full CPU until the
+ * deadline.  Report it as a stream error instead: the command fails at once
+ * with MAILIMAP_ERROR_STREAM.
+ */
+static ssize_t
+eof_guard_read(mailstream_low *s, void *buf, size_t count)
+{
+	struct eof_guard *g = (struct eof_guard *)s->driver;
+	ssize_t n;
+
+	if (g->eof)
+		return -1;
+	n = g->orig->mailstream_read(s, buf, count);
+	if (n == 0 && count > 0) {
+		g->eof = true;
+		return -1;
+	}
+	return n;
+}
+
+/* Wrap the session's current low stream (after STARTTLS replaced it, if it did). */
+static void
+eof_guard_install(struct mb_imap *c)
+{
+	mailstream_low *low = c->etpan->imap_stream ? c->etpan->imap_stream->low : NULL;
+
+	if (low == NULL || low->driver == &c->guard.drv)
+		return;
+	c->guard.orig = low->driver;
+	c->guard.drv = *low->driver;
+	c->guard.drv.mailstream_read = eof_guard_read;
+	c->guard.eof = false;
+	low->driver = &c->guard.drv;
+}
 
 /* ---------------------------------------------------------------- watchdog */
 
@@ -242,6 +295,9 @@ etpan_fail(struct mb_imap *c, int r, const char *what, struct mb_err *err)
 		c->dead = true;
 	if (was_cancelled(c))
 		return mb_err_set(err, MB_E_TEMP, "%s: %s: deadline passed, connection cancelled",
+		    c->host, what);
+	if (r == MAILIMAP_ERROR_STREAM && c->guard.eof)
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: the server closed the connection",
 		    c->host, what);
 	switch (r) {
 	case MAILIMAP_ERROR_STREAM:
@@ -607,6 +663,7 @@ mb_imap_connect(const struct mb_imap_conf *conf, struct mb_imap **imap_r, struct
 			goto fail;
 		}
 	}
+	eof_guard_install(c);
 	if (conf->tls != MB_IMAP_TLS_NONE &&
 	    verify_peer(c, conf->host, conf->ca_file, err) == -1)
 		goto fail;

@@ -4,6 +4,7 @@
 # or is killed, the range is retried with backoff, lands in dead_letters after
 # SYNC_MAX_ATTEMPTS, and the run ends on its own: nothing hangs.
 #   bye_mid_fetch, close_mid_literal, garbage: the worker reports and exits
+#   (close_mid_literal at once, with its CPU time measured: no spin)
 #   stall_mid_literal: the worker's deadline fires; the tick still ends
 #   auth_fail: one LOGIN, no worker, exit status 1
 set -euo pipefail
@@ -40,17 +41,32 @@ scenario() {
 	start_peer "$1" "$dir"
 	DOVECOT_IMAP_PORT=$port DOVECOT_USER=alice DOVECOT_PASSWORD_FILE=$work/pw \
 	    SYNCD_LOG=$dir/syncd.log syncd_init "$dir" SYNC_FOLDERS=INBOX SYNC_RETRY_BACKOFF=0 \
-	    SYNC_MAX_ATTEMPTS=3 SYNC_WORKERS=1 SYNC_RANGE_TIMEOUT=2
+	    SYNC_MAX_ATTEMPTS=3 SYNC_WORKERS=1 SYNC_RANGE_TIMEOUT="${RANGE_TIMEOUT:-2}"
 	export SYNCD_LOG=$dir/syncd.log
 	start=$SECONDS
 	rc=0
-	SYNCD_TIMEOUT=60 syncd --once || rc=$?
+	# CPU seconds of syncd and every worker it reaped (bash's time counts
+	# waited-for descendants), beside the wall time.
+	TIMEFORMAT=%U+%S
+	{ time SYNCD_TIMEOUT=60 syncd --once || rc=$?; } 2> "$dir/cpu"
+	cpu=$(python3 -c "print(round($(cat "$dir/cpu"), 2))")
 	elapsed=$((SECONDS - start))
 	[ "$rc" != 124 ] || fail "$1: syncd hung (killed by timeout)"
 }
 
+# A connection closed inside a literal fails the attempt at once and burns
+# no CPU while the range's deadline (5 s here) runs: three attempts cost
+# well under a second of CPU in all (libetpan alone would spin on the
+# closed socket until each deadline: about 15 CPU-seconds).
 for mode in bye_mid_fetch close_mid_literal garbage; do
-	scenario "$mode"
+	if [ "$mode" = close_mid_literal ]; then RANGE_TIMEOUT=5 scenario "$mode"; else scenario "$mode"; fi
+	if [ "$mode" = close_mid_literal ]; then
+		echo "close_mid_literal: 3 attempts, ${cpu} CPU-s, ${elapsed} s"
+		python3 -c "import sys; sys.exit(0 if $cpu < 1.5 else 1)" ||
+		    fail "close_mid_literal: ${cpu} CPU-seconds for 3 attempts (a spin until the deadline)"
+		[ "$elapsed" -lt 5 ] || fail "close_mid_literal: ${elapsed}s: the closed connection waited for the deadline"
+		grep -q "the server closed the connection" "$SYNCD_LOG" || fail "close_mid_literal: the error does not say the server closed"
+	fi
 	[ "$rc" = 0 ] || fail "$mode: exit $rc"
 	[ "$(syncd_sql "SELECT folder_name, uidvalidity, first_uid, last_uid, attempts FROM dead_letters")" = "INBOX|42|1|100|3" ] ||
 	    fail "$mode: dead_letters: $(syncd_sql "SELECT * FROM dead_letters")"
