@@ -217,11 +217,24 @@ struct sd_worker {
 	int64_t			 sel_folder_id;	/* 0: none (new, or its EXAMINE was refused) */
 };
 
+/*
+ * Exit statuses of --once and --backfill (a daemon exits 0 when asked to
+ * stop), so cron and systemd see a failure (docs/syncd.md "Commands");
+ * the values are sysexits(3)'s.
+ */
+#define SD_EXIT_OK	0
+#define SD_EXIT_FAIL	1	/* anything else: the server unreachable, the index unwritable */
+#define SD_EXIT_USAGE	2	/* bad command line */
+#define SD_EXIT_PARTIAL	75	/* ranges dead-lettered, or a backfill that stopped progressing */
+#define SD_EXIT_AUTH	77	/* a LOGIN was refused (the scheduler's or a worker's) */
+#define SD_EXIT_CONFIG	78	/* a bad setting, or one the server refuses */
+
 /* Written by loop.c only: the run and its ticks. */
 struct sd_tick_state {
 	bool			 quit;
 	bool			 sync_now;	/* SIGHUP: tick again as soon as this one ends */
-	int			 exit_code;
+	int			 exit_code;	/* SD_EXIT_* */
+	bool			 partial;	/* a range was dead-lettered in this run */
 	bool			 in_tick;
 	long long		 tick_started_ms;
 	long long		 next_tick_ms;

@@ -16,6 +16,9 @@ RFC 3501 says a server may.
 Modes (what goes wrong):
   ok                 nothing
   auth_fail          LOGIN gets NO [AUTHENTICATIONFAILED]
+  auth_fail_workers  the first LOGIN (the scheduler's) is accepted, every later
+                     one gets NO [AUTHENTICATIONFAILED] (a password revoked
+                     mid-tick)
   bye_mid_fetch      one message of the body FETCH, then BYE and close
   close_mid_literal  half of the first body literal, then close
   stall_mid_literal  half of the first body literal, then silence forever
@@ -56,6 +59,8 @@ FLAGS = {
 }
 # The mailbox's UIDs now (new_mail adds 4); each session sees a snapshot of it.
 mailbox = [1, 2, 3]
+# LOGINs answered so far, over every connection (auth_fail_workers).
+logins = [0]
 
 
 class Conn:
@@ -197,10 +202,11 @@ def serve(conn, mode):
         if cmd == b"CAPABILITY":
             conn.send(b"* CAPABILITY IMAP4rev1 UIDPLUS AUTH=PLAIN\r\n" + tag + b" OK done\r\n")
         elif cmd == b"LOGIN":
-            if mode == "auth_fail":
+            if mode == "auth_fail" or (mode == "auth_fail_workers" and logins[0] > 0):
                 conn.send(tag + b" NO [AUTHENTICATIONFAILED] Invalid credentials (peer)\r\n")
             else:
                 conn.send(tag + b" OK LOGIN completed\r\n")
+            logins[0] += 1
         elif cmd == b"LIST":
             conn.send(b'* LIST (\\HasNoChildren) "/" INBOX\r\n'
                       b'* LIST (\\Noselect \\HasChildren) "/" Parent\r\n'
@@ -243,7 +249,7 @@ def serve(conn, mode):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="ok", choices=[
-        "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
+        "ok", "auth_fail", "auth_fail_workers", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
         "garbage", "silent", "stall_store", "new_mail"])
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
