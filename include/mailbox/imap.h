@@ -178,6 +178,9 @@ struct mb_imap_moved {
 	uint32_t	dest_uidvalidity;	/* from COPYUID; 0 when the server sent none */
 	uint32_t	dest_uid;		/* 0 when the server sent none */
 	bool		used_move;		/* UID MOVE (else COPY + STORE \Deleted + UID EXPUNGE) */
+	/* How far the COPY path got, also when it failed: the state it left. */
+	bool		copied;			/* UID COPY succeeded: the message is in dest */
+	bool		marked_deleted;		/* and UID STORE \Deleted succeeded on the source */
 };
 /*
  * Move one UID of the selected folder to dest: UID MOVE when the server has

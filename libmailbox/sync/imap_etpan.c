@@ -271,6 +271,8 @@ peer_text(const struct mb_imap *c, const char *in, char *out, size_t outlen)
 	}
 	snprintf(out, outlen, "%s", b.data);
 	mb_buf_release(&b);
+	/* Its quoted and base64 forms too (a server echoing the LOGIN line). */
+	mb_log_scrub(out, outlen);
 }
 
 static bool
@@ -1658,11 +1660,15 @@ mb_imap_move(struct mb_imap *imap, uint32_t uid, const char *dest, bool allow_mo
 			free(mb);
 			return etpan_fail(c, r, "UID COPY", err);
 		}
+		r_out->copied = true;
+		r_out->dest_uidvalidity = uidv;
+		r_out->dest_uid = set_single(dst);
 		if (store_one(c, uid, MB_FLAG_DELETED, true, err) == -1) {
 			mailimap_set_free(set);
 			free(mb);
 			goto out;
 		}
+		r_out->marked_deleted = true;
 		call_begin(c);
 		r = mailimap_uid_expunge(c->etpan, set);	/* this one UID, never a bare EXPUNGE */
 		call_end(c);
