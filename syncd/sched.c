@@ -20,6 +20,15 @@
 #include "syncd.h"
 
 #define SCHED_BUCKETS_AT_ONCE	1024
+#define SCHED_RUNS_MAX		8	/* ranges per bucket, then one over all its holes */
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 /* INBOX is case-insensitive (RFC 3501 5.1); every other name is exact. */
 static bool
@@ -52,6 +61,75 @@ drop_queued(struct sd *sd, int64_t folder_id, const char *name, uint32_t keep)
 }
 
 /*
+ * Queue what one bucket lo:hi lacks: srv[0..n) are the server's UIDs in it,
+ * ascending.  Only the UIDs the index does not hold are fetched, so one new
+ * mail costs one body, not the bucket's: each run of missing UIDs (with no
+ * indexed UID of the server's between them) is its own range; more than
+ * SCHED_RUNS_MAX runs become one range from the first missing UID to the
+ * last, which refetches the indexed ones between (an upsert: harmless).
+ * One new mail at the top of a folder of 37 is the range 38:100.
+ * Ranges depend only on the server and the index, so a range still queued
+ * from the last tick is the same range again (INSERT OR IGNORE).
+ * 1: the per-tick cap was reached.
+ */
+static int
+queue_missing(struct sd *sd, const struct mb_folder_state *st, const uint32_t *srv, size_t n,
+    uint32_t lo, uint32_t hi, struct mb_err *err)
+{
+	uint32_t first[SCHED_RUNS_MAX + 1], last[SCHED_RUNS_MAX + 1], *have = NULL;
+	size_t n_have = 0, h = 0, runs = 0;
+	bool in_run = false;
+
+	if (mb_index_uids(sd->idx, st->id, st->uidvalidity, lo, hi, &have, &n_have, err) == -1)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		while (h < n_have && have[h] < srv[i])
+			h++;
+		if (h < n_have && have[h] == srv[i]) {
+			in_run = false;
+			continue;
+		}
+		if (!in_run && runs == SCHED_RUNS_MAX) {
+			/* Too many holes: one range over all of them. */
+			last[0] = srv[n - 1];
+			for (size_t j = n; j-- > i;)
+				if (!(bsearch(&srv[j], have, n_have, sizeof(*have), cmp_u32))) {
+					last[0] = srv[j];
+					break;
+				}
+			runs = 1;
+			break;
+		}
+		if (!in_run)
+			first[runs++] = srv[i];
+		last[runs - 1] = srv[i];
+		in_run = true;
+	}
+	/* A last run with nothing indexed above it extends to the bucket's end:
+	 * mail that arrives before the worker's FETCH comes in with it (UIDs
+	 * that do not exist cost nothing). */
+	if (runs > 0 && last[runs - 1] == srv[n - 1] &&
+	    (n_have == 0 || have[n_have - 1] < last[runs - 1]))
+		last[runs - 1] = hi;
+	free(have);
+	for (size_t k = 0; k < runs; k++) {
+		bool added;
+
+		if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->conf->sync_max_ranges)
+			return 1;	/* the per-tick cap: the rest waits */
+		if (sd_queue_add(sd->idx, st->id, st->uidvalidity, first[k], last[k], &added,
+		    err) == -1)
+			return -1;
+		if (added) {
+			sd->sched.tick_queued++;
+			mb_log_debug("folder '%s': queued %u:%u (bucket %u:%u: %zu in the mailbox, "
+			    "%zu indexed)", st->name, first[k], last[k], lo, hi, n, n_have);
+		}
+	}
+	return 0;
+}
+
+/*
  * Queue the short buckets of one folder.  uids are the server's UIDs above
  * base (a multiple of the range size, at or below the watermark), so the
  * bucket straddling the watermark is compared whole.
@@ -77,7 +155,8 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 			uint64_t k = (uids[i] - 1 - base) / R;
 			uint64_t lo = base + 1 + k * R, hi = lo + R - 1;
 			uint32_t have = 0;
-			bool added;
+			size_t s0 = i;
+			int r;
 
 			while (i < n && (uids[i] - 1 - base) / R == k) {
 				have++;
@@ -87,19 +166,11 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 			 * make a count look whole while a UID is missing). */
 			if (counts[k - k0] >= have && !(first_gap >= lo && first_gap <= hi))
 				continue;
-			if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->conf->sync_max_ranges)
-				return 1;	/* the per-tick cap: the rest waits */
 			if (hi > UINT32_MAX)
 				hi = UINT32_MAX;
-			if (sd_queue_add(sd->idx, st->id, st->uidvalidity, (uint32_t)lo,
-			    (uint32_t)hi, &added, err) == -1)
-				return -1;
-			if (added) {
-				sd->sched.tick_queued++;
-				mb_log_debug("folder '%s': queued %u:%u (%u in the mailbox, %u "
-				    "indexed)", st->name, (uint32_t)lo, (uint32_t)hi, have,
-				    counts[k - k0]);
-			}
+			r = queue_missing(sd, st, uids + s0, have, (uint32_t)lo, (uint32_t)hi, err);
+			if (r != 0)
+				return r;
 		}
 	}
 	return 0;

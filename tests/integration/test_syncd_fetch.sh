@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Fetch what is missing (docs/syncd.md "One tick", step 5), against a real
+# Dovecot: after a backfill of a 37-message folder, one new mail is fetched
+# alone (its body, and its size probe), not with the 37 bodies already
+# indexed in its 100-UID bucket; two new mails are one range of two; the
+# index ends exactly the server's.
+set -euo pipefail
+src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
+. "$src/tests/lib/dovecot.sh"
+. "$src/tests/lib/syncd.sh"
+
+work=$(mktemp -d)
+ok=0
+cleanup() {
+	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work/syncd.log" >&2 || true; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+mkdir "$work/srv"
+dovecot_start "$work/srv"
+python3 "$src/tests/lib/mkmail.py" "$work/m:40:sm"
+dovecot_load_maildir Small "$work"/m/sm000{01..37}.eml
+syncd_init "$work" SYNC_FOLDERS=Small SYNC_WORKERS=2
+syncd --backfill > /dev/null || fail "backfill exit $?"
+diff <(server_uids Small) <(index_uids Small) > /dev/null || fail "Small not indexed"
+
+# bodies: messages fetched whole so far, every session (each message of a
+# body FETCH answer is one "BODY[] {n}" literal in the server's output).
+bodies() { cat "$DOVECOT_RAWLOG"/*.out 2>/dev/null | tr -d '\r' | grep -cE ' \* [0-9]+ FETCH .*BODY\[\] \{' || true; }
+
+# One new mail: one body fetched, and the size probe names that UID only.
+before=$(bodies)
+dovecot_append Small "$work/m/sm00038.eml"
+syncd --once || fail "tick exit $?"
+dovecot_wait_commands ' UID FETCH 38 .*BODY\.PEEK\[\]' 1 > /dev/null ||
+    fail "no body FETCH of UID 38 alone: $(cat "$DOVECOT_RAWLOG"/*.in | tr -d '\r' | grep ' UID FETCH ' | tail -3)"
+n=$(($(bodies) - before))
+echo "one new mail in a folder of 37: $n bodies fetched"
+[ "$n" = 1 ] || fail "one new mail fetched $n bodies"
+# The range runs to the bucket's end (38:100: mail arriving meanwhile comes
+# too); UIDs that do not exist cost nothing.
+dovecot_count_commands ' UID FETCH 38:100 \(UID RFC822\.SIZE\)' | grep -qx 1 || fail "the size probe was not of 38:100"
+diff <(server_uids Small) <(index_uids Small) > /dev/null || fail "Small after the new mail"
+
+# Two more: one range of just those two, two bodies.
+before=$(bodies)
+dovecot_append Small "$work/m/sm00039.eml"
+dovecot_append Small "$work/m/sm00040.eml"
+syncd --once || fail "second tick exit $?"
+n=$(($(bodies) - before))
+[ "$n" = 2 ] || fail "two new mails fetched $n bodies"
+dovecot_count_commands ' UID FETCH 39:40 .*BODY\.PEEK\[\]' | grep -qx 1 || fail "no body FETCH of 39:40"
+dovecot_count_commands ' UID FETCH 1:[0-9]+ .*BODY\.PEEK\[\]' | grep -qx 1 || fail "a bucket was fetched again from UID 1"
+diff <(server_uids Small) <(index_uids Small) > /dev/null || fail "Small after two new mails"
+syncd_log_clean || fail "sanitizer"
+ok=1
+echo "PASS: test_syncd_fetch"
