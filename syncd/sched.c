@@ -115,8 +115,8 @@ queue_missing(struct sd *sd, const struct mb_folder_state *st, const uint32_t *s
 	for (size_t k = 0; k < runs; k++) {
 		bool added;
 
-		if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->conf->sync_max_ranges)
-			return 1;	/* the per-tick cap: the rest waits */
+		if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->sched.folder_limit)
+			return 1;	/* the folder's share of the per-tick cap: the rest waits */
 		if (sd_queue_add(sd->idx, st->id, st->uidvalidity, first[k], last[k], &added,
 		    err) == -1)
 			return -1;
@@ -350,7 +350,7 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	struct mb_imap *imap = NULL;
 	struct mb_imap_folder *list = NULL;
 	char **want = NULL;
-	size_t n_list = 0, n_want = 0;
+	size_t n_list = 0, n_want = 0, start;
 	bool converged = true, capped = false;
 	int r = -1;
 
@@ -378,9 +378,23 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	forget_unwanted(sd, list, n_list, want, n_want);
 	if (sd_commit(sd, err) == -1)
 		goto out;
-	for (size_t i = 0; i < n_want; i++) {
+	/*
+	 * The per-tick cap (SYNC_MAX_RANGES_PER_TICK) is shared: each folder may
+	 * queue an equal part of what is left for it and the folders after it,
+	 * so one folder's backfill does not hold the others back; what a folder
+	 * leaves goes to those after it.  The order starts one folder later each
+	 * tick, so the first place (the largest share) goes round.
+	 */
+	start = n_want > 0 ? sd->sched.rotate++ % n_want : 0;
+	for (size_t o = 0; o < n_want; o++) {
 		const struct mb_imap_folder *f = NULL;
+		size_t i = (start + o) % n_want;
+		unsigned left = sd->conf->sync_max_ranges > sd->sched.tick_queued ?
+		    sd->conf->sync_max_ranges - sd->sched.tick_queued : 0;
 		int fr;
+
+		sd->sched.folder_limit = sd->sched.tick_queued +
+		    (unsigned)((left + (n_want - o) - 1) / (n_want - o));
 
 		if (quit_requested(sd)) {
 			converged = false;
@@ -413,7 +427,8 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 		capped |= fr == 1;
 	}
 	if (capped)
-		mb_log_info("queued %u ranges, the per-tick cap; the rest waits for the next tick",
+		mb_log_info("queued %u ranges, the per-tick cap shared by the folders; the rest "
+		    "waits for the next tick",
 		    sd->sched.tick_queued);
 	sd->sched.tick_converged = converged && sd->sched.tick_queued == 0;
 	r = 0;

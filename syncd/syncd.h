@@ -246,6 +246,8 @@ struct sd_tick_state {
 /* Written by sched.c only: what the current tick's enumeration did. */
 struct sd_sched_state {
 	unsigned		 tick_queued;	/* ranges added */
+	unsigned		 folder_limit;	/* tick_queued may reach this for the folder at hand */
+	unsigned		 rotate;	/* ticks so far: where this tick's folder order starts */
 	bool			 tick_converged;	/* every folder at the top, nothing queued */
 };
 

@@ -57,7 +57,7 @@ SYNC_FOLDERS= "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev
 
 # A daemon tick queues at most SYNC_MAX_RANGES_PER_TICK new ranges.
 SYNC_MAX_RANGES_PER_TICK=2 syncd --once || fail "capped tick exit $?"
-grep -q "queued 2 ranges, the per-tick cap; the rest waits for the next tick" "$SYNCD_LOG" ||
+grep -q "queued 2 ranges, the per-tick cap shared by the folders; the rest waits for the next tick" "$SYNCD_LOG" ||
     fail "no per-tick cap line"
 [ "$(grep -cE "UIDs [0-9]+:[0-9]+: [0-9]+ messages written" "$SYNCD_LOG")" = 2 ] || fail "capped tick wrote other than 2 ranges"
 [ "$(syncd_sql "SELECT count(*) FROM messages")" -le 80 ] || fail "capped tick wrote too much"

@@ -3,7 +3,8 @@
 # Dovecot: after a backfill of a 37-message folder, one new mail is fetched
 # alone (its body, and its size probe), not with the 37 bodies already
 # indexed in its 100-UID bucket; two new mails are one range of two; the
-# index ends exactly the server's.
+# index ends exactly the server's.  The per-tick range cap is shared by the
+# folders that need it.
 set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
@@ -54,6 +55,19 @@ n=$(($(bodies) - before))
 dovecot_count_commands ' UID FETCH 39:40 .*BODY\.PEEK\[\]' | grep -qx 1 || fail "no body FETCH of 39:40"
 dovecot_count_commands ' UID FETCH 1:[0-9]+ .*BODY\.PEEK\[\]' | grep -qx 1 || fail "a bucket was fetched again from UID 1"
 diff <(server_uids Small) <(index_uids Small) > /dev/null || fail "Small after two new mails"
+# The per-tick range cap is shared across folders: with two folders to
+# backfill and a cap of 4, a daemon-mode tick queues ranges of both, not 4
+# of the first while the other waits for it to finish.
+python3 "$src/tests/lib/mkmail.py" "$work/a:60:aa" "$work/b:60:bb"
+dovecot_load_maildir Alpha "$work"/a/*.eml
+dovecot_load_maildir Beta "$work"/b/*.eml
+echo "=== syncd --once (shared cap)" >> "$SYNCD_LOG"
+SYNC_FOLDERS=Alpha,Beta SYNC_RANGE_SIZE=10 SYNC_MAX_RANGES_PER_TICK=4 syncd --once ||
+    fail "capped tick exit $?"
+a=$(index_uids Alpha | wc -l) b=$(index_uids Beta | wc -l)
+echo "one capped tick: Alpha $a, Beta $b messages"
+[ "$a" -gt 0 ] && [ "$b" -gt 0 ] || fail "the cap was not shared: Alpha $a, Beta $b"
+[ $((a + b)) = 40 ] || fail "the cap (4 ranges of 10) was not used whole: $((a + b))"
 syncd_log_clean || fail "sanitizer"
 ok=1
 echo "PASS: test_syncd_fetch"
