@@ -198,6 +198,7 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 {
 	struct mb_folder_state st = { 0 };
 	struct mb_imap_status ex = { 0 };
+	struct mb_imap_day since;
 	struct mb_err ferr = { 0 };
 	uint32_t *uids = NULL, top, base, wm, first_gap;
 	size_t n = 0, above;
@@ -245,7 +246,8 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 		goto save;
 	}
 	base = st.watermark - st.watermark % sd->conf->sync_range_size;
-	if (mb_imap_uids_above(imap, base, &uids, &n, err) == -1)
+	if (mb_imap_uids_since(imap, base, sd_conf_since(sd->conf, &since) ? &since : NULL,
+	    &uids, &n, err) == -1)
 		goto out;
 	for (above = 0; above < n && uids[above] <= st.watermark; above++)
 		;

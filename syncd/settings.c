@@ -4,6 +4,7 @@
  * systemd's credentials directory, never from the environment or argv.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "seconds one write may take, then it is killed"),
 	K("DRAFT_FROM", MB_CONF_STR, draft_from, NULL, 0, 0, 0, NULL,
 	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
+	K("SYNC_SINCE", MB_CONF_STR, sync_since, NULL, 0, 0, 0, NULL,
+	    "YYYY-MM-DD: index only mail received on or after it; empty: all"),
 };
 const size_t sd_conf_nkeys = MB_ARRAY_LEN(sd_conf_keys);
 
@@ -116,6 +119,12 @@ sd_conf_check(const struct sd_conf *conf, struct mb_err *err)
 	char **names;
 	size_t n;
 
+	struct mb_imap_day day;
+
+	if (conf->sync_since != NULL && *conf->sync_since != '\0' &&
+	    !sd_conf_since(conf, &day))
+		return mb_err_set(err, MB_E_CONFIG, "SYNC_SINCE: '%.64s' is not a day as "
+		    "YYYY-MM-DD (e.g. 2020-01-31)", conf->sync_since);
 	if (conf->sync_folders == NULL || conf->sync_folders[strspn(conf->sync_folders,
 	    " \t")] == '\0')
 		return 0;	/* empty: every selectable folder */
@@ -126,4 +135,22 @@ sd_conf_check(const struct sd_conf *conf, struct mb_err *err)
 		    "folders separated by commas, or leave it empty for every selectable folder",
 		    conf->sync_folders);
 	return 0;
+}
+
+bool
+sd_conf_since(const struct sd_conf *conf, struct mb_imap_day *day)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	const char *s = conf->sync_since;
+	int y, m, d, end = 0;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	if (sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &end) != 3 || end != 10 || s[end] != '\0' ||
+	    s[4] != '-' || s[7] != '-' || y < 1970 || m < 1 || m > 12 || d < 1 ||
+	    d > mdays[m - 1] || (m == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 ||
+	    y % 400 == 0))))
+		return false;
+	*day = (struct mb_imap_day){ .year = y, .month = m, .day = d };
+	return true;
 }

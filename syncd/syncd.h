@@ -78,6 +78,7 @@ struct sd_conf {
 	char		*syncd_allowed_uids;	/* who may connect; empty: syncd's own uid */
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
+	char		*sync_since;		/* YYYY-MM-DD: index mail on or after it; NULL: all */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];
@@ -93,10 +94,15 @@ int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
 void	sd_free_names(char **names, size_t n);
 /*
  * Checks across a setting's whole value that the table cannot make: a
- * SYNC_FOLDERS that is not empty but names no folder (" , ").  MB_E_CONFIG
- * naming the key.
+ * SYNC_FOLDERS that is not empty but names no folder (" , "), a SYNC_SINCE
+ * that is not a real YYYY-MM-DD day.  MB_E_CONFIG naming the key.
  */
 int	sd_conf_check(const struct sd_conf *conf, struct mb_err *err);
+/*
+ * SYNC_SINCE as a day into *day: true when it is set (and valid: checked by
+ * sd_conf_check), false when every message is indexed.
+ */
+bool	sd_conf_since(const struct sd_conf *conf, struct mb_imap_day *day);
 
 /* ---- queue.c: durable ranges in the index (libmailbox/core/index_queue.c) */
 

@@ -982,6 +982,13 @@ int
 mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size_t *n_r,
     struct mb_err *err)
 {
+	return mb_imap_uids_since(imap, above, NULL, uids_r, n_r, err);
+}
+
+int
+mb_imap_uids_since(struct mb_imap *imap, uint32_t above, const struct mb_imap_day *since,
+    uint32_t **uids_r, size_t *n_r, struct mb_err *err)
+{
 	struct mb_imap *c = imap;
 	struct mailimap_search_key *key;
 	clist *res = NULL;
@@ -1001,6 +1008,14 @@ mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size
 	}
 	/* Plain UID SEARCH, never ESEARCH (libetpan cannot parse it). */
 	key = mailimap_search_key_new_uid(mailimap_set_new_interval(above + 1, 0));
+	if (since != NULL) {
+		clist *both = clist_new();
+
+		clist_append(both, key);
+		clist_append(both, mailimap_search_key_new_since(mailimap_date_new(since->day,
+		    since->month, since->year)));
+		key = mailimap_search_key_new_multiple(both);
+	}
 	call_begin(c);
 	r = mailimap_uid_search(c->etpan, NULL, key, &res);
 	call_end(c);
