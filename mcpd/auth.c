@@ -445,7 +445,13 @@ mcp_auth_check(struct mcp_auth *a, const char *value, const char *scope,
 	r->client_id = claims.client_id;
 	r->scope = claims.scope;
 	r->may_write = mcp_scope_has(claims.scope, a->conf.scope_write);
-	if (mcp_scope_has(claims.scope, scope)) {
+	/*
+	 * The write scope is the broader one: a token that may change the
+	 * mailbox may read it, and MCP 2026-07-28 says a broader scope must
+	 * satisfy the narrower one.
+	 */
+	if (mcp_scope_has(claims.scope, scope) ||
+	    (strcmp(scope, a->conf.scope_read) == 0 && r->may_write)) {
 		r->status = 200;
 		return;
 	}

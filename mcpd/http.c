@@ -4,8 +4,9 @@
  * Streamable HTTP transport asks of the HTTP layer, in this order:
  *   Host allow-list (DNS rebinding) -> 403, Origin allow-list -> 403,
  *   path (/mcp, /healthz) -> 404, method -> 405, Accept -> 406,
- *   Content-Type -> 415, MCP-Protocol-Version -> 400, body size -> 413;
- * and hands the body to rpc.c.  Limits: connections, per-connection idle
+ *   Content-Type -> 415, body size -> 413;
+ * and hands the body and the MCP headers to rpc.c, which checks those (the
+ * protocol version decides the era, and that needs the body).  Limits: connections, per-connection idle
  * timeout, per-connection memory, body size.
  */
 #include <errno.h>
@@ -192,6 +193,8 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 	memset(&post, 0, sizeof(post));
 	post.session_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
 	post.proto_header = pv;
+	post.method_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Method");
+	post.name_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Name");
 	post.owner = rq->owner;
 	post.may_write = rq->may_write;
 	mcp_rpc_post(h->srv, rq->body.data, rq->body.len, &post);
@@ -227,7 +230,6 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 {
 	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-	const char *pv;
 
 	*handled_r = true;
 	if (host == NULL || !list_has(h->hosts, host, true)) {
@@ -302,10 +304,6 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 	    MHD_HTTP_HEADER_CONTENT_TYPE)))
 		return send_error(c, 415, -32000,
 		    "Unsupported Media Type: Content-Type must be application/json");
-	pv = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
-	if (pv != NULL && !mcp_proto_supported(pv))
-		return send_error(c, 400, -32000, "Bad Request: Unsupported protocol version "
-		    "(supported versions: 2025-11-25, 2025-06-18, 2025-03-26)");
 	*handled_r = false;
 	return MHD_YES;
 }

@@ -25,13 +25,29 @@
 #define MCP_BODY_CAP_CHARS	16000		/* get_message body page, in characters */
 #define MCP_PREVIEW_CHARS	800		/* get_thread preview */
 #define MCP_THREAD_PAGE		50		/* get_thread messages per page */
-#define MCP_RESOURCE_PAGE	50		/* resources/list items per page */
+#define MCP_RESOURCE_RECENT	20		/* resources/list: the newest messages, one page */
 #define MCP_SESSION_ID_BYTES	16		/* random bytes, sent as 32 hex digits */
 
 #define MCP_PROTO_2025_03_26	"2025-03-26"
 #define MCP_PROTO_2025_06_18	"2025-06-18"
 #define MCP_PROTO_2025_11_25	"2025-11-25"
-#define MCP_PROTO_LATEST	MCP_PROTO_2025_11_25
+#define MCP_PROTO_LATEST	MCP_PROTO_2025_11_25	/* the newest legacy (initialize) revision */
+#define MCP_PROTO_2026_07_28	"2026-07-28"	/* the modern (stateless) revision */
+/* Revisions are ISO dates: this one and every later one are of the modern era. */
+#define MCP_PROTO_FIRST_MODERN	MCP_PROTO_2026_07_28
+
+#define MCP_SERVER_NAME		"imap-mcp"
+#define MCP_SERVER_VERSION	"0.1.0"
+
+/*
+ * The server's icon (server info and every tool): an envelope, as an SVG in a
+ * data: URI, so no client fetches anything from anywhere to show it.
+ */
+#define MCP_ICON_URI \
+	"data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAg" \
+	"MCAyNCAyNCI+PHJlY3QgeD0iMiIgeT0iNSIgd2lkdGg9IjIwIiBoZWlnaHQ9IjE0IiByeD0iMiIgZmlsbD0ibm9uZSIg" \
+	"c3Ryb2tlPSIjMzM2IiBzdHJva2Utd2lkdGg9IjIiLz48cGF0aCBkPSJNMyA3bDkgNiA5LTYiIGZpbGw9Im5vbmUiIHN0" \
+	"cm9rZT0iIzMzNiIgc3Ryb2tlLXdpZHRoPSIyIi8+PC9zdmc+"
 
 /* ---- config.c */
 
@@ -97,6 +113,9 @@ size_t	mcp_session_count(struct mcp_sessions *s);
  * Tool-call rate limit (MCP: servers MUST rate-limit tool invocations): a
  * token bucket per session, per_second tokens a second, bursts of twice
  * that.  mcp_session_allow() takes a token; false when the bucket is empty.
+ * id NULL: the caller has no session (2026-07-28), and the bucket is the
+ * owner's one for all its sessionless calls.  mcp_session_count() counts
+ * sessions only.
  */
 void	mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second);
 bool	mcp_session_allow(struct mcp_sessions *s, const char *id, const char *owner);
@@ -126,12 +145,39 @@ void	mcp_server_release(struct mcp_server *srv);
 struct mb_index	*mcp_server_index(struct mcp_server *srv, struct mb_err *err);
 void	mcp_server_close_index(struct mcp_server *srv);
 
-/* ---- rpc.c: one HTTP POST body in, one HTTP answer out */
+/*
+ * Who the server says it is (name, title, version, description, icons): the
+ * serverInfo of initialize and the io.modelcontextprotocol/serverInfo of
+ * every 2026-07-28 result.  New reference.
+ */
+json_t	*mcp_server_info(void);
+/* The icons array (MCP_ICON_URI) of the server and of every tool.  New reference. */
+json_t	*mcp_icons(void);
+/* What the server tells the model about its tools (initialize, server/discover). */
+extern const char mcp_server_instructions[];
+
+/* ---- rpc.c: one HTTP POST body in, one HTTP answer out (docs/mcpd.md: the eras) */
+
+/* JSON-RPC and MCP error codes. */
+enum {
+	MCP_RPC_PARSE = -32700,
+	MCP_RPC_INVALID_REQUEST = -32600,
+	MCP_RPC_METHOD_NOT_FOUND = -32601,
+	MCP_RPC_INVALID_PARAMS = -32602,
+	MCP_RPC_INTERNAL = -32603,
+	MCP_RPC_SERVER = -32000,		/* transport-level, as the reference server */
+	MCP_RPC_SESSION_NOT_FOUND = -32001,	/* 2025 */
+	MCP_RPC_RESOURCE_NOT_FOUND = -32002,	/* 2025; 2026-07-28 says -32602 */
+	MCP_RPC_HEADER_MISMATCH = -32020,	/* 2026-07-28 */
+	MCP_RPC_UNSUPPORTED_VERSION = -32022,	/* 2026-07-28 */
+};
 
 struct mcp_post {
-	/* in */
-	const char	*session_id;	/* Mcp-Session-Id header, or NULL */
-	const char	*proto_header;	/* MCP-Protocol-Version header, or NULL (validated) */
+	/* in: the body's headers, as sent (NULL: absent) */
+	const char	*session_id;	/* Mcp-Session-Id */
+	const char	*proto_header;	/* MCP-Protocol-Version (checked here, not in http.c) */
+	const char	*method_header;	/* Mcp-Method (2026-07-28) */
+	const char	*name_header;	/* Mcp-Name (2026-07-28) */
 	const char	*owner;		/* the token subject, or NULL (no authentication) */
 	bool		 may_write;	/* the token has the write scope (always without auth) */
 	/* out */
@@ -144,8 +190,42 @@ struct mcp_post {
 /* Answer one POST.  body (len bytes) is untrusted; post->body is the caller's to free. */
 void	mcp_rpc_post(struct mcp_server *srv, const char *body, size_t len, struct mcp_post *post);
 
-/* True when v is one of the protocol versions we accept in the header. */
+/* True when v is one of the legacy (initialize) protocol versions we speak. */
 bool	mcp_proto_supported(const char *v);
+/* True when v names a revision of the modern era (2026-07-28 or later), served or not. */
+bool	mcp_proto_is_modern(const char *v);
+
+/*
+ * rpc_modern.c: the 2026-07-28 path.  mcp_modern_classify() says which era m
+ * (one parsed message, borrowed) belongs to, by the spec's backward-
+ * compatibility rules: a request whose params._meta names a protocol version,
+ * or any request or notification whose MCP-Protocol-Version header names a
+ * modern revision, is modern; everything else (initialize included) is legacy.
+ * MCP_CLASS_REJECTED: a request mixing the eras or with a malformed envelope,
+ * and post holds the answer already.
+ */
+enum mcp_class { MCP_CLASS_LEGACY, MCP_CLASS_MODERN, MCP_CLASS_REJECTED };
+enum mcp_class	mcp_modern_classify(json_t *m, struct mcp_post *post);
+/* Serve a message mcp_modern_classify() called modern; the answer goes into post. */
+void	mcp_modern_post(struct mcp_server *srv, json_t *m, struct mcp_post *post);
+
+/*
+ * What rpc.c and rpc_modern.c share.  mcp_rpc_method() answers one request
+ * method of either era: the result (new reference), or NULL with *code_r and
+ * *msg_r set for a JSON-RPC error (*msg_r is static or in *err).  modern
+ * selects 2026-07-28 where the eras differ (no session, no ping or
+ * logging/setLevel, resource not found -32602).
+ */
+json_t	*mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
+	    struct mcp_post *post, bool modern, int *code_r, const char **msg_r,
+	    struct mb_err *err);
+/* Set post's status and body to msg (stolen; NULL: no body). */
+void	mcp_rpc_answer(struct mcp_post *post, int status, json_t *msg);
+/* A JSON-RPC result message (result stolen; id borrowed). */
+json_t	*mcp_rpc_result(json_t *id, json_t *result);
+/* True when m's params._meta asks for progress; mcp_rpc_sse() then answers as a stream. */
+bool	mcp_rpc_wants_progress(json_t *m);
+void	mcp_rpc_sse(struct mcp_post *post, json_t *request, json_t *response);
 
 /* A JSON-RPC error object with id (borrowed; NULL means null); caller owns it. */
 json_t	*mcp_rpc_error(json_t *id, int code, const char *message);
@@ -276,6 +356,32 @@ json_t	*mcp_index_failure(struct mb_err *err);
  * it is not UTF-8; an ISO 8601 date, or null when has_date is false. */
 json_t	*mcp_str_json(const char *s);
 json_t	*mcp_date_json(bool has_date, int64_t t);
+/*
+ * Append to result's content a resource_link block (mail://message/{id}) for
+ * each object with an "id" in items (borrowed), so a client can open a hit
+ * as a resource.  Returns result (borrowed), for `return mcp_add_...(...)`.
+ */
+json_t	*mcp_add_message_links(json_t *result, json_t *items);
+/*
+ * Drop every member whose value is null from the objects in j, at any depth
+ * (tool_table.c does it to each structuredContent): an output field that has
+ * no value is left out, never null, so output schemas need no null types
+ * (docs/mcpd.md: output fields).
+ */
+void	mcp_json_drop_nulls(json_t *j);
+/*
+ * Addresses as answers give them: [{"name", "address", "group"}], a member
+ * omitted when the index has none (an empty group is an entry with only
+ * "group").  mcp_addr_list_json reads the index's stored list (to_json,
+ * cc_json; NULL: no addresses), mcp_addr_one_json one name and address.
+ * Both return a new array, and put in *display_r a new reference to the
+ * list's RFC 5322 display string (quoted display names, groups as
+ * "Name: a, b;"), or to json null when the list shows nothing.
+ */
+json_t	*mcp_addr_list_json(const char *stored, json_t **display_r);
+json_t	*mcp_addr_one_json(const char *name, const char *addr, json_t **display_r);
+/* Set obj's key to a new string reference s, or leave key out when s is NULL. */
+void	mcp_set_optional(json_t *obj, const char *key, const char *s);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
 /* Append "seen, flagged" from a flag list to b. */

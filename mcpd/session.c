@@ -15,9 +15,14 @@
 #include "mailbox/util.h"
 #include "mcpd.h"
 
+/*
+ * An entry with version NULL and no id is not a session: it is the rate-limit
+ * bucket of one token subject's 2026-07-28 (sessionless) requests, kept in the
+ * same map so the same bound and eviction apply.
+ */
 struct mcp_session {
 	char		 id[2 * MCP_SESSION_ID_BYTES + 1];
-	const char	*version;	/* static string */
+	const char	*version;	/* static string; NULL: a sessionless bucket */
 	char		*owner;		/* owned; the token subject that made it, or NULL */
 	long long	 last_used_ms;
 	int		 level;		/* logging/setLevel, enum mb_log_level */
@@ -91,6 +96,42 @@ drop(struct mcp_sessions *s, size_t i)
 	s->v[i] = s->v[--s->n];
 }
 
+/* A new entry, evicting the least recently used one when full.  Lock held. */
+static struct mcp_session *
+add(struct mcp_sessions *s, const char *version, const char *owner)
+{
+	struct mcp_session *e;
+
+	if (s->n == s->max) {
+		size_t lru = 0;
+
+		for (size_t i = 1; i < s->n; i++)
+			if (s->v[i].last_used_ms < s->v[lru].last_used_ms)
+				lru = i;
+		drop(s, lru);
+	}
+	e = &s->v[s->n++];
+	memset(e, 0, sizeof(*e));
+	e->version = version;
+	e->owner = mb_xstrdup(owner);
+	e->last_used_ms = mb_now_ms();
+	e->level = 6;
+	e->tokens = 2.0 * s->rate;	/* the burst */
+	e->refill_ms = e->last_used_ms;
+	return e;
+}
+
+/* The sessionless bucket of owner, made when missing.  Lock held. */
+static long
+stateless_bucket(struct mcp_sessions *s, const char *owner)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].version == NULL && same_owner(s->v[i].owner, owner))
+			return (long)i;
+	add(s, NULL, owner);
+	return (long)s->n - 1;
+}
+
 int
 mcp_session_create(struct mcp_sessions *s, const char *version, const char *owner, char *id_r,
     size_t id_size)
@@ -108,22 +149,8 @@ mcp_session_create(struct mcp_sessions *s, const char *version, const char *owne
 	}
 	id_r[2 * sizeof(raw)] = '\0';
 	pthread_mutex_lock(&s->lock);
-	if (s->n == s->max) {
-		size_t lru = 0;
-
-		for (i = 1; i < s->n; i++)
-			if (s->v[i].last_used_ms < s->v[lru].last_used_ms)
-				lru = i;
-		drop(s, lru);
-	}
-	e = &s->v[s->n++];
+	e = add(s, version, owner);
 	memcpy(e->id, id_r, sizeof(e->id));
-	e->version = version;
-	e->owner = mb_xstrdup(owner);
-	e->last_used_ms = mb_now_ms();
-	e->level = 6;
-	e->tokens = 2.0 * s->rate;	/* the burst */
-	e->refill_ms = e->last_used_ms;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -184,8 +211,9 @@ mcp_session_allow(struct mcp_sessions *s, const char *id, const char *owner)
 	long i;
 
 	pthread_mutex_lock(&s->lock);
-	i = find(s, id, owner);
+	i = id == NULL ? (s->rate > 0 ? stateless_bucket(s, owner) : -1) : find(s, id, owner);
 	if (i >= 0 && s->rate > 0) {
+		s->v[i].last_used_ms = mb_now_ms();
 		struct mcp_session *e = &s->v[i];
 		long long now = mb_now_ms();
 
@@ -208,7 +236,9 @@ mcp_session_count(struct mcp_sessions *s)
 	size_t n;
 
 	pthread_mutex_lock(&s->lock);
-	n = s->n;
+	n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->v[i].version != NULL;
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }

@@ -171,8 +171,12 @@ mcp_tools_list(struct mcp_server *srv, const struct mcp_caller *who)
 
 	loaded();
 	for (size_t i = 0; i < MB_ARRAY_LEN(tools); i++)
-		if (allowed(srv, i, who))
-			json_array_append_new(list, json_deep_copy(defs[i]));	/* defs stay untouched */
+		if (allowed(srv, i, who)) {
+			json_t *t = json_deep_copy(defs[i]);	/* defs stay untouched */
+
+			json_object_set_new(t, "icons", mcp_icons());
+			json_array_append_new(list, t);
+		}
 	return json_pack("{s:o}", "tools", list);
 }
 
@@ -208,5 +212,6 @@ mcp_tools_call(struct mcp_server *srv, const char *name, json_t *args,
 			mb_err_set(&e, MB_E_INTERNAL, "failed without saying why");
 		r = mcp_tool_failure(name, &e);
 	}
+	mcp_json_drop_nulls(json_object_get(r, "structuredContent"));
 	return r;
 }

@@ -22,37 +22,54 @@
 
 /* ---- get_message */
 
-/* "a, b" from a to_json/cc_json array of {name, addr}; NULL when empty. */
+/* The space-separated ids of the refs column as an array (empty when none). */
 static json_t *
-addr_list(const char *json)
+id_list(const char *ids)
 {
-	json_error_t e;
-	json_t *arr, *v, *out;
-	struct mb_buf b = MB_BUF_INIT(1u << 20);
-	size_t i;
+	json_t *arr = json_array();
+	const char *p = ids, *q;
 
-	if (json == NULL)
-		return json_null();
-	arr = json_loads(json, 0, &e);
-	if (!json_is_array(arr) || json_array_size(arr) == 0) {
-		json_decref(arr);
-		return json_null();
+	while (p != NULL && *p != '\0') {
+		while (*p == ' ')
+			p++;
+		for (q = p; *q != '\0' && *q != ' '; q++)
+			;
+		if (q > p)
+			json_array_append_new(arr, mcp_json_text(p, (size_t)(q - p)));
+		p = q;
 	}
-	json_array_foreach(arr, i, v) {
-		const char *name = json_string_value(json_object_get(v, "name"));
-		const char *addr = json_string_value(json_object_get(v, "addr"));
+	return arr;
+}
 
-		if (i)
-			mb_buf_adds(&b, ", ");
-		if (name && *name && addr)
-			mb_buf_addf(&b, "%s <%s>", name, addr);
-		else
-			mb_buf_adds(&b, addr ? addr : name ? name : "");
+/*
+ * The addresses, identifiers and dates of a message into m: display strings
+ * under from/to/cc beside the structured lists, references, received and
+ * which date orders the message.
+ */
+static void
+message_envelope(json_t *m, const struct mb_read_message *rm)
+{
+	json_t *from_s, *to_s, *cc_s, *from_l, *to_l, *cc_l;
+
+	from_l = mcp_addr_one_json(rm->from_name, rm->from_addr, &from_s);
+	to_l = mcp_addr_list_json(rm->to_json, &to_s);
+	cc_l = mcp_addr_list_json(rm->cc_json, &cc_s);
+	if (json_is_null(from_s) && rm->from != NULL) {
+		json_decref(from_s);
+		from_s = mcp_str_json(rm->from);
 	}
-	json_decref(arr);
-	out = mcp_json_text(b.data, b.len);
-	mb_buf_release(&b);
-	return out;
+	json_object_set_new(m, "from", from_s);
+	json_object_set_new(m, "to", to_s);
+	json_object_set_new(m, "cc", cc_s);
+	json_object_set_new(m, "from_addresses", from_l);
+	json_object_set_new(m, "to_addresses", to_l);
+	json_object_set_new(m, "cc_addresses", cc_l);
+	json_object_set_new(m, "references", id_list(rm->refs));
+	if (rm->has_received)
+		json_object_set_new(m, "received", mcp_date_json(true, rm->received));
+	if (rm->has_date || rm->has_received)
+		json_object_set_new(m, "date_used", json_string(rm->dated_by_header ? "date" :
+		    "received"));
 }
 
 /*
@@ -63,23 +80,21 @@ addr_list(const char *json)
 static json_t *
 message_answer(const struct mb_read_message *rm, long long offset, struct mcp_answer *a)
 {
-	static const char *const keys[] = { "from", "to", "cc", "subject", "date",
-	    "list_id" };
-	static const char *const labels[] = { "From", "To", "Cc", "Subject", "Date",
-	    "List-Id" };
+	static const char *const keys[] = { "from", "to", "cc", "subject", "date", "received",
+	    "message_id", "in_reply_to", "list_id" };
+	static const char *const labels[] = { "From", "To", "Cc", "Subject", "Date", "Received",
+	    "Message-ID", "In-Reply-To", "List-Id" };
 	struct mb_buf inner = MB_BUF_INIT(8u << 20);
 	json_t *m, *atts;
 
-	m = json_pack("{s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+	m = json_pack("{s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "id", (json_int_t)rm->id, "folder", mcp_str_json(rm->folder),
 	    "folder_role", mcp_str_json(rm->folder_role), "thread_id", (json_int_t)rm->thread_id,
 	    "message_id", mcp_str_json(rm->message_id), "in_reply_to", mcp_str_json(rm->in_reply_to),
-	    "date", mcp_date_json(rm->has_date, rm->date), "from", mcp_str_json(rm->from),
-	    "to", addr_list(rm->to_json), "cc", addr_list(rm->cc_json),
+	    "date", mcp_date_json(rm->has_date, rm->date),
 	    "subject", mcp_str_json(rm->subject), "flags", mcp_flag_list(rm->flags),
 	    "list_id", mcp_str_json(rm->list_id));
-	if (json_is_null(json_object_get(m, "to")))
-		json_object_set_new(m, "to", mcp_str_json(rm->recipients));
+	message_envelope(m, rm);
 	json_object_set_new(m, "body", mcp_json_text(rm->body, rm->body_len));
 	json_object_set_new(m, "offset", json_integer(offset));
 	json_object_set_new(m, "body_chars", json_integer((json_int_t)rm->body_chars));
@@ -303,25 +318,26 @@ mcp_resource_templates_list(void)
 	    MCP_FENCE_NOTE, "mimeType", "text/plain");
 }
 
+/*
+ * The newest MCP_RESOURCE_RECENT messages, in one page: a client that gathers
+ * every page (SDK v2's listResources(), the Inspector) stops after 64, so a
+ * page per 50 messages made a large mailbox unlistable.  Every other message
+ * is reachable through the mail://message/{id} template; search finds them.
+ */
 json_t *
 mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const char **message_r)
 {
 	struct mb_err err = { 0 };
 	struct mb_read_recent *recent;
 	struct mb_index *idx;
-	json_t *cur = json_object_get(params, "cursor"), *list, *r;
-	int64_t offset = 0;
-	uint64_t h;
+	json_t *cur = json_object_get(params, "cursor"), *list;
 	size_t n;
 	bool more;
 
-	if (cur != NULL && !json_is_null(cur)) {
-		if (!json_is_string(cur) ||
-		    mcp_cursor_parse(srv, json_string_value(cur), 'r', &offset, &h) == -1 || h != 0) {
-			*code_r = -32602;
-			*message_r = "Invalid params: invalid cursor";
-			return NULL;
-		}
+	if (cur != NULL && !json_is_null(cur)) {	/* we never hand one out */
+		*code_r = -32602;
+		*message_r = "Invalid params: invalid cursor";
+		return NULL;
 	}
 	idx = mcp_server_index(srv, &err);
 	if (idx == NULL) {
@@ -330,7 +346,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		*message_r = "Internal error: the mail index is not available";
 		return NULL;
 	}
-	if (mb_read_recent(idx, offset, MCP_RESOURCE_PAGE, &recent, &n, &more, &err) == -1) {
+	if (mb_read_recent(idx, 0, MCP_RESOURCE_RECENT, &recent, &n, &more, &err) == -1) {
 		mb_log_error("resources/list: %s", err.msg);
 		*code_r = -32603;
 		*message_r = "Internal error";
@@ -346,14 +362,7 @@ mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		    json_string("(no subject)"), "mimeType", "text/plain"));
 	}
 	mb_read_recent_free(&recent, n);
-	r = json_pack("{s:o}", "resources", list);
-	if (more) {
-		char *c = mcp_cursor_make(srv, 'r', offset + (int64_t)n, 0);
-
-		json_object_set_new(r, "nextCursor", json_string(c));
-		free(c);
-	}
-	return r;
+	return json_pack("{s:o}", "resources", list);
 }
 
 json_t *

@@ -40,13 +40,29 @@ structured_filters(json_t *args, struct mb_query *q, struct mb_err *err)
 static json_t *
 hit_json(const struct mb_search_hit *h)
 {
-	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}",
+	json_t *from, *to, *o;
+
+	/* The display strings only: a hit stays short, get_message has the lists. */
+	json_decref(mcp_addr_one_json(h->from_name, h->from_addr, &from));
+	json_decref(mcp_addr_list_json(h->to_json, &to));
+	if (json_is_null(from) && h->from != NULL) {
+		json_decref(from);
+		from = mcp_str_json(h->from);
+	}
+	o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}",
 	    "id", (json_int_t)h->id, "folder", mcp_str_json(h->folder),
-	    "date", mcp_date_json(h->has_date, h->date), "from", mcp_str_json(h->from),
-	    "to", mcp_str_json(h->to), "subject", mcp_str_json(h->subject),
+	    "date", mcp_date_json(h->has_date, h->date), "from", from,
+	    "to", to, "subject", mcp_str_json(h->subject),
 	    "flags", mcp_flag_list(h->flags), "attachment_count", (json_int_t)h->attachment_count,
 	    "thread_id", (json_int_t)h->thread_id,
 	    "snippet", h->snippet ? mcp_json_text(h->snippet, h->snippet_len) : json_null());
+	mcp_set_optional(o, "message_id", h->message_id);
+	if (h->has_received)
+		json_object_set_new(o, "received", mcp_date_json(true, h->received));
+	if (h->has_date || h->has_received)
+		json_object_set_new(o, "date_used", json_string(h->dated_by_header ? "date" :
+		    "received"));
+	return o;
 }
 
 /* The text block of a search answer, from its structured results. */
@@ -112,7 +128,7 @@ search_answer(struct mcp_server *srv, const struct mb_search_page *pg, int64_t o
 		    "arguments and cursor \"%s\".\n", c);
 		free(c);
 	}
-	return mcp_answer_result(&a);
+	return mcp_add_message_links(mcp_answer_result(&a), results);
 }
 
 /* Compile the (checked) arguments into q (and *offset_r, *limit_r, *qhash_r);

@@ -22,18 +22,6 @@
 
 #define CTL_TIMEOUT_S	60	/* syncd's own write deadline is shorter (SYNC_WRITE_TIMEOUT) */
 
-/* The flags after a write, as IMAP names them (include/mailbox/msg.h). */
-static json_t *
-flag_names(unsigned flags)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < MB_FLAG_COUNT; i++)
-		if (flags & mb_flag_names[i].bit)
-			json_array_append_new(a, json_string(mb_flag_names[i].imap));
-	return a;
-}
-
 /*
  * ["\\Seen", "flagged", ...] (either spelling, any case) to bits; -1 with
  * *bad naming the refused flag.  \\Deleted passes: syncd refuses it and logs
@@ -89,7 +77,8 @@ forward(struct mcp_server *srv, const struct mb_ctl_request_view *rq, struct mb_
 	json_object_set_new(data, "id", rp.message_id ? json_integer(rp.message_id) : json_null());
 	json_object_set_new(data, "folder", rp.folder ? json_string(rp.folder) : json_null());
 	if (rq->op == MB_CTL_FLAG && rp.outcome == MB_CTL_OK)
-		json_object_set_new(data, "flags", flag_names(rp.flags));
+		/* the words search and get_message use, not the IMAP names */
+		json_object_set_new(data, "flags", mcp_flag_list(rp.flags));
 	{
 		char text[1400];
 
@@ -269,8 +258,8 @@ mcp_tool_flag_message(struct mcp_server *srv, json_t *args, const struct mcp_cal
 	rq.op = MB_CTL_FLAG;
 	if (parse_flags(json_object_get(args, "add"), &rq.add, &bad) == -1 ||
 	    parse_flags(json_object_get(args, "remove"), &rq.remove, &bad) == -1) {
-		mb_err_set(err, MB_E_INVALID, "flag_message: only \\Seen, \\Flagged and "
-		    "\\Answered may be set or cleared; refused: %s", bad);
+		mb_err_set(err, MB_E_INVALID, "flag_message: only seen, flagged and answered "
+		    "may be set or cleared; refused: %s", bad);
 		return NULL;
 	}
 	if ((rq.add | rq.remove) == 0) {

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mailbox/account.h"
 #include "mailbox/index_status.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
@@ -223,6 +224,46 @@ backup(const struct sd_conf *conf, const char *dest)
 	return r == 0 ? 0 : 1;
 }
 
+/*
+ * Record the account's own addresses in the index (mcpd reads them for
+ * from:me and the reply overviews; it sees no syncd setting): IMAP_USER when
+ * it is an address, DRAFT_FROM's address, and each of MY_ADDRESSES.
+ */
+static int
+store_own_addresses(const struct sd_conf *c, struct mb_index *idx, struct mb_err *err)
+{
+	struct mb_account_address list[64];
+	char *copy = mb_xstrdup(c->my_addresses), *save = NULL, *tok;
+	size_t n = 0;
+	int rc;
+
+	list[n++] = (struct mb_account_address){ c->imap_user, "IMAP_USER" };
+	if (c->draft_from != NULL)
+		list[n++] = (struct mb_account_address){ c->draft_from, "DRAFT_FROM" };
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		char *a = mb_account_address_of(tok);
+
+		free(a);
+		if (a == NULL && strspn(tok, " \t") == strlen(tok))
+			continue;	/* "a@x, ,b@y": an empty entry says nothing */
+		if (a == NULL || n == MB_ARRAY_LEN(list)) {
+			if (a == NULL)
+				mb_err_set(err, MB_E_CONFIG, "MY_ADDRESSES: '%s' is not an address",
+				    tok);
+			else
+				mb_err_set(err, MB_E_CONFIG, "MY_ADDRESSES: more than %zu addresses",
+				    MB_ARRAY_LEN(list) - 2);
+			free(copy);
+			return -1;
+		}
+		list[n++] = (struct mb_account_address){ tok, "MY_ADDRESSES" };
+	}
+	rc = mb_account_set_addresses(idx, list, n, err);
+	free(copy);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -282,6 +323,10 @@ main(int argc, char **argv)
 			goto out;
 		}
 		mb_log_info("rebuild: index emptied; backfilling");
+	}
+	if (store_own_addresses(&conf, sd.idx, &err) == -1) {
+		mb_log_error("%s", err.msg);
+		goto out;
 	}
 	mb_mime_global_init();
 	if (sd_proc_open(&sd.proc, &err) == -1) {

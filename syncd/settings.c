@@ -53,6 +53,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
 	K("SYNC_SINCE", MB_CONF_STR, sync_since, NULL, 0, 0, 0, NULL,
 	    "YYYY-MM-DD: index only mail received on or after it; empty: all"),
+	K("MY_ADDRESSES", MB_CONF_STR, my_addresses, NULL, 0, 0, 0, NULL,
+	    "the account's other addresses (comma-separated), for from:me, to:me and replies"),
 };
 const size_t sd_conf_nkeys = MB_ARRAY_LEN(sd_conf_keys);
 

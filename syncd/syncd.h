@@ -79,6 +79,7 @@ struct sd_conf {
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
 	char		*sync_since;		/* YYYY-MM-DD: index mail on or after it; NULL: all */
+	char		*my_addresses;		/* MY_ADDRESSES: comma-separated; NULL none */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];

@@ -25,8 +25,9 @@
 #include "mailbox/err.h"
 #include "mailbox/index.h"
 
-#define MB_IPC_VERSION	3		/* bump on ANY wire change (2: create_draft;
-				   3: MB_IPC_WRITE_RESULT) */
+#define MB_IPC_VERSION	4		/* bump on ANY wire change (2: create_draft;
+				   3: MB_IPC_WRITE_RESULT; 4: an address's group and the
+				   In-Reply-To ids) */
 #define MB_IPC_HDR_LEN	16u
 #define MB_IPC_MAX	(4u << 20)	/* header + payload: a 1 MiB body plus headers fits */
 #define MB_IPC_QUEUE_MAX (64u << 20)	/* bytes a writer may have waiting */

@@ -34,8 +34,18 @@ struct mb_read_message {
 	char		*message_id;
 	char		*in_reply_to;
 	bool		 has_date;
-	int64_t		 date;		/* unix seconds, when has_date */
-	char		*from;		/* the From header as displayed */
+	int64_t		 date;		/* the Date header, unix seconds, when has_date */
+	bool		 has_received;
+	int64_t		 received;	/* INTERNALDATE, unix seconds, when has_received */
+	/*
+	 * true: the message is ordered and filtered by date; false: by received
+	 * (or by nothing, when neither is known).  The rule: docs/normaliser.md.
+	 */
+	bool		 dated_by_header;
+	char		*from;		/* the From header as indexed for search */
+	char		*from_name;	/* its display name, decoded */
+	char		*from_addr;	/* its address */
+	char		*refs;		/* References: space-separated ids, oldest first */
 	char		*recipients;	/* every recipient as displayed (to and cc) */
 	char		*to_json;	/* [{"name":..,"addr":..}, ...] as stored, or NULL */
 	char		*cc_json;	/* likewise */
@@ -88,7 +98,7 @@ struct mb_read_thread_item {
 	char		*preview;	/* the body's first preview_chars characters */
 };
 
-/* A page of a thread, oldest first (undated last, then by id). */
+/* A page of a thread, oldest first by sort date (undated last, then by id). */
 struct mb_read_thread {
 	int64_t		 thread_id;
 	int64_t		 total;		/* messages in the whole thread */
@@ -130,7 +140,7 @@ struct mb_read_recent {
 };
 
 /*
- * Messages newest first (undated last, then highest id): at most limit from
+ * Messages newest first by sort date (undated last, then highest id): at most limit from
  * position offset on; *more_r tells whether any follow.  *list_r (n_r
  * entries) is the caller's: free it with mb_read_recent_free().
  */

@@ -54,9 +54,16 @@ struct mb_search_hit {
 	int64_t		 id;
 	char		*folder;
 	bool		 has_date;
-	int64_t		 date;		/* unix seconds, when has_date */
-	char		*from;		/* the From header as displayed */
-	char		*to;		/* the recipients, as displayed */
+	int64_t		 date;		/* the Date header, unix seconds, when has_date */
+	bool		 has_received;
+	int64_t		 received;	/* INTERNALDATE, when has_received */
+	bool		 dated_by_header;	/* ordered by date (else by received) */
+	char		*message_id;	/* without <> */
+	char		*from;		/* the From header as indexed for search */
+	char		*from_name;	/* its display name */
+	char		*from_addr;	/* its address */
+	char		*to;		/* To then Cc, as indexed for search */
+	char		*to_json;	/* To: [{"name":..,"addr":..,"group":..}, ...] */
 	char		*subject;
 	unsigned	 flags;		/* enum mb_flag bits */
 	int64_t		 attachment_count;

@@ -54,10 +54,10 @@ enum idx_stmt {
 
 /*
  * Statements cached by the address of their SQL (idx_stmt_sql): the
- * reader's, and syncd's bookkeeping (about 20: the queue, the audit, the
+ * reader's, and syncd's bookkeeping (about 30 today: the queue, the audit, the
  * status views, the write checks).
  */
-#define IDX_SQL_CACHE	64
+#define IDX_SQL_CACHE	128
 
 /*
  * The one test of "this row is what the mailbox holds now", as SQL text to

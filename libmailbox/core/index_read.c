@@ -21,7 +21,8 @@
 static const char message_sql[] =
 	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
-	"m.body, m.body_truncated, m.headers_only, m.size "
+	"m.body, m.body_truncated, m.headers_only, m.size, m.from_name, m.from_addr, m.refs, "
+	"m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE m.id = ?1 AND " IDX_CURRENT("m", "f");
 
@@ -38,7 +39,8 @@ static const char thread_of_sql[] =
 static const char thread_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.subject, substr(m.body, 1, ?2) "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE m.thread_id = ?1 AND " IDX_CURRENT("m", "f") " ORDER BY m.date IS NULL, m.date, m.id LIMIT ?3 OFFSET ?4";
+	"WHERE m.thread_id = ?1 AND " IDX_CURRENT("m", "f") " "
+	"ORDER BY m.sort_date IS NULL, m.sort_date, m.id LIMIT ?3 OFFSET ?4";
 
 static const char folders_sql[] =
 	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0) "
@@ -46,8 +48,9 @@ static const char folders_sql[] =
 	IDX_CURRENT("m", "f") " WHERE " IDX_LISTED("f") " GROUP BY f.id ORDER BY f.name";
 
 static const char recent_sql[] =
-	"SELECT m.id, m.subject, m.date FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE " IDX_CURRENT("m", "f") " ORDER BY m.date DESC, m.id DESC LIMIT ?1 OFFSET ?2";
+	"SELECT m.id, m.subject, m.sort_date FROM messages AS m JOIN folders AS f "
+	"ON f.id = m.folder_id WHERE " IDX_CURRENT("m", "f") " "
+	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?1 OFFSET ?2";
 
 /* What became of a row that is not current (mb_read_gone). */
 static const char gone_sql[] =
@@ -86,6 +89,12 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 	m->body_truncated = sqlite3_column_int(st, 15) != 0;
 	m->headers_only = sqlite3_column_int(st, 16) != 0;
 	m->size = (uint64_t)sqlite3_column_int64(st, 17);
+	m->from_name = idx_col_text(st, 18, NULL);
+	m->from_addr = idx_col_text(st, 19, NULL);
+	m->refs = idx_col_text(st, 20, NULL);
+	m->has_received = sqlite3_column_type(st, 21) != SQLITE_NULL;
+	m->received = sqlite3_column_int64(st, 21);
+	m->dated_by_header = sqlite3_column_int(st, 22) != 0;
 	if (body == NULL) {
 		body = "";
 		blen = 0;
@@ -166,6 +175,9 @@ mb_read_message_release(struct mb_read_message *m)
 	free(m->message_id);
 	free(m->in_reply_to);
 	free(m->from);
+	free(m->from_name);
+	free(m->from_addr);
+	free(m->refs);
 	free(m->recipients);
 	free(m->to_json);
 	free(m->cc_json);

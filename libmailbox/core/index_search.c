@@ -37,6 +37,8 @@
  * prepare and run a sorting statement of its own on every search.
  *
  * The order is score, then date (newest first), then id (highest first).
+ * "date" is sort_date throughout: the Date header when it is sane, else
+ * INTERNALDATE (migrations/0004_dates.sql, docs/normaliser.md).
  * Only ties need the date: the statement without filters reads FTS5 alone,
  * and dates are read afterwards for the tie groups that touch the page
  * (rank_break_ties), so messages is read only for the page's rows.
@@ -45,12 +47,12 @@
 /* Subject over sender over recipients over body (bm25 column weights). */
 #define RANK_BM25		"mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0)"
 static const char search_sql_rank[] =
-	"SELECT messages_fts.rowid, " RANK_BM25 ", m.date "
+	"SELECT messages_fts.rowid, " RANK_BM25 ", m.sort_date "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
 	"JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE messages_fts MATCH ?1 AND " IDX_CURRENT("m", "f") " "
 	"AND (?2 IS NULL OR m.folder_id = ?2) "
-	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
+	"AND (?3 IS NULL OR m.sort_date >= ?3) AND (?4 IS NULL OR m.sort_date < ?4) "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
 	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
@@ -60,19 +62,19 @@ static const char search_sql_rank[] =
 static const char search_sql_rank_nf[] =
 	"SELECT rowid, " RANK_BM25 " FROM messages_fts WHERE messages_fts MATCH ?1 "
 	"ORDER BY rowid DESC LIMIT ?10";
-static const char date_sql[] = "SELECT date FROM messages WHERE id = ?1";
+static const char date_sql[] = "SELECT sort_date FROM messages WHERE id = ?1";
 
 static const char search_sql_filter[] =
 	"SELECT m.id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE " IDX_CURRENT("m", "f") " AND (?2 IS NULL OR m.folder_id = ?2) "
-	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
+	"AND (?3 IS NULL OR m.sort_date >= ?3) AND (?4 IS NULL OR m.sort_date < ?4) "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
-	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
- * The same with a date bound: "?3 IS NULL OR m.date >= ?3" hides the range
- * from the planner, which then walks messages_date from the newest message
+ * The same with a date bound: "?3 IS NULL OR m.sort_date >= ?3" hides the range
+ * from the planner, which then walks messages_sort_date from the newest message
  * down (40,000 entries for after:2002-09-01 at 100,000 messages).  Here the
  * open end is bound to the extreme value (search_filtered) and the index is
  * searched by range.  Same rows: with either bound set, a NULL date already
@@ -80,10 +82,11 @@ static const char search_sql_filter[] =
  */
 static const char search_sql_filter_dated[] =
 	"SELECT m.id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE " IDX_CURRENT("m", "f") " AND (?2 IS NULL OR m.folder_id = ?2) AND m.date >= ?3 AND m.date < ?4 "
+	"WHERE " IDX_CURRENT("m", "f") " AND (?2 IS NULL OR m.folder_id = ?2) "
+	"AND m.sort_date >= ?3 AND m.sort_date < ?4 "
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
-	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
  * Whether the index holds a row that is not current (an older generation, a
@@ -107,7 +110,9 @@ static const char commit_sql[] = "COMMIT";
 
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
-	"m.attachment_count, m.thread_id, m.body FROM messages AS m "
+	"m.attachment_count, m.thread_id, m.body, m.message_id, m.from_name, m.from_addr, "
+	"m.to_json, m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date "
+	"FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 #define EXCERPT_CHARS	160	/* about what snippet() gives for 16 tokens */
@@ -385,6 +390,13 @@ hit_fill(struct mb_search_hit *h, sqlite3_stmt *st, int64_t id)
 	h->flags = (unsigned)sqlite3_column_int(st, 6);
 	h->attachment_count = sqlite3_column_int64(st, 7);
 	h->thread_id = sqlite3_column_int64(st, 8);
+	h->message_id = idx_col_text(st, 10, NULL);
+	h->from_name = idx_col_text(st, 11, NULL);
+	h->from_addr = idx_col_text(st, 12, NULL);
+	h->to_json = idx_col_text(st, 13, NULL);
+	h->has_received = sqlite3_column_type(st, 14) != SQLITE_NULL;
+	h->received = sqlite3_column_int64(st, 14);
+	h->dated_by_header = sqlite3_column_int(st, 15) != 0;
 	h->snippet = mb_xstrdup("");
 	h->snippet_len = 0;
 }
@@ -601,6 +613,10 @@ mb_search_page_release(struct mb_search_page *page)
 		free(h->folder);
 		free(h->from);
 		free(h->to);
+		free(h->message_id);
+		free(h->from_name);
+		free(h->from_addr);
+		free(h->to_json);
 		free(h->subject);
 		free(h->snippet);
 	}

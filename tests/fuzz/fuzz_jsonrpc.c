@@ -2,8 +2,9 @@
  * libFuzzer target for mcpd's JSON-RPC request path: parse, classify,
  * session checks, dispatch, tools and resources, against a tiny real index
  * built once at start-up.  The first input byte picks the session (none, a
- * 2025-11-25 one, a 2025-03-26 one that accepts batches); the rest is the
- * POST body.
+ * 2025-11-25 one, a 2025-03-26 one that accepts batches) and the MCP headers
+ * (none, or those of a 2026-07-28 or a 2025 request); the rest is the POST
+ * body.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +79,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memset(&post, 0, sizeof(post));
 	post.session_id = data[0] % 3 == 0 ? NULL : data[0] % 3 == 1 ? sid_new : sid_old;
+	/* the MCP headers: none, a 2026-07-28 request's, or a 2025 one's */
+	switch (data[0] / 3 % 4) {
+	case 1:
+		post.proto_header = MCP_PROTO_2026_07_28;
+		break;
+	case 2:
+		post.proto_header = MCP_PROTO_2026_07_28;
+		post.method_header = "tools/call";
+		post.name_header = data[0] & 128 ? "=?base64?c2VhcmNoX21lc3NhZ2Vz?=" :
+		    "search_messages";
+		break;
+	case 3:
+		post.proto_header = MCP_PROTO_2025_11_25;
+		break;
+	}
 	mcp_rpc_post(&srv, (const char *)data + 1, size - 1, &post);
 	/* every answer is a valid HTTP status with a body only where one belongs */
 	if (post.status < 200 || post.status > 599 || (post.status == 202 && post.body != NULL))

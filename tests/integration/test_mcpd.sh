@@ -13,24 +13,9 @@ build=${MB_BUILD_DIR:?}
 src=${MB_SOURCE_DIR:?}
 deps=$src/.deps/npm
 work=$(mktemp -d /tmp/test_mcpd.XXXXXX)
-pid=
-fails=0
-
-cleanup() {
-	local rc=$?
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	if [ $rc -eq 0 ] && [ $fails -eq 0 ]; then
-		rm -rf "$work"
-	else
-		echo "test_mcpd: FAILED; work dir kept: $work (mcpd.log there)"
-	fi
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=../lib/mcpd.sh
+. "$src/tests/lib/mcpd.sh"
+mcpd_test_init test_mcpd
 ok() { :; }
 
 # The index mcpd serves, built the way a deployment builds it: the fixtures
@@ -96,38 +81,29 @@ for seq, name in enumerate(sorted(os.listdir(src)), 1):
     os.rename(tmp, os.path.join(path, "cur", base + ":2," + "".join(sorted(flags))))
 PY
 	done
-	syncd_init "$work/sync" SYNC_WORKERS=2 LOG_LEVEL=info SYNC_FOLDERS=INBOX,Sent,Bulk
+	syncd_init "$work/sync" SYNC_WORKERS=2 LOG_LEVEL=info SYNC_FOLDERS=INBOX,Sent,Bulk \
+	    MY_ADDRESSES=alice@example.com,Alice.Other@Example.COM
 	syncd --backfill >/dev/null || { cat "$SYNCD_LOG"; echo "syncd --backfill failed"; exit 1; }
 	syncd --backup "$work/index.db" || { cat "$SYNCD_LOG"; echo "syncd --backup failed"; exit 1; }
 	dovecot_stop
-	trap cleanup EXIT	# dovecot.sh chained its own
+	trap mcpd_test_cleanup EXIT	# dovecot.sh chained its own
 	local q="SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM folders),
 	    (SELECT group_concat(name) FROM folders)"
 	[ "$(sqlite3 "$work/index.db" "$q")" = "$(sqlite3 "$SYNCD_DATA/index.db" "$q")" ] ||
 	    { echo "the backup differs from the index"; exit 1; }
 	[ "$(sqlite3 "$work/index.db" 'SELECT count(*) FROM messages')" = 208 ] ||
 	    { echo "the index does not hold the 208 messages"; exit 1; }
+	# syncd records the account's own addresses for mcpd (from:me), lower-cased.
+	q="SELECT group_concat(address || '=' || source, ' ') FROM
+	    (SELECT * FROM account_addresses ORDER BY address)"
+	[ "$(sqlite3 "$work/index.db" "$q")" = \
+	    "alice.other@example.com=MY_ADDRESSES alice@example.com=MY_ADDRESSES" ] ||
+	    { echo "account addresses: $(sqlite3 "$work/index.db" "$q")"; exit 1; }
 	syncd_log_clean "$SYNCD_LOG"
 }
 
-start_mcpd() {	# extra env assignments...
-	rm -f "$work/port"
-	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$work/index.db" MCP_PORT_FILE="$work/port" \
-	    MCP_ALLOWED_ORIGINS=https://claude.example MCP_THREADS=4 MCP_RATE_LIMIT=1000 MCP_READ_ONLY=1 "$@" \
-	    "$build/mcpd" 2>>"$work/mcpd.log" &
-	pid=$!
-	for _ in $(seq 1 100); do	# deadline: 10 s
-		[ -s "$work/port" ] && break
-		kill -0 "$pid" 2>/dev/null || { echo "mcpd died at start"; cat "$work/mcpd.log"; exit 1; }
-		sleep 0.1
-	done
-	[ -s "$work/port" ] || { echo "mcpd did not start"; exit 1; }
-	port=$(cat "$work/port")
-	base=http://127.0.0.1:$port
-}
-
 build_index
-start_mcpd
+mcpd_start
 
 ACCEPT='Accept: application/json, text/event-stream'
 CT='Content-Type: application/json'

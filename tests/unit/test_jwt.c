@@ -784,14 +784,23 @@ auth_answers_carry_the_exact_challenges(void **state)
 	mcp_auth_result_release(&r);
 	free(tok), free(hv);
 
-	/* Missing the read scope: 403 on a read tool. */
+	/* The write scope is the broader one: it satisfies a read tool. */
 	tok = mint("RS256", with(claims(), "scope", json_string("mail.write")));
+	hv = join("Bearer ", "", tok);
+	mcp_auth_check(a, hv, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(r.may_write);
+	mcp_auth_result_release(&r);
+	free(tok), free(hv);
+
+	/* Missing the read scope: 403 on a read tool. */
+	tok = mint("RS256", with(claims(), "scope", json_string("openid")));
 	hv = join("Bearer ", "", tok);
 	mcp_auth_check(a, hv, NULL, &r);
 	assert_int_equal(r.status, 403);
 	assert_string_equal(r.www_authenticate, "Bearer error=\"insufficient_scope\", "
-	    "scope=\"mail.read mail.write\", resource_metadata=\"" PRM "\"");
-	assert_true(r.may_write);
+	    "scope=\"mail.read openid\", resource_metadata=\"" PRM "\"");
+	assert_false(r.may_write);
 	mcp_auth_result_release(&r);
 	free(tok), free(hv);
 	mcp_auth_free(&a);

@@ -1,0 +1,125 @@
+/*
+ * The account's own addresses (include/mailbox/account.h).  One small
+ * table: syncd replaces it at start, mcpd reads it per request (it is a
+ * handful of rows, and re-reading keeps a restarted syncd's settings live).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/account.h"
+#include "mailbox/index.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+
+char *
+mb_account_address_of(const char *value)
+{
+	const char *a, *b, *lt;
+	char *out;
+
+	if (value == NULL)
+		return NULL;
+	a = value;
+	b = value + strlen(value);
+	/* "Name <addr>": the last <...> is the address (a name may hold '<'). */
+	if ((lt = strrchr(value, '<')) != NULL && strchr(lt, '>') != NULL) {
+		a = lt + 1;
+		b = strchr(lt, '>');
+	}
+	while (a < b && isspace((unsigned char)*a))
+		a++;
+	while (b > a && isspace((unsigned char)b[-1]))
+		b--;
+	if (memchr(a, '@', (size_t)(b - a)) == NULL)
+		return NULL;
+	out = mb_xstrndup(a, (size_t)(b - a));
+	for (char *p = out; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return out;
+}
+
+int
+mb_account_set_addresses(struct mb_index *idx, const struct mb_account_address *list,
+    size_t n, struct mb_err *err)
+{
+	static const char clear_sql[] = "DELETE FROM account_addresses";
+	static const char put_sql[] = "INSERT OR IGNORE INTO account_addresses(address, source) "
+	    "VALUES (?1, ?2)";
+	struct idx_unit u;
+	sqlite3_stmt *st;
+	bool ok = false;
+
+	if (idx_unit_begin(idx, &u, err) == -1)
+		return -1;
+	if ((st = idx_stmt_sql(idx, clear_sql, err)) == NULL ||
+	    idx_step_done(idx, st, "account addresses", err) == -1)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char *a = mb_account_address_of(list[i].address);
+		int rc;
+
+		if (a == NULL)
+			continue;
+		if ((st = idx_stmt_sql(idx, put_sql, err)) == NULL) {
+			free(a);
+			goto out;
+		}
+		idx_bind_text(st, 1, a);
+		idx_bind_text(st, 2, list[i].source);
+		rc = idx_step_done(idx, st, "account address", err);
+		free(a);
+		if (rc == -1)
+			goto out;
+	}
+	ok = true;
+out:
+	/* Not ok: the unit is undone and err already says why. */
+	return idx_unit_end(idx, &u, ok, err);
+}
+
+int
+mb_account_addresses(struct mb_index *idx, char ***list_r, struct mb_err *err)
+{
+	static const char sql[] = "SELECT address FROM account_addresses ORDER BY address";
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	char **list;
+	size_t n = 0, cap = 4;
+	int rc;
+
+	*list_r = NULL;
+	if (st == NULL)
+		return -1;
+	list = mb_xcalloc(cap + 1, sizeof(*list));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap *= 2;
+			list = mb_xrealloc(list, (cap + 1) * sizeof(*list));
+		}
+		list[n++] = idx_col_text(st, 0, NULL);
+		list[n] = NULL;
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		mb_account_addresses_free(&list);
+		return idx_sqlerr(idx, rc, "account addresses", err);
+	}
+	*list_r = list;
+	return 0;
+}
+
+void
+mb_account_addresses_free(char ***listp)
+{
+	char **l = *listp;
+
+	if (l == NULL)
+		return;
+	for (size_t i = 0; l[i] != NULL; i++)
+		free(l[i]);
+	free(l);
+	*listp = NULL;
+}
