@@ -181,7 +181,8 @@ for _ in range(100):
     s = connect()
     s.settimeout(5)
     try:
-        s.sendall(struct.pack("=IIII", 6, 20, 77, 3) + b"\xff\xff\xff\xff")
+        # version 4: MB_IPC_VERSION in include/mailbox/ipc.h
+        s.sendall(struct.pack("=IIII", 6, 20, 77, 4) + b"\xff\xff\xff\xff")
         reply = s.recv(16)
     except OSError:		# closed at once: the slots are not free yet
         reply = b""
