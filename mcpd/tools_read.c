@@ -155,6 +155,31 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 	return m;
 }
 
+/*
+ * The answer for an id mb_read_message or mb_read_thread did not serve:
+ * what became of it when it was a row of an older generation or of a folder
+ * the server no longer lists, else that there is no such id.  Always NULL
+ * with err set (MB_E_NOTFOUND, the client's text).
+ */
+static json_t *
+gone_or_unknown(struct mb_index *idx, int64_t id, const char *where, struct mb_err *err)
+{
+	char why[sizeof(err->msg)];
+	int gone;
+
+	mb_err_clear(err);
+	gone = mb_read_gone(idx, id, why, sizeof(why), err);
+	if (gone == -1)
+		return mcp_index_failure(err);
+	if (gone == 1)
+		mb_err_set(err, MB_E_NOTFOUND, "%s; search again for what the mailbox holds now",
+		    why);
+	else
+		mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from %s",
+		    (long long)id, where);
+	return NULL;
+}
+
 json_t *
 mcp_tool_get_message(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
@@ -171,10 +196,7 @@ mcp_tool_get_message(struct mcp_server *srv, json_t *args, const struct mcp_call
 	if (mb_read_message(idx, id, (size_t)offset, MCP_BODY_CAP_CHARS, &rm, err) == -1) {
 		if (err->code != MB_E_NOTFOUND)
 			return mcp_index_failure(err);
-		mb_err_clear(err);
-		mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from "
-		    "search_messages or get_thread", (long long)id);
-		return NULL;
+		return gone_or_unknown(idx, id, "search_messages or get_thread", err);
 	}
 	mcp_answer_init(&a);
 	json_decref(a.data);
@@ -205,10 +227,7 @@ mcp_tool_get_thread(struct mcp_server *srv, json_t *args, const struct mcp_calle
 	if (mb_read_thread(idx, id, offset, MCP_THREAD_PAGE, MCP_PREVIEW_CHARS, &t, err) == -1) {
 		if (err->code != MB_E_NOTFOUND)
 			return mcp_index_failure(err);
-		mb_err_clear(err);
-		mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from "
-		    "search_messages", (long long)id);
-		return NULL;
+		return gone_or_unknown(idx, id, "search_messages", err);
 	}
 	mcp_answer_init(&a);
 	list = json_array();

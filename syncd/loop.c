@@ -76,10 +76,11 @@ tick_start(struct sd *sd)
 			break;
 		}
 		sd->tick.in_tick = false;
-		sd->tick.exit_code = 1;
+		sd->tick.exit_code = err.code == MB_E_AUTH ? SD_EXIT_AUTH :
+		    err.code == MB_E_CONFIG ? SD_EXIT_CONFIG : SD_EXIT_FAIL;
 		return;
 	}
-	sd->tick.exit_code = 0;
+	sd->tick.exit_code = SD_EXIT_OK;
 	sd->tick.in_tick = true;
 	if (sd->sched.tick_queued > 0)
 		mb_log_info("tick %u: %u range%s queued", sd->tick.ticks, sd->sched.tick_queued,
@@ -197,13 +198,20 @@ tick_end(struct sd *sd)
 	    (unsigned long long)sd->writer.tick_rows, sd->writer.tick_rows == 1 ? "" : "s",
 	    sd->pool.tick_dead ? ", some ranges dead-lettered" : "",
 	    (double)(mb_now_ms() - sd->tick.tick_started_ms) / 1000.0);
+	sd->tick.partial |= sd->pool.tick_dead > 0;
+	/* What --once and --backfill exit with: the worst of the run. */
+	if (sd->pool.auth_blocked)
+		sd->tick.exit_code = SD_EXIT_AUTH;
+	else if (sd->writer.write_failed)
+		sd->tick.exit_code = SD_EXIT_FAIL;
+	else if (sd->tick.partial && sd->tick.exit_code == SD_EXIT_OK)
+		sd->tick.exit_code = SD_EXIT_PARTIAL;
 	if (sd->mode == SD_ONCE)
 		sd->tick.quit = true;
 	if (sd->mode != SD_BACKFILL)
 		return;
 	sd_progress_draw(&sd->progress, sd->idx, sd->tick.run_started_ms, true);
 	if (sd->pool.auth_blocked || sd->writer.write_failed) {
-		sd->tick.exit_code = 1;
 		sd->tick.quit = true;
 	} else if (sd->sched.tick_converged) {
 		sd_progress_say(&sd->progress, "backfill: every folder is indexed");
@@ -213,7 +221,7 @@ tick_end(struct sd *sd)
 		 * or workers cannot log in.  Another tick would only do it again. */
 		sd_progress_say(&sd->progress,
 		    "backfill: no progress (ranges keep failing); see syncd --status");
-		sd->tick.exit_code = 1;
+		sd->tick.exit_code = SD_EXIT_PARTIAL;
 		sd->tick.quit = true;
 	} else {
 		if (sd->writer.tick_rows > 0)

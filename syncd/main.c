@@ -9,7 +9,11 @@
  *	syncd --backfill		ticks with no per-tick cap until converged
  *	syncd --rebuild			empty the index, then backfill
  *	syncd --status			what is indexed, queued, dead-lettered
- *	syncd --check-config		print the effective settings; exit 0 or 1
+ *	syncd --check-config		print the effective settings; exit 0 or 78
+ *
+ * Exit statuses (SD_EXIT_* in syncd.h, docs/syncd.md "Commands"): 0, 1 any
+ * other failure, 2 usage, 75 partial (ranges dead-lettered), 77 a LOGIN
+ * refused, 78 a bad setting or an unreadable password.
  *	syncd --backup FILE		online copy of the index into FILE
  */
 #include <errno.h>
@@ -163,7 +167,7 @@ check_config(const struct sd_conf *conf, const enum mb_conf_source *src)
 	if (mb_conf_read_password(conf->imap_password_file, getenv("CREDENTIALS_DIRECTORY"), &pw,
 	    &err) == -1) {
 		printf("# password: %s\n", err.msg);
-		return 1;
+		return SD_EXIT_CONFIG;
 	}
 	mb_conf_password_free(&pw);
 	printf("# password: readable, not readable by group or others\n");
@@ -273,18 +277,20 @@ main(int argc, char **argv)
 	const char *config = NULL, *crash;
 	enum command cmd;
 	char *password = NULL, path[4200];
-	int lock = -1, rc = 1;
+	int lock = -1, rc = SD_EXIT_FAIL;
 
 	mb_log_init("syncd", MB_LOG_INFO);
 	/* Every command may read the password: no core dumps, no ptrace by peers. */
 	prctl(PR_SET_DUMPABLE, 0);
 	if (parse_args(argc, argv, &cmd, &config) == -1)
-		return 2;
+		return SD_EXIT_USAGE;
 	src = mb_xcalloc(sd_conf_nkeys, sizeof(*src));
-	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1) {
+	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1 ||
+	    sd_conf_check(&conf, &err) == -1) {
 		mb_log_error("%s", err.msg);
 		if (cmd == CMD_CHECK)
 			mb_conf_print(sd_conf_keys, sd_conf_nkeys, &conf, NULL, stdout);
+		rc = SD_EXIT_CONFIG;
 		goto out;
 	}
 	if (mb_extract_types_parse(conf.extract.types, &(unsigned){ 0 }, &err) == -1) {
@@ -308,6 +314,7 @@ main(int argc, char **argv)
 	if (mb_conf_read_password(conf.imap_password_file, getenv("CREDENTIALS_DIRECTORY"),
 	    &password, &err) == -1) {
 		mb_log_error("%s", err.msg);
+		rc = SD_EXIT_CONFIG;
 		goto out;
 	}
 	mb_log_add_secret(conf.imap_user, password);

@@ -464,13 +464,21 @@ sd_pool_dispatch(struct sd *sd)
 			due++;
 		}
 		want = sd_pool_busy(sd) + due;
+		/*
+		 * One LOGIN in flight at a time: the next worker starts once the
+		 * last has logged in, so a refusal (a password revoked since the
+		 * scheduler's LOGIN) is the only one this tick (auth_blocked).
+		 */
+		for (unsigned i = 0; i < sd->conf->sync_workers; i++)
+			if (sd->pool.workers[i].pid != 0 && !sd->pool.workers[i].ready)
+				want = 0;
 		for (unsigned i = 0; i < sd->conf->sync_workers && alive < want; i++) {
 			if (sd->pool.workers[i].pid != 0)
 				continue;
 			if (sd->pool.spawn_failures >= SPAWN_FAILURES_MAX)
 				break;
 			worker_spawn(sd, &sd->pool.workers[i]);
-			alive++;
+			break;
 		}
 	}
 }

@@ -242,6 +242,8 @@ sd_reconcile_expunges(struct sd *sd, struct mb_imap *imap, struct mb_folder_stat
 	uint32_t *srv = NULL, *idx = NULL, max, missing;
 	size_t n_srv, n_idx;
 	uint64_t rows, expect = exists >= above_wm ? exists - above_wm : 0;
+	struct mb_imap_day since;
+	bool dated = sd_conf_since(sd->conf, &since);
 	int rc = -1;
 
 	if (st->watermark == 0)
@@ -251,12 +253,14 @@ sd_reconcile_expunges(struct sd *sd, struct mb_imap *imap, struct mb_folder_stat
 	if (mb_index_uid_count(sd->idx, st->id, st->uidvalidity, 1, st->watermark, &rows, &max,
 	    err) == -1)
 		return -1;
-	if (rows == expect)
+	/* With SYNC_SINCE, EXISTS counts mail older than the day too: the count
+	 * cannot tell, so the listing (of the day on) is the check. */
+	if (rows == expect && !dated)
 		return 0;	/* no command: the quiet tick stays quiet */
 	mb_log_debug("folder '%s': %llu rows at or below UID %u, the server has %llu there: "
 	    "listing UIDs", st->name, (unsigned long long)rows, st->watermark,
 	    (unsigned long long)expect);
-	if (mb_imap_uids_above(imap, 0, &srv, &n_srv, err) == -1 ||
+	if (mb_imap_uids_since(imap, 0, dated ? &since : NULL, &srv, &n_srv, err) == -1 ||
 	    mb_index_uids(sd->idx, st->id, st->uidvalidity, 1, st->watermark, &idx, &n_idx,
 	    err) == -1 ||
 	    merge_listing(&r, srv, n_srv, idx, n_idx, st->watermark, &missing) == -1)

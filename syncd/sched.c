@@ -20,39 +20,14 @@
 #include "syncd.h"
 
 #define SCHED_BUCKETS_AT_ONCE	1024
+#define SCHED_RUNS_MAX		8	/* ranges per bucket, then one over all its holes */
 
-int
-sd_split_folders(const char *spec, char ***names_r, size_t *n_r)
+static int
+cmp_u32(const void *a, const void *b)
 {
-	char **names = NULL;
-	size_t n = 0;
-	const char *p = spec;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	while (p != NULL && *p != '\0') {
-		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
-		const char *b = p, *e = end;
-
-		while (b < e && (*b == ' ' || *b == '\t'))
-			b++;
-		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if (e > b) {
-			names = mb_xrealloc(names, (n + 1) * sizeof(char *));
-			names[n++] = mb_xstrndup(b, (size_t)(e - b));
-		}
-		p = comma ? comma + 1 : NULL;
-	}
-	*names_r = names;
-	*n_r = n;
-	return 0;
-}
-
-void
-sd_free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	return x < y ? -1 : x > y;
 }
 
 /* INBOX is case-insensitive (RFC 3501 5.1); every other name is exact. */
@@ -86,6 +61,75 @@ drop_queued(struct sd *sd, int64_t folder_id, const char *name, uint32_t keep)
 }
 
 /*
+ * Queue what one bucket lo:hi lacks: srv[0..n) are the server's UIDs in it,
+ * ascending.  Only the UIDs the index does not hold are fetched, so one new
+ * mail costs one body, not the bucket's: each run of missing UIDs (with no
+ * indexed UID of the server's between them) is its own range; more than
+ * SCHED_RUNS_MAX runs become one range from the first missing UID to the
+ * last, which refetches the indexed ones between (an upsert: harmless).
+ * One new mail at the top of a folder of 37 is the range 38:100.
+ * Ranges depend only on the server and the index, so a range still queued
+ * from the last tick is the same range again (INSERT OR IGNORE).
+ * 1: the per-tick cap was reached.
+ */
+static int
+queue_missing(struct sd *sd, const struct mb_folder_state *st, const uint32_t *srv, size_t n,
+    uint32_t lo, uint32_t hi, struct mb_err *err)
+{
+	uint32_t first[SCHED_RUNS_MAX + 1], last[SCHED_RUNS_MAX + 1], *have = NULL;
+	size_t n_have = 0, h = 0, runs = 0;
+	bool in_run = false;
+
+	if (mb_index_uids(sd->idx, st->id, st->uidvalidity, lo, hi, &have, &n_have, err) == -1)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		while (h < n_have && have[h] < srv[i])
+			h++;
+		if (h < n_have && have[h] == srv[i]) {
+			in_run = false;
+			continue;
+		}
+		if (!in_run && runs == SCHED_RUNS_MAX) {
+			/* Too many holes: one range over all of them. */
+			last[0] = srv[n - 1];
+			for (size_t j = n; j-- > i;)
+				if (!(bsearch(&srv[j], have, n_have, sizeof(*have), cmp_u32))) {
+					last[0] = srv[j];
+					break;
+				}
+			runs = 1;
+			break;
+		}
+		if (!in_run)
+			first[runs++] = srv[i];
+		last[runs - 1] = srv[i];
+		in_run = true;
+	}
+	/* A last run with nothing indexed above it extends to the bucket's end:
+	 * mail that arrives before the worker's FETCH comes in with it (UIDs
+	 * that do not exist cost nothing). */
+	if (runs > 0 && last[runs - 1] == srv[n - 1] &&
+	    (n_have == 0 || have[n_have - 1] < last[runs - 1]))
+		last[runs - 1] = hi;
+	free(have);
+	for (size_t k = 0; k < runs; k++) {
+		bool added;
+
+		if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->sched.folder_limit)
+			return 1;	/* the folder's share of the per-tick cap: the rest waits */
+		if (sd_queue_add(sd->idx, st->id, st->uidvalidity, first[k], last[k], &added,
+		    err) == -1)
+			return -1;
+		if (added) {
+			sd->sched.tick_queued++;
+			mb_log_debug("folder '%s': queued %u:%u (bucket %u:%u: %zu in the mailbox, "
+			    "%zu indexed)", st->name, first[k], last[k], lo, hi, n, n_have);
+		}
+	}
+	return 0;
+}
+
+/*
  * Queue the short buckets of one folder.  uids are the server's UIDs above
  * base (a multiple of the range size, at or below the watermark), so the
  * bucket straddling the watermark is compared whole.
@@ -111,7 +155,8 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 			uint64_t k = (uids[i] - 1 - base) / R;
 			uint64_t lo = base + 1 + k * R, hi = lo + R - 1;
 			uint32_t have = 0;
-			bool added;
+			size_t s0 = i;
+			int r;
 
 			while (i < n && (uids[i] - 1 - base) / R == k) {
 				have++;
@@ -121,19 +166,11 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 			 * make a count look whole while a UID is missing). */
 			if (counts[k - k0] >= have && !(first_gap >= lo && first_gap <= hi))
 				continue;
-			if (sd->mode != SD_BACKFILL && sd->sched.tick_queued >= sd->conf->sync_max_ranges)
-				return 1;	/* the per-tick cap: the rest waits */
 			if (hi > UINT32_MAX)
 				hi = UINT32_MAX;
-			if (sd_queue_add(sd->idx, st->id, st->uidvalidity, (uint32_t)lo,
-			    (uint32_t)hi, &added, err) == -1)
-				return -1;
-			if (added) {
-				sd->sched.tick_queued++;
-				mb_log_debug("folder '%s': queued %u:%u (%u in the mailbox, %u "
-				    "indexed)", st->name, (uint32_t)lo, (uint32_t)hi, have,
-				    counts[k - k0]);
-			}
+			r = queue_missing(sd, st, uids + s0, have, (uint32_t)lo, (uint32_t)hi, err);
+			if (r != 0)
+				return r;
 		}
 	}
 	return 0;
@@ -172,6 +209,21 @@ queue_new(struct sd *sd, const struct mb_folder_state *st, const uint32_t *uids,
 	return 0;
 }
 
+/* Delete the rows of st's older UIDVALIDITY generations (none: a no-op). */
+static int
+purge_old(struct sd *sd, const struct mb_folder_state *st, struct mb_err *err)
+{
+	unsigned purged;
+
+	if (mb_index_purge_generations(sd->idx, st->id, st->uidvalidity, &purged, err) == -1)
+		return -1;
+	if (purged > 0)
+		mb_log_info("folder '%s': uidvalidity %u has converged; purged %u message%s of "
+		    "older uidvalidities", st->name, st->uidvalidity, purged,
+		    purged == 1 ? "" : "s");
+	return 0;
+}
+
 /* One folder: EXAMINE, then maybe SEARCH and queue.  -1 only for session errors. */
 static int
 sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *role,
@@ -179,6 +231,7 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 {
 	struct mb_folder_state st = { 0 };
 	struct mb_imap_status ex = { 0 };
+	struct mb_imap_day since;
 	struct mb_err ferr = { 0 };
 	uint32_t *uids = NULL, top, base, wm, first_gap;
 	size_t n = 0, above;
@@ -228,7 +281,8 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 	/* A targeted sync lists only what is above the watermark. */
 	base = sd->sched.targeted ? st.watermark :
 	    st.watermark - st.watermark % sd->conf->sync_range_size;
-	if (mb_imap_uids_above(imap, base, &uids, &n, err) == -1)
+	if (mb_imap_uids_since(imap, base, sd_conf_since(sd->conf, &since) ? &since : NULL,
+	    &uids, &n, err) == -1)
 		goto out;
 	for (above = 0; above < n && uids[above] <= st.watermark; above++)
 		;
@@ -250,6 +304,9 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 		*converged = false;
 	}
 save:
+	/* The current generation has converged: older ones are not needed any more. */
+	if (st.watermark >= top && purge_old(sd, &st, err) == -1)
+		goto out;
 	/* UIDs this tick listed above the watermark: the rest of EXISTS is below it. */
 	for (above = n; above > 0 && uids[above - 1] > st.watermark; above--)
 		;
@@ -272,7 +329,11 @@ out:
 
 /*
  * Folders the index knows that the server no longer lists, or that are no
- * longer configured: drop their queued ranges (their rows stay).
+ * longer configured: drop their queued ranges.  An unlisted folder is hidden
+ * from every reader at once (absent_ticks > 0) and purged, rows and all,
+ * once SD_ABSENT_PURGE_TICKS ticks in a row have not listed it, so one bad
+ * LIST cannot wipe an index; listed again before that, it is served again
+ * as it was.  A folder only left out of SYNC_FOLDERS keeps its rows.
  */
 static void
 forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char **want,
@@ -287,14 +348,35 @@ forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char
 		return;
 	}
 	for (size_t i = 0; i < n_known; i++) {
+		const struct mb_folder_state *k = &known[i];
 		bool listed = false, wanted = false;
+		unsigned absent, purged;
 
 		for (size_t j = 0; j < n && !listed; j++)
-			listed = list[j].selectable && same_folder(known[i].name, list[j].name);
+			listed = list[j].selectable && same_folder(k->name, list[j].name);
 		for (size_t j = 0; j < n_want && !wanted; j++)
-			wanted = same_folder(known[i].name, want[j]);
+			wanted = same_folder(k->name, want[j]);
 		if (!listed || !wanted)
-			drop_queued(sd, known[i].id, known[i].name, 0);
+			drop_queued(sd, k->id, k->name, 0);
+		if (listed && k->absent_ticks == 0)
+			continue;
+		mb_err_clear(&err);
+		if (mb_index_folder_presence(sd->idx, k->id, listed, &absent, &err) == -1) {
+			mb_log_warnx("folder '%s': %s", k->name, err.msg);
+			continue;
+		}
+		if (listed)
+			mb_log_info("folder '%s': listed again; served again", k->name);
+		else if (absent == 1)
+			mb_log_warnx("folder '%s': no longer listed by the server; hidden, and "
+			    "purged if still absent after %u ticks", k->name, SD_ABSENT_PURGE_TICKS);
+		if (listed || absent < SD_ABSENT_PURGE_TICKS)
+			continue;
+		if (mb_index_purge_folder(sd->idx, k->id, &purged, &err) == -1)
+			mb_log_warnx("folder '%s': purge: %s", k->name, err.msg);
+		else
+			mb_log_info("folder '%s': absent for %u ticks; purged with its %u indexed "
+			    "message%s", k->name, absent, purged, purged == 1 ? "" : "s");
 	}
 	mb_folder_list_free(&known, n_known);
 }
@@ -306,7 +388,7 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	struct mb_imap *imap = NULL;
 	struct mb_imap_folder *list = NULL;
 	char **want = NULL;
-	size_t n_list = 0, n_want = 0;
+	size_t n_list = 0, n_want = 0, start;
 	bool converged = true, capped = false;
 	int r = -1;
 
@@ -334,9 +416,23 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	forget_unwanted(sd, list, n_list, want, n_want);
 	if (sd_commit(sd, err) == -1)
 		goto out;
-	for (size_t i = 0; i < n_want; i++) {
+	/*
+	 * The per-tick cap (SYNC_MAX_RANGES_PER_TICK) is shared: each folder may
+	 * queue an equal part of what is left for it and the folders after it,
+	 * so one folder's backfill does not hold the others back; what a folder
+	 * leaves goes to those after it.  The order starts one folder later each
+	 * tick, so the first place (the largest share) goes round.
+	 */
+	start = n_want > 0 ? sd->sched.rotate++ % n_want : 0;
+	for (size_t o = 0; o < n_want; o++) {
 		const struct mb_imap_folder *f = NULL;
+		size_t i = (start + o) % n_want;
+		unsigned left = sd->conf->sync_max_ranges > sd->sched.tick_queued ?
+		    sd->conf->sync_max_ranges - sd->sched.tick_queued : 0;
 		int fr;
+
+		sd->sched.folder_limit = sd->sched.tick_queued +
+		    (unsigned)((left + (n_want - o) - 1) / (n_want - o));
 
 		if (quit_requested(sd)) {
 			converged = false;
@@ -369,7 +465,8 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 		capped |= fr == 1;
 	}
 	if (capped)
-		mb_log_info("queued %u ranges, the per-tick cap; the rest waits for the next tick",
+		mb_log_info("queued %u ranges, the per-tick cap shared by the folders; the rest "
+		    "waits for the next tick",
 		    sd->sched.tick_queued);
 	sd->sched.tick_converged = converged && sd->sched.tick_queued == 0;
 	sd_attach_tick(sd);

@@ -4,6 +4,8 @@
  * systemd's credentials directory, never from the environment or argv.
  */
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mailbox/log.h"
@@ -55,6 +57,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "seconds between IDLE renewals (RFC 2177: at most 29 minutes)"),
 	K("DRAFT_FROM", MB_CONF_STR, draft_from, NULL, 0, 0, 0, NULL,
 	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
+	K("SYNC_SINCE", MB_CONF_STR, sync_since, NULL, 0, 0, 0, NULL,
+	    "YYYY-MM-DD: index only mail received on or after it; empty: all"),
 	K("MY_ADDRESSES", MB_CONF_STR, my_addresses, NULL, 0, 0, 0, NULL,
 	    "the account's other addresses (comma-separated), for from:me, to:me and replies"),
 	K("EXTRACT_TYPES", MB_CONF_STR, extract.types, NULL, 0, 0, 0, NULL,
@@ -99,4 +103,80 @@ sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_co
 	c->ca_file = conf->imap_ca_file;
 	/* One IMAP command waits at most a minute, or the range's whole timeout if shorter. */
 	c->timeout_s = conf->sync_range_timeout < 60 ? conf->sync_range_timeout : 60;
+}
+
+int
+sd_split_folders(const char *spec, char ***names_r, size_t *n_r)
+{
+	char **names = NULL;
+	size_t n = 0;
+	const char *p = spec;
+
+	while (p != NULL && *p != '\0') {
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *b = p, *e = end;
+
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e > b) {
+			names = mb_xrealloc(names, (n + 1) * sizeof(char *));
+			names[n++] = mb_xstrndup(b, (size_t)(e - b));
+		}
+		p = comma ? comma + 1 : NULL;
+	}
+	*names_r = names;
+	*n_r = n;
+	return 0;
+}
+
+void
+sd_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int
+sd_conf_check(const struct sd_conf *conf, struct mb_err *err)
+{
+	char **names;
+	size_t n;
+
+	struct mb_imap_day day;
+
+	if (conf->sync_since != NULL && *conf->sync_since != '\0' &&
+	    !sd_conf_since(conf, &day))
+		return mb_err_set(err, MB_E_CONFIG, "SYNC_SINCE: '%.64s' is not a day as "
+		    "YYYY-MM-DD (e.g. 2020-01-31)", conf->sync_since);
+	if (conf->sync_folders == NULL || conf->sync_folders[strspn(conf->sync_folders,
+	    " \t")] == '\0')
+		return 0;	/* empty: every selectable folder */
+	sd_split_folders(conf->sync_folders, &names, &n);
+	sd_free_names(names, n);
+	if (n == 0)
+		return mb_err_set(err, MB_E_CONFIG, "SYNC_FOLDERS: '%.64s' names no folder; name "
+		    "folders separated by commas, or leave it empty for every selectable folder",
+		    conf->sync_folders);
+	return 0;
+}
+
+bool
+sd_conf_since(const struct sd_conf *conf, struct mb_imap_day *day)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	const char *s = conf->sync_since;
+	int y, m, d, end = 0;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	if (sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &end) != 3 || end != 10 || s[end] != '\0' ||
+	    s[4] != '-' || s[7] != '-' || y < 1970 || m < 1 || m > 12 || d < 1 ||
+	    d > mdays[m - 1] || (m == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 ||
+	    y % 400 == 0))))
+		return false;
+	*day = (struct mb_imap_day){ .year = y, .month = m, .day = d };
+	return true;
 }

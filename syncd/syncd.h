@@ -83,6 +83,7 @@ struct sd_conf {
 	char		*syncd_allowed_uids;	/* who may connect; empty: syncd's own uid */
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
+	char		*sync_since;		/* YYYY-MM-DD: index mail on or after it; NULL: all */
 	char		*my_addresses;		/* MY_ADDRESSES: comma-separated; NULL none */
 	struct mb_extract_limits extract;	/* attachment text (docs/attachments.md) */
 	char		*sync_watch;		/* comma-separated folders held in IDLE */
@@ -98,6 +99,20 @@ enum mb_log_level	sd_conf_log_level(const struct sd_conf *conf);
  * c's strings point into conf and at password (borrowed; nothing to free).
  */
 void	sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_conf *c);
+/* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
+int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
+void	sd_free_names(char **names, size_t n);
+/*
+ * Checks across a setting's whole value that the table cannot make: a
+ * SYNC_FOLDERS that is not empty but names no folder (" , "), a SYNC_SINCE
+ * that is not a real YYYY-MM-DD day.  MB_E_CONFIG naming the key.
+ */
+int	sd_conf_check(const struct sd_conf *conf, struct mb_err *err);
+/*
+ * SYNC_SINCE as a day into *day: true when it is set (and valid: checked by
+ * sd_conf_check), false when every message is indexed.
+ */
+bool	sd_conf_since(const struct sd_conf *conf, struct mb_imap_day *day);
 
 /* ---- queue.c: durable ranges in the index (libmailbox/core/index_queue.c) */
 
@@ -224,11 +239,24 @@ struct sd_worker {
 	int64_t			 sel_folder_id;	/* 0: none (new, or its EXAMINE was refused) */
 };
 
+/*
+ * Exit statuses of --once and --backfill (a daemon exits 0 when asked to
+ * stop), so cron and systemd see a failure (docs/syncd.md "Commands");
+ * the values are sysexits(3)'s.
+ */
+#define SD_EXIT_OK	0
+#define SD_EXIT_FAIL	1	/* anything else: the server unreachable, the index unwritable */
+#define SD_EXIT_USAGE	2	/* bad command line */
+#define SD_EXIT_PARTIAL	75	/* ranges dead-lettered, or a backfill that stopped progressing */
+#define SD_EXIT_AUTH	77	/* a LOGIN was refused (the scheduler's or a worker's) */
+#define SD_EXIT_CONFIG	78	/* a bad setting, or one the server refuses */
+
 /* Written by loop.c only: the run and its ticks. */
 struct sd_tick_state {
 	bool			 quit;
 	bool			 sync_now;	/* SIGHUP: tick again as soon as this one ends */
-	int			 exit_code;
+	int			 exit_code;	/* SD_EXIT_* */
+	bool			 partial;	/* a range was dead-lettered in this run */
 	bool			 in_tick;
 	long long		 tick_started_ms;
 	long long		 next_tick_ms;
@@ -241,6 +269,8 @@ struct sd_tick_state {
 /* Written by sched.c only: what the current tick's enumeration did. */
 struct sd_sched_state {
 	unsigned		 tick_queued;	/* ranges added */
+	unsigned		 folder_limit;	/* tick_queued may reach this for the folder at hand */
+	unsigned		 rotate;	/* ticks so far: where this tick's folder order starts */
 	bool			 tick_converged;	/* every folder at the top, nothing queued */
 	bool			 targeted;	/* sd_sched_folder: queue only the new UIDs */
 };
@@ -333,6 +363,10 @@ void	sd_attach_tick(struct sd *sd);
 
 /* ---- sched.c */
 
+/* Ticks in a row a folder may be missing from LIST before its rows are purged
+ * (it is hidden from the first); docs/syncd.md "When the mailbox changes shape". */
+#define SD_ABSENT_PURGE_TICKS	3
+
 /*
  * Run the enumeration half of a tick: LOGIN, LIST, EXAMINE each folder,
  * find gaps, queue ranges (sd->sched says how many, and whether every
@@ -347,9 +381,6 @@ int	sd_sched_tick(struct sd *sd, struct mb_err *err);
  * as sd_sched_tick.
  */
 int	sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err);
-/* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
-int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
-void	sd_free_names(char **names, size_t n);
 
 /* ---- reconcile.c: flags and expunges of indexed mail (docs/syncd.md) */
 

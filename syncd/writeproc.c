@@ -84,8 +84,17 @@ sd_write_process(const struct sd_conf *conf, const char *password,
 		mb_imap_close(&imap);
 		_exit(0);
 	}
-	if (mb_imap_select(imap, j->folder, &st, &err) == -1)
-		goto fail;
+	if (mb_imap_select(imap, j->folder, &st, &err) == -1) {
+		if (err.code != MB_E_NOTFOUND)
+			goto fail;
+		/* The server's text names the folder in its own encoding (often
+		 * as question marks); the index has its decoded name. */
+		snprintf(detail, sizeof(detail), "folder '%s' no longer exists on the server "
+		    "(deleted or renamed); nothing was changed; search again", j->folder);
+		child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+		mb_imap_close(&imap);
+		_exit(0);
+	}
 	if (st.uidvalidity != j->uidvalidity) {
 		snprintf(detail, sizeof(detail), "stale id: folder '%s' has UIDVALIDITY %u upstream, "
 		    "the message was indexed under %u", j->folder, st.uidvalidity, j->uidvalidity);
@@ -118,11 +127,43 @@ sd_write_process(const struct sd_conf *conf, const char *password,
 		child_send(fd, MB_CTL_OK, "flags set and verified", flags, 0, 0, false);
 	} else {
 		if (mb_imap_move(imap, j->uid, j->dest, true, &mv, &err) == -1) {
+			if (mv.copied) {
+				char uid[32] = "";
+
+				/* Say exactly where the message is now. */
+				if (mv.dest_uid != 0)
+					snprintf(uid, sizeof(uid), " as UID %u", mv.dest_uid);
+				snprintf(detail, sizeof(detail), "copied to '%s'%s, but %s; the message "
+				    "is now in both folders (in '%s' %s): check it", j->dest, uid,
+				    err.msg, j->folder, mv.marked_deleted ?
+				    "marked \\Deleted, not expunged" : "unchanged");
+				child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
+				mb_imap_close(&imap);
+				_exit(0);
+			}
 			if (err.code != MB_E_CONFIG)
 				goto fail;
 			child_send(fd, MB_CTL_REFUSED, err.msg, 0, 0, 0, false);	/* no write sent */
 			mb_imap_close(&imap);
 			_exit(0);
+		}
+		/* COPY + STORE + UID EXPUNGE all said OK: check that the source
+		 * copy is really gone before saying "ok" (a server may keep it). */
+		if (!mv.used_move) {
+			unsigned left = 0;
+
+			if (mb_imap_fetch_flags(imap, j->uid, &left, &found, &err) == -1)
+				goto fail;
+			if (found) {
+				snprintf(detail, sizeof(detail), "copied to '%s' as UID %u, but UID %u "
+				    "is still in '%s' after UID EXPUNGE (flags: %s): the message is "
+				    "now in both folders: check it", j->dest, mv.dest_uid, j->uid,
+				    j->folder, (left & MB_FLAG_DELETED) ? "\\Deleted" :
+				    "not \\Deleted");
+				child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
+				mb_imap_close(&imap);
+				_exit(0);
+			}
 		}
 		snprintf(detail, sizeof(detail), "%s to '%s' as UID %u", mv.used_move ?
 		    "UID MOVE" : "UID COPY + UID STORE \\Deleted + UID EXPUNGE", j->dest,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,6 +167,21 @@ log_begin(struct sd *sd, const struct mb_ctl_request *rq, uid_t peer)
 	return id;
 }
 
+/*
+ * detail (may be NULL) with the IMAP password hidden in every wire form
+ * (mb_log_scrub), in buf: server text reaches write_log and the client's
+ * answer, and a server may echo the LOGIN line.  Returns buf, or NULL.
+ */
+static const char *
+scrubbed(const char *detail, char *buf, size_t len)
+{
+	if (detail == NULL)
+		return NULL;
+	snprintf(buf, len, "%s", detail);
+	mb_log_scrub(buf, len);
+	return buf;
+}
+
 /* Fill in the message's place (once known) and, when outcome is set, finish the row. */
 static void
 log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const char *detail)
@@ -173,9 +189,11 @@ log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const ch
 	/* A draft without APPENDUID has no UID; a draft's row names the
 	 * draft, once it is indexed. */
 	bool placed = j->folder != NULL && j->uid != 0;
+	char clean[MB_CTL_DETAIL_MAX + 1];
 	struct mb_audit_update u = { .folder = j->folder,
 	    .uidvalidity = placed ? j->uidvalidity : 0, .uid = placed ? j->uid : 0,
-	    .outcome = outcome, .detail = detail, .message_id = j->draft_id };
+	    .outcome = outcome, .detail = scrubbed(detail, clean, sizeof(clean)),
+	    .message_id = j->draft_id };
 	struct mb_err ferr = { 0 }, err = { 0 };
 
 	if (j->log_id == 0)
@@ -213,12 +231,55 @@ check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	j->keywords = t.keywords;
 	j->modseq = t.modseq;
 	folder_uidv = t.folder_uidvalidity;
+	if (t.folder_absent) {
+		snprintf(buf, len, "stale id: folder '%s' is no longer on the server (deleted or "
+		    "renamed); nothing was changed; search again", j->folder);
+		return -1;
+	}
 	if (j->uidvalidity != folder_uidv) {
 		snprintf(buf, len, "stale id: folder '%s' has UIDVALIDITY %u now, the message was "
 		    "indexed under %u; search again", j->folder, folder_uidv, j->uidvalidity);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Whether move_message must not go to folder name: one whose role is \Junk
+ * or \Trash, or whose last name part is a Junk, Spam or Trash name.
+ * Servers purge those on their own schedule, and the way to the bin is
+ * trash_message.  The refusal is in buf.
+ */
+static bool
+purging_folder(struct sd *sd, const char *name, char *buf, size_t len)
+{
+	static const char *const names[] = { "Junk", "Spam", "Junk E-mail", "Junk Email",
+	    "Bulk Mail", "Trash", "Bin", "Deleted Items", "Deleted Messages" };
+	struct mb_folder_state st;
+	struct mb_err err = { 0 };
+	const char *leaf = name, *p;
+	bool junk = false, trash = false;
+
+	for (p = name; *p != '\0'; p++)
+		if (*p == '/' || *p == '.')
+			leaf = p + 1;
+	if (mb_index_folder_get(sd->idx, name, &st, &err) == 0) {
+		junk = st.role != NULL && strcasecmp(st.role, "\\Junk") == 0;
+		trash = st.role != NULL && strcasecmp(st.role, "\\Trash") == 0;
+		mb_folder_state_release(&st);
+	}
+	for (size_t i = 0; i < MB_ARRAY_LEN(names) && !junk && !trash; i++)
+		if (strcasecmp(leaf, names[i]) == 0) {
+			junk = i < 5;
+			trash = i >= 5;
+		}
+	if (junk)
+		snprintf(buf, len, "'%s' is a junk folder (servers purge it and filters learn "
+		    "from what lands there); move_message does not move mail there", name);
+	else if (trash)
+		snprintf(buf, len, "'%s' is the trash; use trash_message to move a message "
+		    "there", name);
+	return junk || trash;
 }
 
 static int
@@ -247,6 +308,8 @@ check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 		snprintf(buf, len, "the message is already in '%s'", j->dest);
 		return -1;
 	}
+	if (j->rq.op == MB_CTL_MOVE && purging_folder(sd, j->dest, buf, len))
+		return -1;
 	return 0;
 }
 
@@ -369,6 +432,9 @@ static void
 finish(struct sd_wjob *j, uint32_t outcome, const char *detail, int64_t msg_id,
     unsigned flags, const char *folder, struct sd_write_reply *out)
 {
+	char clean[MB_CTL_DETAIL_MAX + 1];
+
+	detail = scrubbed(detail, clean, sizeof(clean));
 	*out = (struct sd_write_reply){ .token = j->token, .req_id = j->req_id,
 	    .rp = { .outcome = outcome, .detail = mb_xstrdup(detail), .message_id = msg_id,
 	    .flags = flags, .folder = folder ? mb_xstrdup(folder) : NULL, .log_id = j->log_id } };

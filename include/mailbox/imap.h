@@ -92,6 +92,16 @@ int	mb_imap_noop(struct mb_imap *imap, struct mb_imap_status *st_r, struct mb_er
  */
 int	mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size_t *n_r,
 	    struct mb_err *err);
+/*
+ * As mb_imap_uids_above, only messages whose INTERNALDATE is on or after the
+ * day since (RFC 3501 SEARCH SINCE: the server's date, exact on every server
+ * tried); since NULL is no date limit.
+ */
+struct mb_imap_day {
+	int	year, month, day;	/* e.g. 2024, 1..12, 1..31 */
+};
+int	mb_imap_uids_since(struct mb_imap *imap, uint32_t above, const struct mb_imap_day *since,
+	    uint32_t **uids_r, size_t *n_r, struct mb_err *err);
 
 /* One fetched message, handed to the callback; everything is borrowed. */
 struct mb_imap_message {
@@ -178,6 +188,9 @@ struct mb_imap_moved {
 	uint32_t	dest_uidvalidity;	/* from COPYUID; 0 when the server sent none */
 	uint32_t	dest_uid;		/* 0 when the server sent none */
 	bool		used_move;		/* UID MOVE (else COPY + STORE \Deleted + UID EXPUNGE) */
+	/* How far the COPY path got, also when it failed: the state it left. */
+	bool		copied;			/* UID COPY succeeded: the message is in dest */
+	bool		marked_deleted;		/* and UID STORE \Deleted succeeded on the source */
 };
 /*
  * Move one UID of the selected folder to dest: UID MOVE when the server has

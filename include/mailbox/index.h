@@ -80,6 +80,7 @@ struct mb_folder_state {
 	uint64_t	 highestmodseq;	/* 0: no CONDSTORE */
 	uint32_t	 watermark;	/* highest UID below the first gap */
 	int64_t		 last_sync;	/* unix seconds; 0 = never */
+	unsigned	 absent_ticks;	/* ticks LIST has not shown it; 0: listed */
 };
 void	mb_folder_state_release(struct mb_folder_state *st);	/* frees the strings */
 void	mb_folder_list_free(struct mb_folder_state **listp, size_t n);
@@ -95,6 +96,26 @@ int	mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *s
 	    struct mb_err *err);
 /* Every folder, by name; *list_r is the caller's (mb_folder_list_free). */
 int	mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size_t *n_r,
+	    struct mb_err *err);
+/*
+ * Record whether this tick's LIST showed folder id: listed resets its
+ * absent_ticks to 0, otherwise it grows by one; *absent_r is the new value.
+ * A folder with absent_ticks > 0 is hidden from every reader at once.
+ */
+int	mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed,
+	    unsigned *absent_r, struct mb_err *err);
+/*
+ * Delete folder_id's rows of every UIDVALIDITY but keep_uidvalidity (the
+ * older generations, once the current one has converged); *purged_r says
+ * how many.  Through the expunge path: FTS and attachment rows go with them.
+ */
+int	mb_index_purge_generations(struct mb_index *idx, int64_t folder_id,
+	    uint32_t keep_uidvalidity, unsigned *purged_r, struct mb_err *err);
+/*
+ * Delete a folder the server no longer lists: its rows (as above), its
+ * queued ranges and the folder row, in one unit; *purged_r the rows deleted.
+ */
+int	mb_index_purge_folder(struct mb_index *idx, int64_t folder_id, unsigned *purged_r,
 	    struct mb_err *err);
 
 /* One message as syncd stores it. */

@@ -8,6 +8,7 @@
 #ifndef MAILBOX_INDEX_WRITES_H
 #define MAILBOX_INDEX_WRITES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mailbox/err.h"
@@ -23,6 +24,7 @@ struct mb_write_target {
 	char		*keywords;		/* owned; NULL: none */
 	uint64_t	 modseq;
 	uint32_t	 folder_uidvalidity;	/* the folder's now: differs when stale */
+	bool		 folder_absent;		/* the server's LIST no longer shows it */
 };
 /*
  * Message id and its folder.  MB_E_NOTFOUND when no row has that id.  On
@@ -40,7 +42,7 @@ enum mb_write_dest {
 /*
  * The destination folder of a write: its id, name (*name_r the caller's,
  * free()) and uidvalidity.  name is used by MB_WRITE_DEST_NAME only.
- * MB_E_NOTFOUND when there is no such folder.
+ * MB_E_NOTFOUND when there is no such folder among those LIST still shows.
  */
 int	mb_index_write_dest(struct mb_index *idx, enum mb_write_dest how, const char *name,
 	    int64_t *id_r, char **name_r, uint32_t *uidvalidity_r, struct mb_err *err);

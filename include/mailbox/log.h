@@ -36,6 +36,13 @@ _Noreturn void	mb_fatalx(const char *fmt, ...) MB_PRINTF(1, 2);
  * needs; user may be NULL.  Returns 0, or -1 when the table is full.
  */
 int	mb_log_add_secret(const char *user, const char *secret);
+/*
+ * Replace, in the NUL-terminated string s (a buffer of size bytes), every
+ * registered secret in every form above with "<hidden>", for text that
+ * leaves the process by another way than a log line (an error in the
+ * index, a write's answer).  The result is cut to size - 1 bytes.
+ */
+void	mb_log_scrub(char *s, size_t size);
 /* Forget all secrets (wiping the copies). */
 void	mb_log_clear_secrets(void);
 

@@ -73,11 +73,23 @@ struct mb_read_message {
  * Message id with at most page_chars characters of its body from character
  * offset on (characters are UTF-8 sequences; a stray byte counts as one).
  * Returns 0 with *m filled (release it with mb_read_message_release()), or
- * -1 with err: MB_E_NOTFOUND when there is no such message.
+ * -1 with err: MB_E_NOTFOUND when there is no such message, or when it is
+ * not current (an older UIDVALIDITY generation of its folder, or a folder
+ * the server no longer lists): mb_read_gone() says which.
  */
 int	mb_read_message(struct mb_index *idx, int64_t id, size_t offset, size_t page_chars,
 	    struct mb_read_message *m, struct mb_err *err);
 void	mb_read_message_release(struct mb_read_message *m);	/* m becomes empty */
+
+/*
+ * What became of a message id that is no longer served: 1 with a sentence
+ * for the client in buf (len bytes, NUL-terminated) -- "this folder was
+ * re-created on the server; the current copy is id N" when a current row
+ * has its Message-ID, else "no longer in the mailbox" -- or 0 when id is
+ * current or names no row at all (then buf is untouched); -1 with err.
+ */
+int	mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len,
+	    struct mb_err *err);
 
 /* One message of a thread. */
 struct mb_read_thread_item {

@@ -64,11 +64,17 @@ enum idx_stmt {
  * The one test of "this row is what the mailbox holds now", as SQL text to
  * splice into a statement: m and f are the quoted aliases of a messages row
  * and its folders row, e.g.  "... WHERE " IDX_CURRENT("m", "f") " AND ...".
- * A row of an older UIDVALIDITY generation stays addressable (writes and
- * get_message can say what became of it) but is never served as current.
- * Every reader that lists, counts or ranks rows uses this and nothing else.
+ * A row of an older UIDVALIDITY generation, or of a folder the server's LIST
+ * no longer shows (folders.absent_ticks > 0), stays addressable (writes and
+ * get_message can say what became of it, mb_read_gone) but is never served
+ * as current.  Every reader that lists, counts or ranks rows uses this and
+ * nothing else.  docs/syncd.md, "When the mailbox changes shape", says when
+ * such rows are purged.
  */
-#define IDX_CURRENT(m, f)	"(" m ".uidvalidity = " f ".uidvalidity)"
+#define IDX_CURRENT(m, f)	\
+	"(" m ".uidvalidity = " f ".uidvalidity AND " IDX_LISTED(f) ")"
+/* The folder half of IDX_CURRENT: the folders row f is one LIST still shows. */
+#define IDX_LISTED(f)		"(" f ".absent_ticks = 0)"
 
 /*
  * The text terms of a compiled query as a rowid set, for readers that do not

@@ -75,14 +75,14 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " ON CONFLICT (name) DO UPDATE SET role = coalesce(excluded.role, role)"
 	    " RETURNING id",
 	[IDX_FOLDER_GET] =
-	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync"
-	    " FROM folders WHERE name = ?1",
+	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,"
+	    " absent_ticks FROM folders WHERE name = ?1",
 	[IDX_FOLDER_UPDATE] =
 	    "UPDATE folders SET role = ?2, uidvalidity = ?3, uidnext = ?4, highestmodseq = ?5,"
 	    " watermark = ?6, last_sync = ?7 WHERE id = ?1",
 	[IDX_FOLDER_LIST] =
-	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync"
-	    " FROM folders ORDER BY name",
+	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,"
+	    " absent_ticks FROM folders ORDER BY name",
 	[IDX_MSG_FIND] =
 	    "SELECT id, thread_id FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",

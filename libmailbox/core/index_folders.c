@@ -1,4 +1,5 @@
 /* Per-folder sync state in the folders table: see include/mailbox/index.h. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,8 @@ mb_folder_list_free(struct mb_folder_state **listp, size_t n)
 	*listp = NULL;
 }
 
-/* Columns id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync. */
+/* Columns id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,
+ * absent_ticks. */
 static void
 folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
 {
@@ -43,6 +45,7 @@ folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
 	f->highestmodseq = (uint64_t)sqlite3_column_int64(st, 5);
 	f->watermark = (uint32_t)sqlite3_column_int64(st, 6);
 	f->last_sync = sqlite3_column_int64(st, 7);
+	f->absent_ticks = (unsigned)sqlite3_column_int64(st, 8);
 }
 
 int
@@ -146,4 +149,34 @@ mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size
 	*list_r = list;
 	*n_r = n;
 	return 0;
+}
+
+int
+mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed, unsigned *absent_r,
+    struct mb_err *err)
+{
+	static const char sql[] = "UPDATE folders SET absent_ticks = CASE WHEN ?2 THEN 0 "
+	    "ELSE absent_ticks + 1 END WHERE id = ?1 RETURNING absent_ticks";
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	int rc;
+
+	*absent_r = 0;
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, listed);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		idx_stmt_done(st);
+		return mb_err_set(err, MB_E_NOTFOUND, "index: no folder with id %lld",
+		    (long long)id);
+	}
+	if (rc != SQLITE_ROW) {
+		idx_sqlerr(idx, rc, "folder presence", err);
+		idx_stmt_done(st);
+		return -1;
+	}
+	*absent_r = (unsigned)sqlite3_column_int64(st, 0);
+	/* Step to the end: RETURNING completes its write only then. */
+	return idx_step_done(idx, st, "folder presence", err);
 }

@@ -97,14 +97,21 @@ mb_index_queue_ack(struct mb_index *idx, int64_t id, struct mb_err *err)
 	return idx_step_done(idx, st, "queue ack", err);
 }
 
-/* Move r to dead_letters with its attempts and last error, in one unit. */
+/*
+ * Move r to dead_letters with its attempts and last error, in one unit.  One
+ * row per range: a range dead-lettered again (the fault persists, tick after
+ * tick) adds its attempts to its row and refreshes the error and the time.
+ */
 static int
 queue_bury(struct mb_index *idx, const struct mb_queue_range *r, unsigned attempts,
     const char *why, int64_t now, struct mb_err *err)
 {
 	static const char dead_sql[] = "INSERT INTO dead_letters (folder_id, folder_name, "
 	    "uidvalidity, first_uid, last_uid, attempts, last_error, failed_at) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+	    "ON CONFLICT (folder_name, uidvalidity, first_uid, last_uid) DO UPDATE SET "
+	    "folder_id = excluded.folder_id, attempts = attempts + excluded.attempts, "
+	    "last_error = excluded.last_error, failed_at = excluded.failed_at";
 	struct idx_unit u;
 	sqlite3_stmt *st;
 	bool ok = false;

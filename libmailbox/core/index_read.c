@@ -5,6 +5,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ static const char message_sql[] =
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
 	"m.body, m.body_truncated, m.headers_only, m.size, m.from_name, m.from_addr, m.refs, "
 	"m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.keywords "
-	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE m.id = ?1 AND " IDX_CURRENT("m", "f");
 
 static const char attachments_sql[] =
 	"SELECT filename, mime_type, size, is_inline, id, extracted_text IS NOT NULL, "
@@ -30,22 +32,37 @@ static const char attachments_sql[] =
 	"ORDER BY ordinal";
 
 static const char thread_of_sql[] =
-	"SELECT thread_id, (SELECT count(*) FROM messages AS t WHERE t.thread_id = m.thread_id) "
-	"FROM messages AS m WHERE id = ?1";
+	"SELECT m.thread_id, (SELECT count(*) FROM messages AS t JOIN folders AS tf "
+	"ON tf.id = t.folder_id WHERE t.thread_id = m.thread_id AND " IDX_CURRENT("t", "tf") ") "
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE m.id = ?1 AND " IDX_CURRENT("m", "f");
 
 static const char thread_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.subject, substr(m.body, 1, ?2) "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE m.thread_id = ?1 ORDER BY m.sort_date IS NULL, m.sort_date, m.id LIMIT ?3 OFFSET ?4";
+	"WHERE m.thread_id = ?1 AND " IDX_CURRENT("m", "f") " "
+	"ORDER BY m.sort_date IS NULL, m.sort_date, m.id LIMIT ?3 OFFSET ?4";
 
 static const char folders_sql[] =
 	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0) "
-	"FROM folders AS f LEFT JOIN messages AS m ON m.folder_id = f.id "
-	"GROUP BY f.id ORDER BY f.name";
+	"FROM folders AS f LEFT JOIN messages AS m ON m.folder_id = f.id AND "
+	IDX_CURRENT("m", "f") " WHERE " IDX_LISTED("f") " GROUP BY f.id ORDER BY f.name";
 
 static const char recent_sql[] =
-	"SELECT id, subject, sort_date FROM messages ORDER BY sort_date DESC, id DESC "
-	"LIMIT ?1 OFFSET ?2";
+	"SELECT m.id, m.subject, m.sort_date FROM messages AS m JOIN folders AS f "
+	"ON f.id = m.folder_id WHERE " IDX_CURRENT("m", "f") " "
+	"ORDER BY m.sort_date DESC, m.id DESC LIMIT ?1 OFFSET ?2";
+
+/* What became of a row that is not current (mb_read_gone). */
+static const char gone_sql[] =
+	"SELECT m.message_id, m.folder_id, f.name, m.uidvalidity = f.uidvalidity, "
+	IDX_CURRENT("m", "f") " FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE m.id = ?1";
+/* Its current copy: the same Message-ID, in the same folder first. */
+static const char copy_sql[] =
+	"SELECT m.id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE m.message_id = ?1 AND " IDX_CURRENT("m", "f") " "
+	"ORDER BY m.folder_id = ?2 DESC, m.id DESC LIMIT 1";
 
 /* ---- a message */
 
@@ -173,6 +190,76 @@ mb_read_message_release(struct mb_read_message *m)
 	}
 	free(m->atts);
 	memset(m, 0, sizeof(*m));
+}
+
+/* The id of the current copy of Message-ID mid into *id_r (0: none). */
+static int
+current_copy(struct mb_index *idx, const char *mid, int64_t folder_id, int64_t *id_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*id_r = 0;
+	if (mid == NULL || *mid == '\0')
+		return 0;
+	if ((st = idx_stmt_sql(idx, copy_sql, err)) == NULL)
+		return -1;
+	idx_bind_text(st, 1, mid);
+	sqlite3_bind_int64(st, 2, folder_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id_r = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "current copy", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
+mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	char *mid = NULL, *folder = NULL;
+	int64_t folder_id = 0, copy = 0;
+	bool same_gen = false, current = false;
+	int rc;
+
+	if ((st = idx_stmt_sql(idx, gone_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		mid = idx_col_text(st, 0, NULL);
+		folder_id = sqlite3_column_int64(st, 1);
+		folder = idx_col_text(st, 2, NULL);
+		same_gen = sqlite3_column_int(st, 3) != 0;
+		current = sqlite3_column_int(st, 4) != 0;
+	} else if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "gone", err);
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW || current) {
+		free(mid);
+		free(folder);
+		return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+	}
+	if (current_copy(idx, mid, folder_id, &copy, err) == -1) {
+		free(mid);
+		free(folder);
+		return -1;
+	}
+	/* Same UIDVALIDITY but not current: the folder is no longer listed. */
+	if (copy != 0)
+		snprintf(buf, len, "message %lld is an old copy: %s; the current copy is id %lld",
+		    (long long)id, same_gen ? "its folder is no longer on the server (deleted or "
+		    "renamed)" : "this folder was re-created on the server", (long long)copy);
+	else
+		snprintf(buf, len, "message %lld is no longer in the mailbox (folder '%s' %s)",
+		    (long long)id, folder, same_gen ? "is no longer on the server" :
+		    "was re-created on the server");
+	free(mid);
+	free(folder);
+	return 1;
 }
 
 /* ---- a thread */

@@ -87,11 +87,24 @@ static const char search_sql_rank_thread[] =
 	"WHERE m.thread_id = ?14 AND messages_fts MATCH ?1 AND " SEARCH_FILTERS
 	"AND " SEARCH_DATES "ORDER BY m.id DESC LIMIT ?10";
 /* The same without filters: FTS5 alone (a join would read a messages row
- * for every match, which for a common word cost more than the scoring). */
+ * for every match, which for a common word cost more than the scoring).
+ * Only while every row is current (stale_sql): FTS5 knows no generations. */
 static const char search_sql_rank_nf[] =
 	"SELECT rowid, " RANK_BM25 " FROM messages_fts WHERE messages_fts MATCH ?1 "
 	"ORDER BY rowid DESC LIMIT ?10";
 static const char date_sql[] = "SELECT " SEARCH_DATE " FROM messages AS m WHERE m.id = ?1";
+
+/*
+ * Whether the index holds a row that is not current (an older generation, a
+ * folder LIST no longer shows), in two index seeks per folder: a folder's
+ * rows are all current exactly when its lowest and its highest UIDVALIDITY
+ * rows are.  While none is, a search without filters may read FTS5 alone.
+ */
+static const char stale_sql[] =
+	"SELECT EXISTS (SELECT 1 FROM folders AS f JOIN messages AS m ON m.id IN ("
+	"(SELECT id FROM messages WHERE folder_id = f.id ORDER BY uidvalidity LIMIT 1), "
+	"(SELECT id FROM messages WHERE folder_id = f.id ORDER BY uidvalidity DESC LIMIT 1)) "
+	"WHERE NOT " IDX_CURRENT("m", "f") ")";
 
 /*
  * One search reads in one transaction: a single snapshot for all its
@@ -505,6 +518,24 @@ search_total(struct mb_index *idx, const struct mb_query *q, bool ranked, int64_
 	    &page->total_exact, err);
 }
 
+/* *stale_r: whether some row is not current (stale_sql). */
+static int
+any_stale(struct mb_index *idx, bool *stale_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, stale_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*stale_r = sqlite3_column_int(st, 0) != 0;
+	else
+		idx_sqlerr(idx, rc, "search: stale rows", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
 static int
 search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, size_t limit,
     struct mb_search_page *page, struct mb_err *err)
@@ -513,6 +544,7 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 	struct mb_query narrowed;	/* q with the own addresses' phrases: a shallow copy */
 	const struct mb_query *rq = q;
 	char *me_match = NULL;
+	bool filtered;
 	int64_t fid;
 	int rc = -1;
 
@@ -525,9 +557,12 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 		rq = &narrowed;
 	}
 	/* rq selects and counts; q (the words as typed) marks the snippets */
-	if ((q->match ? search_ranked(idx, rq, fid, idx_search_filtered(q), offset, limit, &pg,
-	    err) : idx_search_list(idx, rq, fid, offset, limit, pg.ids, &pg.n, &pg.more,
-	    err)) == -1)
+	/* FTS5 alone knows no generations: only while every row is current */
+	filtered = idx_search_filtered(q);
+	if (q->match && !filtered && any_stale(idx, &filtered, err) == -1)
+		goto out;
+	if ((q->match ? search_ranked(idx, rq, fid, filtered, offset, limit, &pg, err) :
+	    idx_search_list(idx, rq, fid, offset, limit, pg.ids, &pg.n, &pg.more, err)) == -1)
 		goto out;
 	if (search_hits(idx, q, &pg, page, err) == -1)
 		goto out;

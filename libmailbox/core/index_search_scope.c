@@ -53,7 +53,8 @@ static const char count_sql_filter[] =
 
 /* The one folder of a special-use role (in:sent): the first, should there be two. */
 static const char role_sql[] =
-	"SELECT id FROM folders WHERE role = ?1 COLLATE NOCASE ORDER BY id LIMIT 1";
+	"SELECT id FROM folders AS f WHERE role = ?1 COLLATE NOCASE AND " IDX_LISTED("f") " "
+	"ORDER BY id LIMIT 1";
 static const char me_sql[] = "SELECT count(*) FROM account_addresses";
 
 void
@@ -95,16 +96,24 @@ idx_search_filtered(const struct mb_query *q)
 	    q->from_me >= 0 || q->to_me >= 0;
 }
 
-/* The folder's id into *id_r; MB_E_NOTFOUND when there is none. */
+/*
+ * The folder's id into *id_r; MB_E_NOTFOUND when there is none, or when the
+ * server's LIST no longer shows it (its rows are kept a few ticks, unserved).
+ */
 static int
 folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
 {
 	struct mb_folder_state fs;
+	unsigned absent;
 
 	if (mb_index_folder_get(idx, name, &fs, err) == -1)
 		return -1;
 	*id_r = fs.id;
+	absent = fs.absent_ticks;
 	mb_folder_state_release(&fs);
+	if (absent > 0)
+		return mb_err_set(err, MB_E_NOTFOUND, "index: folder '%s' is no longer listed",
+		    name);
 	return 0;
 }
 

@@ -75,7 +75,7 @@ mb_index_dead_letters(struct mb_index *idx, size_t limit, struct mb_dead_letter 
 	/* The count rides on every row: one statement, one snapshot. */
 	static const char sql[] = "SELECT (SELECT count(*) FROM dead_letters), folder_name, "
 	    "uidvalidity, first_uid, last_uid, attempts, last_error, failed_at FROM "
-	    "dead_letters ORDER BY id DESC LIMIT ?1";
+	    "dead_letters ORDER BY failed_at DESC, id DESC LIMIT ?1";
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 	struct mb_dead_letter *list;
 	size_t n = 0;

@@ -43,8 +43,8 @@ mb_index_write_target(struct mb_index *idx, int64_t id, struct mb_write_target *
     struct mb_err *err)
 {
 	static const char sql[] = "SELECT m.folder_id, f.name, m.uidvalidity, m.uid, "
-	    "m.keywords, m.modseq, f.uidvalidity FROM messages m JOIN folders f ON f.id = "
-	    "m.folder_id WHERE m.id = ?1";
+	    "m.keywords, m.modseq, f.uidvalidity, NOT " IDX_LISTED("f") " FROM messages m "
+	    "JOIN folders f ON f.id = m.folder_id WHERE m.id = ?1";
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 
 	memset(t_r, 0, sizeof(*t_r));
@@ -60,6 +60,7 @@ mb_index_write_target(struct mb_index *idx, int64_t id, struct mb_write_target *
 	t_r->keywords = idx_col_text(st, 4, NULL);
 	t_r->modseq = (uint64_t)sqlite3_column_int64(st, 5);
 	t_r->folder_uidvalidity = (uint32_t)sqlite3_column_int64(st, 6);
+	t_r->folder_absent = sqlite3_column_int(st, 7) != 0;
 	idx_stmt_done(st);
 	return 0;
 }
@@ -76,12 +77,14 @@ int
 mb_index_write_dest(struct mb_index *idx, enum mb_write_dest how, const char *name,
     int64_t *id_r, char **name_r, uint32_t *uidvalidity_r, struct mb_err *err)
 {
-	static const char by_name[] = "SELECT id, name, uidvalidity FROM folders WHERE name = ?1";
-	static const char by_trash_role[] = "SELECT id, name, uidvalidity FROM folders "
-	    "WHERE role = '\\Trash' ORDER BY id LIMIT 1";
+	/* Only folders the server's LIST still shows. */
+	static const char by_name[] = "SELECT id, name, uidvalidity FROM folders AS f "
+	    "WHERE name = ?1 AND " IDX_LISTED("f");
+	static const char by_trash_role[] = "SELECT id, name, uidvalidity FROM folders AS f "
+	    "WHERE role = '\\Trash' AND " IDX_LISTED("f") " ORDER BY id LIMIT 1";
 	/* A Drafts folder without the role is still where a mail client looks. */
-	static const char drafts[] = "SELECT id, name, uidvalidity FROM folders "
-	    "WHERE role = '\\Drafts' OR name = 'Drafts' "
+	static const char drafts[] = "SELECT id, name, uidvalidity FROM folders AS f "
+	    "WHERE (role = '\\Drafts' OR name = 'Drafts') AND " IDX_LISTED("f") " "
 	    "ORDER BY coalesce(role = '\\Drafts', 0) DESC, id LIMIT 1";
 	sqlite3_stmt *st;
 

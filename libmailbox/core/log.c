@@ -172,6 +172,20 @@ scrub(struct mb_buf *b)
 	}
 }
 
+void
+mb_log_scrub(char *s, size_t size)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX);
+
+	if (s == NULL || size == 0 || log_n_needles == 0)
+		return;
+	mb_buf_adds(&b, s);
+	scrub(&b);
+	snprintf(s, size, "%s", b.data ? b.data : "");
+	explicit_bzero(b.data, b.len);
+	mb_buf_release(&b);
+}
+
 static void vlog(enum mb_log_level level, int errnum, const char *fmt, va_list ap)
     MB_PRINTF(3, 0);
 

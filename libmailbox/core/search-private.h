@@ -23,6 +23,15 @@ struct mb_query;
  */
 #define SEARCH_DATE	"m.sort_date"
 /*
+ * Only rows of the current generation of a folder LIST still shows
+ * (IDX_CURRENT, index-private.h), tested by the folder's primary key: one
+ * lookup in a table of a few dozen rows, and it keeps messages_search_filter
+ * covering (it holds folder_id and uidvalidity).
+ */
+#define SEARCH_CURRENT \
+	"EXISTS (SELECT 1 FROM folders AS f WHERE f.id = m.folder_id AND " \
+	IDX_CURRENT("m", "f") ") "
+/*
  * The filters beside the folder and the dates (?2 folder, ?5..?7 flags and
  * attachments, ?11..?18 the filters of struct mb_query), as one fragment
  * for every statement; SEARCH_FILTERS_COVERED is the part that reads only
@@ -33,7 +42,7 @@ struct mb_query;
  * string in to_json or cc_json, so "bob@x" never matches "jimbob@x".
  */
 #define SEARCH_FILTERS_COVERED \
-	"(?2 IS NULL OR m.folder_id = ?2) " \
+	SEARCH_CURRENT "AND (?2 IS NULL OR m.folder_id = ?2) " \
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 " \
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) " \
 	"AND (?11 IS NULL OR m.size >= ?11) AND (?12 IS NULL OR m.size < ?12) " \

@@ -5,7 +5,9 @@
  *
  * - Debian's libetpan never verifies a certificate: the chain and host name
  *   are checked here with GnuTLS after the handshake and before LOGIN.
- * - A server closing mid-literal makes libetpan spin forever: a watchdog
+ * - A server closing mid-literal makes libetpan spin forever (its literal
+ *   loop reads 0 bytes at end of file and asks again): the stream's read is
+ *   wrapped so end of file is an error at once (eof_guard), and a watchdog
  *   thread per connection cancels the stream past the caller's deadline.
  * - After PARSE/PROTOCOL/STREAM/FATAL the stream is desynchronised: the
  *   session is marked dead and every later call fails until it is closed.
@@ -43,6 +45,16 @@
 #define IMAP_LOG_DATA_MAX	200	/* bytes of a received chunk shown at debug level */
 #define IMAP_KEYWORDS_MAX	(64u * 1024)
 
+/*
+ * The stream's low driver with its read wrapped (eof_guard_read): drv comes
+ * first, so the mailstream_low's driver pointer leads back to orig.
+ */
+struct eof_guard {
+	mailstream_low_driver		 drv;
+	const mailstream_low_driver	*orig;
+	bool				 eof;	/* the server closed the connection */
+};
+
 struct mb_imap {
 	mailimap	*etpan;		/* owned */
 	char		*host;		/* owned; for messages */
@@ -64,7 +76,48 @@ struct mb_imap {
 	bool		 stop;
 	bool		 cancelled;	/* the watchdog fired: the stream is dead */
 	mailstream	*armed;		/* the stream the watchdog may cancel; NULL: none yet */
+
+	struct eof_guard guard;		/* installed once TLS is set up */
 };
+
+/* ---------------------------------------------------------------- end of file */
+
+/*
+ * read(2) returning 0 is end of file, but libetpan's literal parser treats
+ * a 0-byte read as "nothing yet" and loops on it at full CPU until the
+ * deadline.  Report it as a stream error instead: the command fails at once
+ * with MAILIMAP_ERROR_STREAM.
+ */
+static ssize_t
+eof_guard_read(mailstream_low *s, void *buf, size_t count)
+{
+	struct eof_guard *g = (struct eof_guard *)s->driver;
+	ssize_t n;
+
+	if (g->eof)
+		return -1;
+	n = g->orig->mailstream_read(s, buf, count);
+	if (n == 0 && count > 0) {
+		g->eof = true;
+		return -1;
+	}
+	return n;
+}
+
+/* Wrap the session's current low stream (after STARTTLS replaced it, if it did). */
+static void
+eof_guard_install(struct mb_imap *c)
+{
+	mailstream_low *low = c->etpan->imap_stream ? c->etpan->imap_stream->low : NULL;
+
+	if (low == NULL || low->driver == &c->guard.drv)
+		return;
+	c->guard.orig = low->driver;
+	c->guard.drv = *low->driver;
+	c->guard.drv.mailstream_read = eof_guard_read;
+	c->guard.eof = false;
+	low->driver = &c->guard.drv;
+}
 
 /* ---------------------------------------------------------------- watchdog */
 
@@ -221,6 +274,8 @@ peer_text(const struct mb_imap *c, const char *in, char *out, size_t outlen)
 	}
 	snprintf(out, outlen, "%s", b.data);
 	mb_buf_release(&b);
+	/* Its quoted and base64 forms too (a server echoing the LOGIN line). */
+	mb_log_scrub(out, outlen);
 }
 
 static bool
@@ -245,6 +300,9 @@ etpan_fail(struct mb_imap *c, int r, const char *what, struct mb_err *err)
 		c->dead = true;
 	if (was_cancelled(c))
 		return mb_err_set(err, MB_E_TEMP, "%s: %s: deadline passed, connection cancelled",
+		    c->host, what);
+	if (r == MAILIMAP_ERROR_STREAM && c->guard.eof)
+		return mb_err_set(err, MB_E_TEMP, "%s: %s: the server closed the connection",
 		    c->host, what);
 	switch (r) {
 	case MAILIMAP_ERROR_STREAM:
@@ -610,6 +668,7 @@ mb_imap_connect(const struct mb_imap_conf *conf, struct mb_imap **imap_r, struct
 			goto fail;
 		}
 	}
+	eof_guard_install(c);
 	if (conf->tls != MB_IMAP_TLS_NONE &&
 	    verify_peer(c, conf->host, conf->ca_file, err) == -1)
 		goto fail;
@@ -926,6 +985,13 @@ int
 mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size_t *n_r,
     struct mb_err *err)
 {
+	return mb_imap_uids_since(imap, above, NULL, uids_r, n_r, err);
+}
+
+int
+mb_imap_uids_since(struct mb_imap *imap, uint32_t above, const struct mb_imap_day *since,
+    uint32_t **uids_r, size_t *n_r, struct mb_err *err)
+{
 	struct mb_imap *c = imap;
 	struct mailimap_search_key *key;
 	clist *res = NULL;
@@ -945,6 +1011,14 @@ mb_imap_uids_above(struct mb_imap *imap, uint32_t above, uint32_t **uids_r, size
 	}
 	/* Plain UID SEARCH, never ESEARCH (libetpan cannot parse it). */
 	key = mailimap_search_key_new_uid(mailimap_set_new_interval(above + 1, 0));
+	if (since != NULL) {
+		clist *both = clist_new();
+
+		clist_append(both, key);
+		clist_append(both, mailimap_search_key_new_since(mailimap_date_new(since->day,
+		    since->month, since->year)));
+		key = mailimap_search_key_new_multiple(both);
+	}
 	call_begin(c);
 	r = mailimap_uid_search(c->etpan, NULL, key, &res);
 	call_end(c);
@@ -1604,11 +1678,15 @@ mb_imap_move(struct mb_imap *imap, uint32_t uid, const char *dest, bool allow_mo
 			free(mb);
 			return etpan_fail(c, r, "UID COPY", err);
 		}
+		r_out->copied = true;
+		r_out->dest_uidvalidity = uidv;
+		r_out->dest_uid = set_single(dst);
 		if (store_one(c, uid, MB_FLAG_DELETED, true, err) == -1) {
 			mailimap_set_free(set);
 			free(mb);
 			goto out;
 		}
+		r_out->marked_deleted = true;
 		call_begin(c);
 		r = mailimap_uid_expunge(c->etpan, set);	/* this one UID, never a bare EXPUNGE */
 		call_end(c);

@@ -53,6 +53,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (mb_index_open(path, MB_INDEX_RW, &idx, &err) == -1 ||
 	    mb_index_folder_ensure(idx, "INBOX", NULL, &inbox, &err) == -1)
 		mb_fatalx("fuzz setup: %s", err.msg);
+	mb_test_folder_examined(idx, "INBOX");
 	put(idx, inbox, 1, "Budget review", "quarterly budget numbers", "a@x", NULL);
 	put(idx, inbox, 2, "Re: Budget review", "looks good, pangolin", "b@x", "a@x");
 	put(idx, inbox, 3, "会議の予定", "会議は月曜日です", "c@x", NULL);

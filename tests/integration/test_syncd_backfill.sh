@@ -3,7 +3,7 @@
 # message of every folder exactly once and marks nothing read; a quiet tick
 # sends no SEARCH; new mail arrives with the next tick; a redelivered range
 # writes no duplicate; a recreated folder (new UIDVALIDITY) is re-indexed
-# while its old rows stay; a deleted folder is skipped with a warning; a
+# while its old rows stay unserved, purged once it has converged; a deleted folder is skipped with a warning; a
 # second syncd on the same data directory is refused; SIGHUP syncs now and
 # SIGTERM stops the daemon cleanly; --status, --check-config and --rebuild say what they do.
 set -euo pipefail
@@ -44,10 +44,20 @@ grep -qF "$DOVECOT_PASSWORD" "$work/check.out" && fail "check-config printed the
 SYNC_INTERVAL=0 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>"$work/bad.err" &&
     fail "--check-config accepted SYNC_INTERVAL=0"
 grep -q "SYNC_INTERVAL" "$work/bad.err" || fail "bad value error does not name the key"
+# A folder list with no folder in it is an error naming the key, for every
+# command (it used to sync nothing, silently); an empty one means every folder.
+for v in ' , ' ','; do
+	SYNC_FOLDERS=$v "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>"$work/bad.err" &&
+	    fail "--check-config accepted SYNC_FOLDERS='$v'"
+	grep -q "SYNC_FOLDERS: '$v' names no folder" "$work/bad.err" || fail "SYNC_FOLDERS='$v': $(cat "$work/bad.err")"
+	SYNC_FOLDERS=$v syncd --once && fail "--once accepted SYNC_FOLDERS='$v'"
+done
+SYNC_FOLDERS= "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>&1 ||
+    fail "an empty SYNC_FOLDERS is refused"
 
 # A daemon tick queues at most SYNC_MAX_RANGES_PER_TICK new ranges.
 SYNC_MAX_RANGES_PER_TICK=2 syncd --once || fail "capped tick exit $?"
-grep -q "queued 2 ranges, the per-tick cap; the rest waits for the next tick" "$SYNCD_LOG" ||
+grep -q "queued 2 ranges, the per-tick cap shared by the folders; the rest waits for the next tick" "$SYNCD_LOG" ||
     fail "no per-tick cap line"
 [ "$(grep -cE "UIDs [0-9]+:[0-9]+: [0-9]+ messages written" "$SYNCD_LOG")" = 2 ] || fail "capped tick wrote other than 2 ranges"
 [ "$(syncd_sql "SELECT count(*) FROM messages")" -le 80 ] || fail "capped tick wrote too much"
@@ -105,7 +115,8 @@ syncd --once || fail "redelivery tick"
 [ "$(syncd_sql "SELECT group_concat(id) FROM messages")" = "$ids_before" ] || fail "redelivery changed rows"
 grep -q "folder 'INBOX' UIDs 1:200: 200 messages written" "$SYNCD_LOG" || fail "redelivered range not fetched"
 
-# A recreated folder has a new UIDVALIDITY: re-indexed from UID 1, old rows stay.
+# A recreated folder has a new UIDVALIDITY: re-indexed from UID 1; the old rows
+# stay (unserved) until the new generation has converged, and go the tick after.
 old_v=$(syncd_sql "SELECT uidvalidity FROM folders WHERE name = 'Archive'")
 dovecot_recreate_folder Archive
 dovecot_load_maildir Archive "$work"/arch/ar0000{1..3}.eml
@@ -131,7 +142,11 @@ grep -q "folder 'Nowhere': not found upstream; skipped" "$SYNCD_LOG" || fail "no
 grep -q "folder 'Junk': dropped 1 queued range" "$SYNCD_LOG" || fail "unconfigured folder's range not dropped"
 [ "$(syncd_sql "SELECT count(*) FROM dead_letters")" = 0 ] || fail "deleted folder's range dead-lettered"
 [ "$(syncd_sql "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder_id
-    WHERE f.name = 'Entwürfe'")" = 3 ] || fail "deleted folder's rows should stay"
+    WHERE f.name = 'Entwürfe'")" = 3 ] || fail "deleted folder's rows should stay (hidden) for now"
+[ "$(syncd_sql "SELECT absent_ticks FROM folders WHERE name = 'Entwürfe'")" = 1 ] ||
+    fail "deleted folder not marked absent"
+[ "$(syncd_sql "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder_id
+    WHERE f.name = 'Archive' AND m.uidvalidity = $old_v")" = 0 ] || fail "Archive's old generation not purged"
 
 # One syncd per data directory; SIGTERM stops a daemon with status 0.
 : > "$work/daemon.log"

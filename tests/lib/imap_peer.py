@@ -16,6 +16,9 @@ RFC 3501 says a server may.
 Modes (what goes wrong):
   ok                 nothing
   auth_fail          LOGIN gets NO [AUTHENTICATIONFAILED]
+  auth_fail_workers  the first LOGIN (the scheduler's) is accepted, every later
+                     one gets NO [AUTHENTICATIONFAILED] (a password revoked
+                     mid-tick)
   bye_mid_fetch      one message of the body FETCH, then BYE and close
   close_mid_literal  half of the first body literal, then close
   stall_mid_literal  half of the first body literal, then silence forever
@@ -25,6 +28,12 @@ Modes (what goes wrong):
                      answered: the peer reads on until the client hangs up, then
                      greets no later connection (a write process stuck before
                      its session exists)
+  keeps_expunged     like ok, without MOVE: UID COPY answers COPYUID, UID STORE and
+                     UID EXPUNGE answer OK, and the message stays where it was
+  store_refused      like keeps_expunged, but UID STORE gets NO
+  echo_secret        like ok, but UID STORE gets NO with the password echoed in
+                     plain, IMAP-quoted and base64 form (PEER_SECRET in the
+                     environment), as a server quoting the LOGIN line would
   new_mail           like ok until the first body FETCH completes; then message
                      4 arrives.  As on Dovecot, a session sees it only after a
                      sync point: a later EXAMINE, or a NOOP (answered with
@@ -43,6 +52,7 @@ Every line the client sends is appended to FILE.log next to --port-file
 Standard library only.
 """
 import argparse
+import base64
 import os
 import re
 import socket
@@ -66,6 +76,8 @@ FLAGS = {
 # The mailbox's UIDs now (new_mail adds 4); each session sees a snapshot of it.
 mailbox = [1, 2, 3]
 IDLE_MODES = ("idle", "idle_bad", "idle_stall_done")
+# LOGINs answered so far, over every connection (auth_fail_workers).
+logins = [0]
 
 
 class Conn:
@@ -230,10 +242,11 @@ def serve(conn, mode):
             view = list(mailbox)
             conn.send(tag + b" OK Idle completed\r\n")
         elif cmd == b"LOGIN":
-            if mode == "auth_fail":
+            if mode == "auth_fail" or (mode == "auth_fail_workers" and logins[0] > 0):
                 conn.send(tag + b" NO [AUTHENTICATIONFAILED] Invalid credentials (peer)\r\n")
             else:
                 conn.send(tag + b" OK LOGIN completed\r\n")
+            logins[0] += 1
         elif cmd == b"LIST":
             conn.send(b'* LIST (\\HasNoChildren) "/" INBOX\r\n'
                       b'* LIST (\\Noselect \\HasChildren) "/" Parent\r\n'
@@ -263,6 +276,18 @@ def serve(conn, mode):
                 view = list(mailbox)
                 conn.send(b"* %d EXISTS\r\n" % len(view))
             conn.send(tag + b" OK NOOP completed\r\n")
+        elif cmd == b"UID COPY" and mode in ("keeps_expunged", "store_refused"):
+            m = re.match(rb"(\d+) ", args)
+            uid = int(m.group(1)) if m else 1
+            conn.send(tag + b" OK [COPYUID %d %d %d] Copy completed\r\n"
+                      % (UIDVALIDITY, uid, uid + 100))
+        elif cmd == b"UID STORE" and mode == "store_refused":
+            conn.send(tag + b" NO [SERVERBUG] cannot store flags now\r\n")
+        elif cmd == b"UID STORE" and mode == "echo_secret":
+            pw = os.environ.get("PEER_SECRET", "").encode()
+            quoted = b'"' + pw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+            conn.send(tag + b" NO [SERVERBUG] you said LOGIN alice %s; plain %s; AUTH %s\r\n"
+                      % (quoted, pw, base64.b64encode(pw)))
         elif cmd == b"UID STORE" and mode == "stall_store":
             conn.wait_hangup()
             return "silent"
@@ -285,8 +310,9 @@ def serve_closing(s, log, mode):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="ok", choices=[
-        "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
-        "garbage", "silent", "stall_store", "new_mail"] + list(IDLE_MODES))
+        "ok", "auth_fail", "auth_fail_workers", "bye_mid_fetch", "close_mid_literal",
+        "stall_mid_literal", "garbage", "silent", "stall_store", "new_mail", "keeps_expunged",
+        "store_refused", "echo_secret"] + list(IDLE_MODES))
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -14,6 +14,20 @@
 #include "support_index.h"
 
 void
+mb_test_folder_examined(struct mb_index *idx, const char *name)
+{
+	struct mb_folder_state st;
+	struct mb_err err = { 0 };
+
+	if (mb_index_folder_get(idx, name, &st, &err) == -1)
+		mb_fatalx("test index: %s", err.msg);
+	st.uidvalidity = 1;
+	if (mb_index_folder_update(idx, &st, &err) == -1)
+		mb_fatalx("test index: %s", err.msg);
+	mb_folder_state_release(&st);
+}
+
+void
 mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid, const struct mb_test_msg *t)
 {
 	struct mb_msg *m = mb_msg_new();
@@ -64,6 +78,7 @@ mb_test_index_open(struct mb_test_index *t, const char *tag)
 	if (mb_index_open(t->path, MB_INDEX_RW, &t->idx, &err) == -1 ||
 	    mb_index_folder_ensure(t->idx, "INBOX", NULL, &t->inbox, &err) == -1)
 		mb_fatalx("test index: %s", err.msg);
+	mb_test_folder_examined(t->idx, "INBOX");
 }
 
 void

@@ -18,7 +18,13 @@ struct mb_test_index {
 	struct mb_index	*idx;
 	int64_t		 inbox;
 };
-/* Open t under /tmp/<tag>.XXXXXX; exits on failure. */
+/*
+ * Record folder name as examined under UIDVALIDITY 1 (the one mb_test_put
+ * writes), as a sync tick does before it indexes a row: readers serve only
+ * rows of their folder's current UIDVALIDITY.  Exits on failure.
+ */
+void	mb_test_folder_examined(struct mb_index *idx, const char *name);
+/* Open t under /tmp/<tag>.XXXXXX (INBOX examined); exits on failure. */
 void	mb_test_index_open(struct mb_test_index *t, const char *tag);
 /* Close t and remove its directory. */
 void	mb_test_index_close(struct mb_test_index *t);

@@ -48,6 +48,7 @@ setup(void **state)
 	    mb_index_folder_ensure(f->idx, "INBOX", NULL, &f->folder, &err) == -1 ||
 	    mcp_tools_load(&err) == -1)
 		fail_msg("setup: %s", err.msg);
+	mb_test_folder_examined(f->idx, "INBOX");
 	*state = f;
 	return 0;
 }

@@ -90,6 +90,40 @@ take_is_oldest_first_and_skips_busy(void **state)
 	mb_queue_range_release(&s);
 }
 
+/* A fault that persists for ticks keeps one dead letter per range, up to date. */
+static void
+a_range_dead_lettered_again_keeps_one_row(void **state)
+{
+	struct mb_test_index *t = *state;
+	struct mb_queue_range r = { 0 };
+	struct mb_dead_letter *d;
+	struct mb_err err = { 0 };
+	uint64_t total;
+	size_t n;
+	bool dead;
+
+	for (int tick = 0; tick < 3; tick++) {
+		add(t, 7, 1, 100);
+		add(t, 7, 101, 200);
+		for (int i = 0; i < 2; i++) {
+			take(t, NOW + tick, NULL, 0, &r);
+			assert_int_equal(mb_index_queue_fail(t->idx, &r, tick == 2 ? "closed" :
+			    "timeout", 1, 10, NOW + 100 * tick, &dead, &err), 0);
+			assert_true(dead);
+			mb_queue_range_release(&r);
+		}
+	}
+	assert_int_equal(mb_index_dead_letters(t->idx, 10, &d, &n, &total, &err), 0);
+	assert_int_equal(total, 2);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(d[i].attempts, 3);
+		assert_string_equal(d[i].last_error, "closed");
+		assert_int_equal(d[i].failed_at, NOW + 200);
+	}
+	mb_dead_letters_free(&d, n);
+}
+
 static void
 fail_backs_off_then_dead_letters(void **state)
 {
@@ -232,6 +266,7 @@ main(void)
 		MB_TEST_INDEX(add_is_once_per_range),
 		MB_TEST_INDEX(take_is_oldest_first_and_skips_busy),
 		MB_TEST_INDEX(fail_backs_off_then_dead_letters),
+		MB_TEST_INDEX(a_range_dead_lettered_again_keeps_one_row),
 		MB_TEST_INDEX(backoff_is_capped_at_a_day),
 		MB_TEST_INDEX(drop_folder_keeps_one_uidvalidity_or_none),
 		MB_TEST_INDEX(busy_database_is_temporary),

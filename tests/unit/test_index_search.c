@@ -21,6 +21,7 @@
 #include "mailbox/index.h"
 #include "mailbox/msg.h"
 #include "mailbox/query.h"
+#include "mailbox/read.h"
 #include "mailbox/search.h"
 #include "mailbox/util.h"
 #include "support_index.h"
@@ -49,6 +50,8 @@ setup(void **state)
 	    mb_index_folder_ensure(f->rw, "INBOX", NULL, &f->inbox, &err) == -1 ||
 	    mb_index_folder_ensure(f->rw, "Archive", NULL, &f->archive, &err) == -1)
 		fail_msg("index: %s", err.msg);
+	mb_test_folder_examined(f->rw, "INBOX");
+	mb_test_folder_examined(f->rw, "Archive");
 	*state = f;
 	return 0;
 }
@@ -385,6 +388,114 @@ unknown_folder_and_bad_limits_are_errors(void **state)
 	mb_query_release(&q);
 }
 
+/* ---- generations and folders LIST no longer shows */
+
+/* Set folder name's UIDVALIDITY (a tick that met a re-created folder). */
+static void
+set_uidvalidity(struct mb_index *idx, const char *name, uint32_t v)
+{
+	struct mb_folder_state st;
+	struct mb_err err = { 0 };
+
+	assert_int_equal(mb_index_folder_get(idx, name, &st, &err), 0);
+	st.uidvalidity = v;
+	assert_int_equal(mb_index_folder_update(idx, &st, &err), 0);
+	mb_folder_state_release(&st);
+}
+
+/* list_folders' count of name; -1 when it is not listed. */
+static int64_t
+listed_count(struct fx *f, const char *name)
+{
+	struct mb_read_folder *list;
+	struct mb_err err = { 0 };
+	int64_t count = -1;
+	size_t n;
+
+	assert_int_equal(mb_read_folders(reader(f), &list, &n, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i].name, name) == 0)
+			count = list[i].messages;
+	mb_read_folders_free(&list, n);
+	return count;
+}
+
+static void
+only_the_current_generation_of_listed_folders_is_served(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_filters in_archive = { .folder = "Archive" };
+	struct mb_read_message rm;
+	struct mb_err err = { 0 };
+	struct mb_query q;
+	struct mb_search_page pg;
+	char why[256], want[256];
+	int64_t old1, old2, copy;
+	unsigned absent, purged;
+
+	mb_test_put(f->rw, f->inbox, 1, &(struct mb_test_msg){ .subject = "walrus one",
+	    .body = "x", .message_id = "w1@x" });
+	mb_test_put(f->rw, f->inbox, 2, &(struct mb_test_msg){ .subject = "walrus two",
+	    .body = "x", .message_id = "w2@x" });
+	mb_test_put(f->rw, f->archive, 1, &(struct mb_test_msg){ .subject = "walrus one",
+	    .body = "x", .message_id = "w1@x" });
+	old1 = mb_test_index_int(&(struct mb_test_index){ .idx = f->rw },
+	    "SELECT id FROM messages WHERE message_id = 'w1@x' ORDER BY id LIMIT 1");
+	old2 = mb_test_index_int(&(struct mb_test_index){ .idx = f->rw },
+	    "SELECT id FROM messages WHERE message_id = 'w2@x'");
+	copy = mb_test_index_int(&(struct mb_test_index){ .idx = f->rw },
+	    "SELECT id FROM messages WHERE message_id = 'w1@x' ORDER BY id DESC LIMIT 1");
+	expect_ids(f, "walrus", NULL, (int64_t[]){ copy, old2, old1 }, 3);
+
+	/* INBOX re-created upstream: its rows are an older generation now. */
+	set_uidvalidity(f->rw, "INBOX", 2);
+	expect_ids(f, "walrus", NULL, (int64_t[]){ copy }, 1);
+	expect_ids(f, "", &(struct mb_search_filters){ .folder = "INBOX" }, NULL, 0);
+	assert_int_equal(listed_count(f, "INBOX"), 0);
+	assert_int_equal(mb_read_message(reader(f), old1, 0, 100, &rm, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	assert_int_equal(mb_read_gone(reader(f), old1, why, sizeof(why), &err), 1);
+	snprintf(want, sizeof(want), "message %lld is an old copy: this folder was re-created "
+	    "on the server; the current copy is id %lld", (long long)old1, (long long)copy);
+	assert_string_equal(why, want);
+	assert_int_equal(mb_read_gone(reader(f), old2, why, sizeof(why), &err), 1);
+	snprintf(want, sizeof(want), "message %lld is no longer in the mailbox (folder 'INBOX' "
+	    "was re-created on the server)", (long long)old2);
+	assert_string_equal(why, want);
+	assert_int_equal(mb_read_gone(reader(f), copy, why, sizeof(why), &err), 0);
+	assert_int_equal(mb_read_gone(reader(f), 999, why, sizeof(why), &err), 0);
+
+	/* Archive missing from LIST: hidden at once, served again when listed. */
+	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, &absent, &err), 0);
+	assert_int_equal(absent, 1);
+	expect_ids(f, "walrus", NULL, NULL, 0);
+	assert_int_equal(listed_count(f, "Archive"), -1);
+	compile(&q, "walrus", &in_archive);
+	assert_int_equal(mb_search_run(reader(f), &q, 0, 20, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	mb_query_release(&q);
+	err = (struct mb_err){ 0 };
+	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, &absent, &err), 0);
+	assert_int_equal(absent, 2);
+	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, true, &absent, &err), 0);
+	assert_int_equal(absent, 0);
+	expect_ids(f, "walrus", NULL, (int64_t[]){ copy }, 1);
+	assert_int_equal(listed_count(f, "Archive"), 1);
+
+	/* The purges: older generations, then a whole folder. */
+	assert_int_equal(mb_index_purge_generations(f->rw, f->inbox, 2, &purged, &err), 0);
+	assert_int_equal(purged, 2);
+	assert_int_equal(mb_read_gone(reader(f), old1, why, sizeof(why), &err), 0);
+	assert_int_equal(mb_index_purge_generations(f->rw, f->inbox, 2, &purged, &err), 0);
+	assert_int_equal(purged, 0);
+	assert_int_equal(mb_index_purge_folder(f->rw, f->archive, &purged, &err), 0);
+	assert_int_equal(purged, 1);
+	assert_int_equal(listed_count(f, "Archive"), -1);
+	expect_ids(f, "walrus", NULL, NULL, 0);
+	assert_int_equal(mb_test_index_int(&(struct mb_test_index){ .idx = f->rw },
+	    "SELECT count(*) FROM messages_fts_docsize"), 0);
+}
+
 /* ---- paging */
 
 static void
@@ -541,6 +652,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(pages_join_up_and_the_last_says_no_more, setup,
 		    teardown),
 		cmocka_unit_test(the_cursor_hash_follows_what_selects_hits),
+		cmocka_unit_test_setup_teardown(only_the_current_generation_of_listed_folders_is_served,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(snippets_mark_the_query_words, setup, teardown),
 		cmocka_unit_test_setup_teardown(cjk_words_are_found_whole_and_by_one_character,
 		    setup, teardown),

@@ -711,6 +711,7 @@ search_fixture(struct mcp_server *srv, struct mcp_config *conf, char dir[64], ch
 	    mb_index_folder_ensure(idx, "INBOX", NULL, &folder, &err) == -1 ||
 	    mb_index_begin(idx, &err) == -1)
 		fail_msg("index: %s", err.msg);
+	mb_test_folder_examined(idx, "INBOX");
 	for (size_t i = 0; i < n; i++) {
 		struct mb_test_msg t = { 0 };
 
