@@ -37,7 +37,7 @@
 #define MCP_PROTO_FIRST_MODERN	MCP_PROTO_2026_07_28
 
 #define MCP_SERVER_NAME		"imap-mcp"
-#define MCP_SERVER_VERSION	"0.1.0"
+#define MCP_SERVER_VERSION	"0.2.0"
 
 /*
  * The server's icon (server info and every tool): an envelope, as an SVG in a
