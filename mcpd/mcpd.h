@@ -27,6 +27,10 @@
 #define MCP_THREAD_PAGE		50		/* get_thread messages per page */
 #define MCP_RESOURCE_RECENT	20		/* resources/list: the newest messages, one page */
 #define MCP_SESSION_ID_BYTES	16		/* random bytes, sent as 32 hex digits */
+#define MCP_DEFAULT_MAX_BATCH	64		/* MCP_MAX_BATCH unset (docs/mcpd.md: limits) */
+#define MCP_DEFAULT_MAX_RESPONSE (4u << 20)	/* MCP_MAX_RESPONSE unset */
+/* What a batch answer may take past MCP_MAX_RESPONSE: one short error per remaining entry. */
+#define MCP_BATCH_ERROR_BYTES	256
 
 #define MCP_PROTO_2025_03_26	"2025-03-26"
 #define MCP_PROTO_2025_06_18	"2025-06-18"
@@ -67,6 +71,8 @@ struct mcp_config {
 	unsigned	 level_choice;	/* LOG_LEVEL, as an index into its choices */
 	char		*syncd_socket;	/* SYNCD_SOCKET: the write tools' way to syncd */
 	unsigned	 read_only_choice;	/* MCP_READ_ONLY, as an index into its choices */
+	unsigned	 max_batch;	/* MCP_MAX_BATCH: entries in one JSON-RPC batch (0: default) */
+	unsigned	 max_response;	/* MCP_MAX_RESPONSE: bytes of one batch's answer (0: default) */
 	/* derived from them */
 	bool		 listen_unix;
 	char		*unix_path;	/* owned; when listen_unix */
