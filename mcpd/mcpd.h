@@ -66,7 +66,10 @@ struct mcp_config {
 	unsigned	 max_connections;	/* MCP_MAX_CONNECTIONS */
 	unsigned	 timeout;	/* MCP_TIMEOUT: idle seconds per connection */
 	unsigned	 max_sessions;	/* MCP_MAX_SESSIONS */
-	unsigned	 rate;		/* MCP_RATE_LIMIT: tool calls a second per session */
+	unsigned	 max_sessions_per_caller;	/* MCP_MAX_SESSIONS_PER_CALLER */
+	unsigned	 rate;		/* MCP_RATE_LIMIT: requests a second per caller */
+	unsigned	 request_timeout;	/* MCP_REQUEST_TIMEOUT: seconds for headers + body */
+	unsigned	 max_per_address;	/* MCP_MAX_CONNECTIONS_PER_ADDRESS (0: no cap) */
 	char		*port_file;	/* MCP_PORT_FILE: write the bound port here */
 	unsigned	 level_choice;	/* LOG_LEVEL, as an index into its choices */
 	char		*syncd_socket;	/* SYNCD_SOCKET: the write tools' way to syncd */
@@ -93,7 +96,7 @@ int	mcp_config_load(struct mcp_config *conf, const char *(*lookup)(const char *)
 	    struct mb_err *err);
 void	mcp_config_release(struct mcp_config *conf);
 
-/* ---- session.c: a thin, mutex-protected map of live sessions */
+/* ---- session.c: the live sessions and the callers' rate limits (docs/mcpd.md: limits) */
 
 struct mcp_sessions;
 
@@ -101,30 +104,36 @@ struct mcp_sessions	*mcp_sessions_new(unsigned max);	/* caller frees with _free 
 void	mcp_sessions_free(struct mcp_sessions **sp);
 /*
  * Create a session negotiated at version (a static string) for owner (the
- * token subject, copied; NULL without authentication); writes its id
- * (2*MCP_SESSION_ID_BYTES hex digits + NUL) into id_r.  Returns 0, or -1 when
- * the random source fails.  The least recently used session is evicted when
- * the map is full.  Every lookup below takes the owner too: a session made
- * under another subject is "not found".
+ * token subject, copied; NULL without authentication), counted under caller
+ * (copied; NULL: one shared caller); writes its id (2*MCP_SESSION_ID_BYTES
+ * hex digits + NUL) into id_r.  Returns 0, or -1 when the random source
+ * fails.  Room is made within the caller first: past its share
+ * (mcp_sessions_set_per_caller()), or with the map full and the caller
+ * holding a session, the caller's least recently used session is evicted;
+ * a full map and a caller holding none evicts the least recently used of
+ * all.  Every lookup below takes the owner too: a session made under another
+ * subject is "not found".
  */
 int	mcp_session_create(struct mcp_sessions *s, const char *version, const char *owner,
-	    char *id_r, size_t id_size);
+	    const char *caller, char *id_r, size_t id_size);
 /* The negotiated version of a live session (static string), or NULL. */
 const char	*mcp_session_touch(struct mcp_sessions *s, const char *id, const char *owner);
 bool	mcp_session_delete(struct mcp_sessions *s, const char *id, const char *owner);
 void	mcp_session_set_level(struct mcp_sessions *s, const char *id, const char *owner,
 	    int level);
 size_t	mcp_session_count(struct mcp_sessions *s);
+/* Sessions one caller may hold (0, or more than the map: as many as the map). */
+void	mcp_sessions_set_per_caller(struct mcp_sessions *s, unsigned max);
 /*
- * Tool-call rate limit (MCP: servers MUST rate-limit tool invocations): a
- * token bucket per session, per_second tokens a second, bursts of twice
- * that.  mcp_session_allow() takes a token; false when the bucket is empty.
- * id NULL: the caller has no session (2026-07-28), and the bucket is the
- * owner's one for all its sessionless calls.  mcp_session_count() counts
- * sessions only.
+ * The rate limit (MCP: servers MUST rate-limit tool invocations): a token
+ * bucket per caller (the token subject with OAuth, the peer address without;
+ * NULL: one shared caller), whatever its sessions, per_second tokens a
+ * second, bursts of twice that; 0: unlimited.  mcp_session_allow() takes a
+ * token for one request; false when the bucket is empty.  There are as many
+ * buckets as sessions at most; the least recently used goes.
  */
 void	mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second);
-bool	mcp_session_allow(struct mcp_sessions *s, const char *id, const char *owner);
+bool	mcp_session_allow(struct mcp_sessions *s, const char *caller);
 
 /* ---- the server: what every request handler shares */
 
@@ -185,6 +194,8 @@ struct mcp_post {
 	const char	*method_header;	/* Mcp-Method (2026-07-28) */
 	const char	*name_header;	/* Mcp-Name (2026-07-28) */
 	const char	*owner;		/* the token subject, or NULL (no authentication) */
+	const char	*caller;	/* whose limits count it: "sub:" + subject, or "addr:" +
+					 * the peer address (NULL: one shared caller) */
 	bool		 may_write;	/* the token has the write scope (always without auth) */
 	/* out */
 	int		 status;	/* HTTP status */

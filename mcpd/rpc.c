@@ -123,8 +123,8 @@ do_initialize(struct mcp_server *srv, json_t *params, struct mcp_post *post, int
 	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *version = negotiate(asked);
 
-	if (mcp_session_create(srv->sessions, version, post->owner, post->new_session,
-	    sizeof(post->new_session)) == -1) {
+	if (mcp_session_create(srv->sessions, version, post->owner, post->caller,
+	    post->new_session, sizeof(post->new_session)) == -1) {
 		*code_r = MCP_RPC_INTERNAL;
 		*msg_r = "internal error; see the server log";
 		mb_log_error("initialize: no random bytes for a session id");
@@ -143,12 +143,12 @@ do_initialize(struct mcp_server *srv, json_t *params, struct mcp_post *post, int
 /*
  * The rate limit counts every request, whatever its method (a batch is as
  * many requests as it holds): a method that only reads the index costs as
- * much as a tool call.
+ * much as a tool call.  The bucket is the caller's, whatever its sessions.
  */
 static bool
-rate_ok(struct mcp_server *srv, struct mcp_post *post, bool modern)
+rate_ok(struct mcp_server *srv, struct mcp_post *post)
 {
-	return mcp_session_allow(srv->sessions, modern ? NULL : post->session_id, post->owner);
+	return mcp_session_allow(srv->sessions, post->caller);
 }
 
 static const char *const log_levels[] = {
@@ -169,7 +169,7 @@ mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 		*msg_r = "params must be an object";
 		return NULL;
 	}
-	if (!rate_ok(srv, post, modern)) {
+	if (!rate_ok(srv, post)) {
 		if (strcmp(method, "tools/call") == 0)	/* a tool result the model can read */
 			return mcp_tool_error("rate limit: too many tool calls; wait a second "
 			    "and retry");
@@ -248,7 +248,7 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			    "initialize must not be part of a batch");
 		if (params != NULL && !json_is_object(params))
 			return mcp_rpc_error(id, MCP_RPC_INVALID_PARAMS, "params must be an object");
-		if (!rate_ok(srv, post, true))
+		if (!rate_ok(srv, post))
 			return mcp_rpc_error(id, MCP_RPC_SERVER,
 			    "rate limit: too many requests; wait a second and retry");
 		result = do_initialize(srv, params, post, &code, &msg);

@@ -162,7 +162,7 @@ legacy_clients_are_served_as_before(void **state)
 	json_decref(j);
 }
 
-/* With no session to hang a bucket on, a token subject's calls share one. */
+/* With no session to hang a bucket on, a caller's calls take from its one bucket. */
 static void
 sessionless_calls_are_rate_limited_per_owner(void **state)
 {
@@ -172,9 +172,9 @@ sessionless_calls_are_rate_limited_per_owner(void **state)
 	(void)state;
 	mcp_sessions_set_rate(s, 2);	/* bursts of 4 */
 	for (int i = 0; i < 10; i++)
-		allowed += mcp_session_allow(s, NULL, "alice");
+		allowed += mcp_session_allow(s, "sub:alice");
 	assert_int_equal(allowed, 4);
-	assert_true(mcp_session_allow(s, NULL, "bob"));
+	assert_true(mcp_session_allow(s, "sub:bob"));
 	assert_int_equal(mcp_session_count(s), 0);	/* buckets are not sessions */
 	mcp_sessions_free(&s);
 }
