@@ -186,6 +186,38 @@ handle_delete(struct mcp_http *h, struct MHD_Connection *c, const char *owner)
 	return send_body(c, 200, NULL, NULL, 0, NULL);
 }
 
+/*
+ * A write tool called with a token lacking the write scope: rpc.c's 403 and
+ * its body, with the challenge mcp_auth_check() makes for the write scope
+ * (error="insufficient_scope", the scope needed, then those granted), so a
+ * client can ask for the scope and retry (MCP step-up authorization).
+ */
+static enum MHD_Result
+send_step_up(struct mcp_http *h, struct MHD_Connection *c, struct mcp_post *post)
+{
+	struct mcp_auth_result res;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	mcp_auth_check(h->srv->auth, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    mcp_auth_header_name(h->srv->auth)), mcp_auth_scope_write(h->srv->auth), &res);
+	r = MHD_create_response_from_buffer(strlen(post->body), post->body,
+	    MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(post->body);
+		mcp_auth_result_release(&res);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (res.www_authenticate != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res.www_authenticate);
+	ret = MHD_queue_response(c, MHD_HTTP_FORBIDDEN, r);
+	MHD_destroy_response(r);
+	mcp_auth_result_release(&res);
+	return ret;
+}
+
 static enum MHD_Result
 handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 {
@@ -206,6 +238,8 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 	post.may_write = rq->may_write;
 	mcp_rpc_post(h->srv, rq->body.data, rq->body.len, &post);
 	status = (unsigned)post.status;
+	if (post.insufficient_scope && h->srv->auth != NULL)
+		return send_step_up(h, c, &post);
 	if (post.body == NULL)
 		return send_body(c, status, NULL, NULL, 0, post.new_session);
 	if (post.sse) {

@@ -201,6 +201,8 @@ struct mcp_post {
 	int		 status;	/* HTTP status */
 	char		*body;		/* owned; NULL: no body */
 	bool		 sse;		/* body is a text/event-stream */
+	bool		 insufficient_scope;	/* a 403 for a write tool: http.c adds the
+						 * step-up challenge (docs/auth.md) */
 	char		 new_session[2 * MCP_SESSION_ID_BYTES + 1];	/* "" unless created */
 };
 
@@ -236,6 +238,16 @@ void	mcp_modern_post(struct mcp_server *srv, json_t *m, struct mcp_post *post);
 json_t	*mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 	    struct mcp_post *post, bool modern, int *code_r, const char **msg_r,
 	    struct mb_err *err);
+/*
+ * A single request (not in a batch) calling a write tool with a token that
+ * lacks the write scope: answer HTTP 403 with a JSON-RPC error, set
+ * post->insufficient_scope so http.c adds `WWW-Authenticate: Bearer
+ * error="insufficient_scope", scope="<write scope>..."` (MCP step-up
+ * authorization), and return true.  False, post untouched, for anything else
+ * (MCP_READ_ONLY keeps its tool error: no scope would help there).
+ */
+bool	mcp_rpc_scope_refused(struct mcp_server *srv, const char *method, json_t *params,
+	    json_t *id, struct mcp_post *post);
 /* Set post's status and body to msg (stolen; NULL: no body). */
 void	mcp_rpc_answer(struct mcp_post *post, int status, json_t *msg);
 /* A JSON-RPC result message (result stolen; id borrowed). */

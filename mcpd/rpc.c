@@ -16,6 +16,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
 #include "mailbox/util.h"
+#include "auth.h"
 #include "mcpd.h"
 
 static const char *const proto_versions[] = {
@@ -230,6 +231,28 @@ mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 		}
 	}
 	return result;
+}
+
+bool
+mcp_rpc_scope_refused(struct mcp_server *srv, const char *method, json_t *params, json_t *id,
+    struct mcp_post *post)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	const struct mcp_tool *t;
+	const char *scope = srv->auth ? mcp_auth_scope_write(srv->auth) : "the write scope";
+	struct mb_buf b = MB_BUF_INIT(512);
+	char *msg;
+
+	if (post->may_write || srv->conf->read_only || strcmp(method, "tools/call") != 0 ||
+	    name == NULL || (t = mcp_tools_find(name)) == NULL || t->scope != MCP_SCOPE_WRITE)
+		return false;
+	mb_buf_addf(&b, "Forbidden: %s needs the scope %s, which the token does not grant: "
+	    "ask the authorization server for it and retry", t->name, scope);
+	msg = mb_buf_detach(&b, NULL);
+	mcp_rpc_answer(post, 403, mcp_rpc_error(id, MCP_RPC_SERVER, msg));
+	free(msg);
+	post->insufficient_scope = true;
+	return true;
 }
 
 /* One legacy request (method + id); returns the response message. */
@@ -498,6 +521,7 @@ post_message(struct mcp_server *srv, const char *body, size_t len, struct mcp_po
 	post->status = 500;
 	post->body = NULL;
 	post->sse = false;
+	post->insufficient_scope = false;
 	post->new_session[0] = '\0';
 	if (mcp_json_depth(body, len, MCP_MAX_JSON_DEPTH) > MCP_MAX_JSON_DEPTH) {
 		mcp_rpc_answer(post, 400, mcp_rpc_error(NULL, MCP_RPC_INVALID_REQUEST,
@@ -558,7 +582,8 @@ post_message(struct mcp_server *srv, const char *body, size_t len, struct mcp_po
 				    "Invalid Request: Server already initialized"));
 				break;
 			}
-		} else if (session_check(srv, post) == NULL)
+		} else if (session_check(srv, post) == NULL ||
+		    mcp_rpc_scope_refused(srv, method, params, id, post))
 			break;
 		if (mcp_rpc_wants_progress(m))
 			mcp_rpc_sse(post, m, dispatch(srv, method, id, params, post, false));
