@@ -455,8 +455,17 @@ void	mcp_fence_nonce(char nonce[25]);
 /* Append s (len bytes, mail text) to out inside the fence; neutralises fence tags in s. */
 int	mcp_fence_add(struct mb_buf *out, const char *nonce, const char *s, size_t len);
 /*
+ * Append s (a NUL-terminated mail string: a folder name, a subject) to out
+ * where it must stand outside the fence: in double quotes, '"' and '\\' escaped,
+ * line breaks and controls as \n or \uXXXX (so it stays on its line), invalid
+ * UTF-8 as U+FFFD, fence tags neutralised.  NULL s: "".  0 or -1 (out full).
+ */
+int	mcp_fence_inline(struct mb_buf *out, const char *s);
+/*
  * A JSON string from bytes that should be UTF-8: invalid sequences become
- * U+FFFD, so a malformed row never turns into a missing field.  NULL s → json null.
+ * U+FFFD, so a malformed row never turns into a missing field, and fence tags
+ * are neutralised as in the fence (every mail string in JSON is made here or
+ * by mcp_str_json()).  NULL s → json null.
  */
 json_t	*mcp_json_text(const char *s, size_t len);
 

@@ -70,10 +70,10 @@ search_text(struct mcp_answer *a, json_t *results, int64_t offset)
 		json_t *h = json_array_get(results, i);
 		json_t *d = json_object_get(h, "date");
 
-		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | %s | %s | ",
-		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")),
-		    json_string_value(json_object_get(h, "folder")),
-		    json_is_string(d) ? json_string_value(d) : "no date");
+		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | ",
+		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")));
+		mcp_fence_inline(&a->text, json_string_value(json_object_get(h, "folder")));
+		mb_buf_addf(&a->text, " | %s | ", json_is_string(d) ? json_string_value(d) : "no date");
 		mcp_add_flags_text(&a->text, json_object_get(h, "flags"));
 		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT "\n",
 		    json_integer_value(json_object_get(h, "attachment_count")));

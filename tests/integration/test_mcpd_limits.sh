@@ -91,7 +91,7 @@ kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 # requests from one address, against 2 a second with bursts of 4.
 mcpd_start MCP_RATE_LIMIT=2
 served=0
-for i in $(seq 1 10); do
+for _ in $(seq 1 10); do
 	init 2025-11-25
 	[[ $body =~ '"protocolVersion"' ]] && served=$((served + 1))
 	[ -n "$sid" ] || continue
@@ -108,7 +108,7 @@ kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 mcpd_start MCP_RATE_LIMIT=0 MCP_MAX_SESSIONS=8 MCP_MAX_SESSIONS_PER_CALLER=4
 init 2025-11-25 --interface 127.0.0.2
 keep=$sid
-for i in $(seq 1 30); do init 2025-11-25 --interface 127.0.0.3; done
+for _ in $(seq 1 30); do init 2025-11-25 --interface 127.0.0.3; done
 post '{"jsonrpc":"2.0","id":2,"method":"ping"}' -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $keep" \
     --interface 127.0.0.2
 expect_status 200 "another caller's session survives a flood of initialize"
