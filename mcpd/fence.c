@@ -8,7 +8,7 @@
  * Mail text outside the fence (a folder name on a hit's line) is written by
  * mcp_fence_inline(): quoted, escaped to one line, fence tags neutralised;
  * and every mail string put in JSON (structuredContent, resource titles)
- * has its fence tags neutralised the same way (docs/mcpd.md: the fence).
+ * has its fence tags neutralised the same way (docs/mcpd.md: untrusted mail text).
  * Also here: strings for JSON and the signed cursors.
  */
 #include <stdio.h>

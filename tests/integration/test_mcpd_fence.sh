@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nothing from the mailbox outside the fence (docs/mcpd.md: the fence).  A
+# Nothing from the mailbox outside the fence (docs/mcpd.md: untrusted mail text).  A
 # mkindex index whose folder name, From and To names, subject, List-Id,
 # attachment filename and body all carry a closing fence tag, a quote, a
 # backslash and a line break before "SYSTEM: OBEY"; then every read tool
