@@ -5,6 +5,7 @@
  * becomes the tool error the client reads.
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -154,6 +155,23 @@ mcp_flag_list(unsigned flags)
 	return a;
 }
 
+json_t *
+mcp_label_list(const char *keywords)
+{
+	json_t *a = json_array();
+	const char *p = keywords ? keywords : "", *w;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		for (w = p; *p && *p != ' '; p++)
+			;
+		if (p > w)
+			json_array_append_new(a, mcp_json_text(w, (size_t)(p - w)));
+	}
+	return a;
+}
+
 void
 mcp_add_flags_text(struct mb_buf *b, json_t *flags)
 {
@@ -214,4 +232,77 @@ mcp_date_json(bool has_date, int64_t t)
 		return json_null();
 	mcp_iso_date(t, d);
 	return json_string(d);
+}
+
+/* ---- addresses */
+
+/* The answer's array and display string for v[0..n). */
+static json_t *
+addrs_answer(const struct mb_addr *v, size_t n, json_t **display_r)
+{
+	struct mb_buf b = MB_BUF_INIT(1u << 20);
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		mcp_set_optional(o, "name", v[i].name);
+		mcp_set_optional(o, "address", v[i].addr);
+		mcp_set_optional(o, "group", v[i].group);
+		if (json_object_size(o) > 0)
+			json_array_append(arr, o);
+		json_decref(o);
+	}
+	(void)mb_addr_list_format(&b, v, n);
+	*display_r = b.len > 0 ? mcp_json_text(b.data, b.len) : json_null();
+	mb_buf_release(&b);
+	return arr;
+}
+
+/* A member of a stored address, or NULL when absent or empty. */
+static char *
+stored_member(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL && *s != '\0' ? (char *)s : NULL;
+}
+
+json_t *
+mcp_addr_list_json(const char *stored, json_t **display_r)
+{
+	json_error_t e;
+	json_t *arr = stored != NULL ? json_loads(stored, 0, &e) : NULL, *o, *r;
+	struct mb_addr *v;
+	size_t i, n = json_is_array(arr) ? json_array_size(arr) : 0;
+
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (v == NULL)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		o = json_array_get(arr, i);
+		/* Borrowed from arr, which outlives v. */
+		v[i].name = stored_member(o, "name");
+		v[i].addr = stored_member(o, "addr");
+		v[i].group = stored_member(o, "group");
+	}
+	r = addrs_answer(v, n, display_r);
+	free(v);
+	json_decref(arr);
+	return r;
+}
+
+json_t *
+mcp_addr_one_json(const char *name, const char *addr, json_t **display_r)
+{
+	struct mb_addr a = { .name = (char *)name, .addr = (char *)addr };
+
+	return addrs_answer(&a, name != NULL || addr != NULL ? 1 : 0, display_r);
+}
+
+void
+mcp_set_optional(json_t *obj, const char *key, const char *s)
+{
+	if (s != NULL)
+		json_object_set_new(obj, key, mcp_str_json(s));
 }

@@ -44,6 +44,8 @@ static const struct mb_conf_key mcp_conf_keys[] = {
 	K("MCP_READ_ONLY", MB_CONF_ENUM, read_only_choice, "0", 0, 0, bool_choices),
 	K("MCP_MAX_BATCH", MB_CONF_UINT, max_batch, "64", 1, 10000, NULL),
 	K("MCP_MAX_RESPONSE", MB_CONF_UINT, max_response, "4194304", 65536, 268435456, NULL),
+	K("MCP_ATTACHMENT_MAX_BYTES", MB_CONF_UINT, attachment_max, "10485760", 1024, 1u << 30,
+	    NULL),
 };
 
 /* Split a comma-separated list into an owned NULL-terminated array. */

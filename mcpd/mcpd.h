@@ -76,6 +76,7 @@ struct mcp_config {
 	unsigned	 read_only_choice;	/* MCP_READ_ONLY, as an index into its choices */
 	unsigned	 max_batch;	/* MCP_MAX_BATCH: entries in one JSON-RPC batch (0: default) */
 	unsigned	 max_response;	/* MCP_MAX_RESPONSE: bytes of one batch's answer (0: default) */
+	unsigned	 attachment_max;	/* MCP_ATTACHMENT_MAX_BYTES: mail://attachment cap */
 	/* derived from them */
 	bool		 listen_unix;
 	char		*unix_path;	/* owned; when listen_unix */
@@ -398,8 +399,23 @@ json_t	*mcp_add_message_links(json_t *result, json_t *items);
  * (docs/mcpd.md: output fields).
  */
 void	mcp_json_drop_nulls(json_t *j);
+/*
+ * Addresses as answers give them: [{"name", "address", "group"}], a member
+ * omitted when the index has none (an empty group is an entry with only
+ * "group").  mcp_addr_list_json reads the index's stored list (to_json,
+ * cc_json; NULL: no addresses), mcp_addr_one_json one name and address.
+ * Both return a new array, and put in *display_r a new reference to the
+ * list's RFC 5322 display string (quoted display names, groups as
+ * "Name: a, b;"), or to json null when the list shows nothing.
+ */
+json_t	*mcp_addr_list_json(const char *stored, json_t **display_r);
+json_t	*mcp_addr_one_json(const char *name, const char *addr, json_t **display_r);
+/* Set obj's key to a new string reference s, or leave key out when s is NULL. */
+void	mcp_set_optional(json_t *obj, const char *key, const char *s);
 /* The flag words of a message ("seen" or "unread", "flagged", ...); new reference. */
 json_t	*mcp_flag_list(unsigned flags);
+/* The labels (IMAP keywords) of a message from the index's space-separated list (NULL: none). */
+json_t	*mcp_label_list(const char *keywords);
 /* Append "seen, flagged" from a flag list to b. */
 void	mcp_add_flags_text(struct mb_buf *b, json_t *flags);
 /* Append fenced "Label: value" lines for the string members keys[0..n) of obj to a's text. */
@@ -416,6 +432,22 @@ json_t	*mcp_tool_get_thread(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
 json_t	*mcp_tool_list_folders(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
+/* ---- tools_attach.c: attachments (docs/attachments.md) */
+
+json_t	*mcp_tool_get_attachment(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+/* One attachment of get_message's list, as structured data. */
+struct mb_read_attachment;
+json_t	*mcp_attachment_json(const struct mb_read_attachment *a);
+/* The resource template of mail://attachment/{id}. */
+json_t	*mcp_attachment_template(void);
+/*
+ * resources/read of a mail://attachment/{id} uri: the bytes as a blob,
+ * up to MCP_ATTACHMENT_MAX_BYTES.  NULL with *code_r and *message_r set.
+ */
+json_t	*mcp_attachment_resource(struct mcp_server *srv, const char *uri, int *code_r,
+	    const char **message_r);
+
 /* resources/list, resources/templates/list, resources/read: NULL with *code_r/-message
  * for a JSON-RPC error. */
 json_t	*mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r,
@@ -425,6 +457,15 @@ json_t	*mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r,
 	    const char **message_r);
 /* /healthz: JSON text (caller frees) and the HTTP status. */
 char	*mcp_healthz(struct mcp_server *srv, int *status_r);
+
+/* ---- tools_overview.c: counts, people, conversations awaiting a reply (mailbox/overview.h) */
+
+json_t	*mcp_tool_count_messages(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_find_contacts(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_awaiting_reply(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
 
 /* ---- tools_write.c: the write tools, forwarded to syncd (docs/writes.md), and the audit log */
 

@@ -27,6 +27,10 @@ static const struct mcp_tool tools[] = {
 	{ "move_message",	MCP_SCOPE_WRITE,	mcp_tool_move_message },
 	{ "trash_message",	MCP_SCOPE_WRITE,	mcp_tool_trash_message },
 	{ "create_draft",	MCP_SCOPE_WRITE,	mcp_tool_create_draft },
+	{ "count_messages",	MCP_SCOPE_READ,		mcp_tool_count_messages },
+	{ "find_contacts",	MCP_SCOPE_READ,		mcp_tool_find_contacts },
+	{ "awaiting_reply",	MCP_SCOPE_READ,		mcp_tool_awaiting_reply },
+	{ "get_attachment",	MCP_SCOPE_READ,		mcp_tool_get_attachment },
 };
 
 #define FENCE_MARK	"@FENCE_NOTE@"

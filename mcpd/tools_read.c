@@ -22,37 +22,54 @@
 
 /* ---- get_message */
 
-/* "a, b" from a to_json/cc_json array of {name, addr}; NULL when empty. */
+/* The space-separated ids of the refs column as an array (empty when none). */
 static json_t *
-addr_list(const char *json)
+id_list(const char *ids)
 {
-	json_error_t e;
-	json_t *arr, *v, *out;
-	struct mb_buf b = MB_BUF_INIT(1u << 20);
-	size_t i;
+	json_t *arr = json_array();
+	const char *p = ids, *q;
 
-	if (json == NULL)
-		return json_null();
-	arr = json_loads(json, 0, &e);
-	if (!json_is_array(arr) || json_array_size(arr) == 0) {
-		json_decref(arr);
-		return json_null();
+	while (p != NULL && *p != '\0') {
+		while (*p == ' ')
+			p++;
+		for (q = p; *q != '\0' && *q != ' '; q++)
+			;
+		if (q > p)
+			json_array_append_new(arr, mcp_json_text(p, (size_t)(q - p)));
+		p = q;
 	}
-	json_array_foreach(arr, i, v) {
-		const char *name = json_string_value(json_object_get(v, "name"));
-		const char *addr = json_string_value(json_object_get(v, "addr"));
+	return arr;
+}
 
-		if (i)
-			mb_buf_adds(&b, ", ");
-		if (name && *name && addr)
-			mb_buf_addf(&b, "%s <%s>", name, addr);
-		else
-			mb_buf_adds(&b, addr ? addr : name ? name : "");
+/*
+ * The addresses, identifiers and dates of a message into m: display strings
+ * under from/to/cc beside the structured lists, references, received and
+ * which date orders the message.
+ */
+static void
+message_envelope(json_t *m, const struct mb_read_message *rm)
+{
+	json_t *from_s, *to_s, *cc_s, *from_l, *to_l, *cc_l;
+
+	from_l = mcp_addr_one_json(rm->from_name, rm->from_addr, &from_s);
+	to_l = mcp_addr_list_json(rm->to_json, &to_s);
+	cc_l = mcp_addr_list_json(rm->cc_json, &cc_s);
+	if (json_is_null(from_s) && rm->from != NULL) {
+		json_decref(from_s);
+		from_s = mcp_str_json(rm->from);
 	}
-	json_decref(arr);
-	out = mcp_json_text(b.data, b.len);
-	mb_buf_release(&b);
-	return out;
+	json_object_set_new(m, "from", from_s);
+	json_object_set_new(m, "to", to_s);
+	json_object_set_new(m, "cc", cc_s);
+	json_object_set_new(m, "from_addresses", from_l);
+	json_object_set_new(m, "to_addresses", to_l);
+	json_object_set_new(m, "cc_addresses", cc_l);
+	json_object_set_new(m, "references", id_list(rm->refs));
+	if (rm->has_received)
+		json_object_set_new(m, "received", mcp_date_json(true, rm->received));
+	if (rm->has_date || rm->has_received)
+		json_object_set_new(m, "date_used", json_string(rm->dated_by_header ? "date" :
+		    "received"));
 }
 
 /*
@@ -63,23 +80,22 @@ addr_list(const char *json)
 static json_t *
 message_answer(const struct mb_read_message *rm, long long offset, struct mcp_answer *a)
 {
-	static const char *const keys[] = { "from", "to", "cc", "subject", "date",
-	    "list_id" };
-	static const char *const labels[] = { "From", "To", "Cc", "Subject", "Date",
-	    "List-Id" };
+	static const char *const keys[] = { "from", "to", "cc", "subject", "date", "received",
+	    "message_id", "in_reply_to", "list_id" };
+	static const char *const labels[] = { "From", "To", "Cc", "Subject", "Date", "Received",
+	    "Message-ID", "In-Reply-To", "List-Id" };
 	struct mb_buf inner = MB_BUF_INIT(8u << 20);
 	json_t *m, *atts;
 
-	m = json_pack("{s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+	m = json_pack("{s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "id", (json_int_t)rm->id, "folder", mcp_str_json(rm->folder),
 	    "folder_role", mcp_str_json(rm->folder_role), "thread_id", (json_int_t)rm->thread_id,
 	    "message_id", mcp_str_json(rm->message_id), "in_reply_to", mcp_str_json(rm->in_reply_to),
-	    "date", mcp_date_json(rm->has_date, rm->date), "from", mcp_str_json(rm->from),
-	    "to", addr_list(rm->to_json), "cc", addr_list(rm->cc_json),
+	    "date", mcp_date_json(rm->has_date, rm->date),
 	    "subject", mcp_str_json(rm->subject), "flags", mcp_flag_list(rm->flags),
 	    "list_id", mcp_str_json(rm->list_id));
-	if (json_is_null(json_object_get(m, "to")))
-		json_object_set_new(m, "to", mcp_str_json(rm->recipients));
+	message_envelope(m, rm);
+	json_object_set_new(m, "labels", mcp_label_list(rm->keywords));
 	json_object_set_new(m, "body", mcp_json_text(rm->body, rm->body_len));
 	json_object_set_new(m, "offset", json_integer(offset));
 	json_object_set_new(m, "body_chars", json_integer((json_int_t)rm->body_chars));
@@ -89,9 +105,7 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 	json_object_set_new(m, "headers_only", json_boolean(rm->headers_only));
 	atts = json_array();
 	for (size_t i = 0; i < rm->n_atts; i++)
-		json_array_append_new(atts, json_pack("{s:o, s:o, s:I, s:b}",
-		    "name", mcp_str_json(rm->atts[i].name), "type", mcp_str_json(rm->atts[i].type),
-		    "size", (json_int_t)rm->atts[i].size, "inline", rm->atts[i].is_inline));
+		json_array_append_new(atts, mcp_attachment_json(&rm->atts[i]));
 	json_object_set_new(m, "attachments", atts);
 	if (a != NULL) {
 		size_t i;
@@ -108,13 +122,19 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 			if (json_is_string(v))
 				mb_buf_addf(&inner, "%s: %s\n", labels[i], json_string_value(v));
 		}
+		json_array_foreach(json_object_get(m, "labels"), i, v)
+			mb_buf_addf(&inner, "%s%s%s", i ? ", " : "Labels: ", json_string_value(v),
+			    i + 1 == json_array_size(json_object_get(m, "labels")) ? "\n" : "");
 		json_array_foreach(atts, i, v) {
 			json_t *nm = json_object_get(v, "name");
 
-			mb_buf_addf(&inner, "Attachment: %s (%s, %" JSON_INTEGER_FORMAT " bytes)\n",
+			mb_buf_addf(&inner, "Attachment: %s (%s, %" JSON_INTEGER_FORMAT " bytes, id %"
+			    JSON_INTEGER_FORMAT ", %s)\n",
 			    json_is_string(nm) ? json_string_value(nm) : "(no name)",
 			    json_string_value(json_object_get(v, "type")),
-			    json_integer_value(json_object_get(v, "size")));
+			    json_integer_value(json_object_get(v, "size")),
+			    json_integer_value(json_object_get(v, "id")),
+			    json_string_value(json_object_get(v, "text_status")));
 		}
 		mb_buf_addc(&inner, '\n');
 		mb_buf_add(&inner, rm->body, rm->body_len);
@@ -279,10 +299,13 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 json_t *
 mcp_resource_templates_list(void)
 {
-	return json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "resourceTemplates",
+	json_t *r = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "resourceTemplates",
 	    "uriTemplate", "mail://message/{id}", "name", "message", "title", "A mail message",
 	    "description", "One message by id: headers and the normalised plain-text body. "
 	    MCP_FENCE_NOTE, "mimeType", "text/plain");
+
+	json_array_append_new(json_object_get(r, "resourceTemplates"), mcp_attachment_template());
+	return r;
 }
 
 /*
@@ -351,6 +374,8 @@ mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r, const ch
 		*message_r = "Invalid params: uri (a string) is required";
 		return NULL;
 	}
+	if (strncmp(uri, "mail://attachment/", 18) == 0)
+		return mcp_attachment_resource(srv, uri, code_r, message_r);
 	p = uri + sizeof(prefix) - 1;
 	if (strncmp(uri, prefix, sizeof(prefix) - 1) != 0 || *p < '1' || *p > '9') {
 		*code_r = -32002;

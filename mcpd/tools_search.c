@@ -36,25 +36,110 @@ structured_filters(json_t *args, struct mb_query *q, struct mb_err *err)
 	return mb_search_narrow(q, &f, err);
 }
 
+/* A hit's labels (IMAP keywords) as a JSON array of strings. */
+static json_t *
+labels_json(const struct mb_search_hit *h)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < h->n_labels; i++)
+		json_array_append_new(a, mcp_str_json(h->labels[i]));
+	return a;
+}
+
+/*
+ * The attachment a hit matched in (docs/attachments.md): its id for
+ * get_attachment, its name and a snippet of its text when it has them.
+ */
+static void
+hit_attachment(json_t *j, const struct mb_search_hit *h)
+{
+	json_t *a;
+
+	if (h->att_id == 0)
+		return;
+	a = json_pack("{s:I, s:s}", "id", (json_int_t)h->att_id, "matched",
+	    h->att_by_name ? "name" : "text");
+	if (h->att_name != NULL)
+		json_object_set_new(a, "name", mcp_str_json(h->att_name));
+	if (h->att_snippet != NULL)
+		json_object_set_new(a, "snippet", mcp_str_json(h->att_snippet));
+	json_object_set_new(j, "attachment", a);
+}
+
 /* One hit as structured data. */
 static json_t *
 hit_json(const struct mb_search_hit *h)
 {
-	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}",
+	json_t *from, *to, *o;
+
+	/* The display strings only: a hit stays short, get_message has the lists. */
+	json_decref(mcp_addr_one_json(h->from_name, h->from_addr, &from));
+	json_decref(mcp_addr_list_json(h->to_json, &to));
+	if (json_is_null(from) && h->from != NULL) {
+		json_decref(from);
+		from = mcp_str_json(h->from);
+	}
+	o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}",
 	    "id", (json_int_t)h->id, "folder", mcp_str_json(h->folder),
-	    "date", mcp_date_json(h->has_date, h->date), "from", mcp_str_json(h->from),
-	    "to", mcp_str_json(h->to), "subject", mcp_str_json(h->subject),
-	    "flags", mcp_flag_list(h->flags), "attachment_count", (json_int_t)h->attachment_count,
+	    "date", mcp_date_json(h->has_date, h->date), "from", from,
+	    "to", to, "subject", mcp_str_json(h->subject),
+	    "flags", mcp_flag_list(h->flags), "labels", labels_json(h),
+	    "attachment_count", (json_int_t)h->attachment_count,
 	    "thread_id", (json_int_t)h->thread_id,
 	    "snippet", h->snippet ? mcp_json_text(h->snippet, h->snippet_len) : json_null());
+	mcp_set_optional(o, "message_id", h->message_id);
+	if (h->has_received)
+		json_object_set_new(o, "received", mcp_date_json(true, h->received));
+	if (h->has_date || h->has_received)
+		json_object_set_new(o, "date_used", json_string(h->dated_by_header ? "date" :
+		    "received"));
+	hit_attachment(o, h);
+	return o;
+}
+
+/*
+ * " | labels: \"a\", \"b\"" when the hit has any.  Keywords are IMAP atoms set
+ * by the user's mail clients, not text of the mail, so they stand outside the
+ * fence, quoted as every mailbox string there is (fence.c); one that is not a
+ * short printable ASCII atom is left to structuredContent, where it is data.
+ */
+static void
+labels_text(struct mb_buf *b, json_t *labels)
+{
+	size_t i, n = 0;
+	json_t *l;
+
+	json_array_foreach(labels, i, l) {
+		const char *s = json_string_value(l);
+		size_t k;
+
+		for (k = 0; s[k] != '\0' && k <= 64 && s[k] > ' ' && s[k] < 0x7f; k++)
+			;
+		if (s[k] != '\0')
+			continue;
+		mb_buf_adds(b, n++ == 0 ? " | labels: " : ", ");
+		mcp_fence_inline(b, s);	/* set by mail clients, from the mailbox: quoted */
+	}
+}
+
+/* "312 messages match." or "At least 10000 messages match." */
+static void
+total_text(struct mb_buf *b, const struct mb_search_page *pg)
+{
+	mb_buf_addf(b, "%s%lld message%s match%s.", pg->total_exact ? "" : "At least ",
+	    (long long)pg->total, pg->total == 1 ? "" : "s", pg->total == 1 ? "es" : "");
 }
 
 /* The text block of a search answer, from its structured results. */
 static void
-search_text(struct mcp_answer *a, json_t *results, int64_t offset)
+search_text(struct mcp_answer *a, json_t *results, int64_t offset,
+    const struct mb_search_page *pg)
 {
-	static const char *const keys[] = { "from", "to", "subject", "snippet" };
-	static const char *const labels[] = { "From", "To", "Subject", "Snippet" };
+	static const char *const keys[] = { "from", "to", "subject", "snippet", "att_name",
+	    "att_snippet" };
+	static const char *const labels[] = { "From", "To", "Subject", "Snippet", "Attachment",
+	    "Attachment snippet" };
 	size_t n = json_array_size(results);
 
 	if (n == 0)
@@ -63,21 +148,38 @@ search_text(struct mcp_answer *a, json_t *results, int64_t offset)
 		    "No messages matched. Try fewer or different words, a prefix (e.g. meet* for "
 		    "meeting/meetings), fewer filters, or another folder (list_folders names "
 		    "them).\n");
-	else
-		mb_buf_addf(&a->text, "Results %lld-%lld, best match first. %s\n\n",
+	else {
+		total_text(&a->text, pg);
+		mb_buf_addf(&a->text, " Results %lld-%lld, best match first. %s\n\n",
 		    (long long)offset + 1, (long long)offset + (long long)n, MCP_FENCE_NOTE);
+	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *h = json_array_get(results, i);
 		json_t *d = json_object_get(h, "date");
+		json_t *att, *flat = NULL;
 
 		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | ",
 		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")));
 		mcp_fence_inline(&a->text, json_string_value(json_object_get(h, "folder")));
 		mb_buf_addf(&a->text, " | %s | ", json_is_string(d) ? json_string_value(d) : "no date");
 		mcp_add_flags_text(&a->text, json_object_get(h, "flags"));
-		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT "\n",
+		labels_text(&a->text, json_object_get(h, "labels"));
+		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT,
 		    json_integer_value(json_object_get(h, "attachment_count")));
-		mcp_add_fenced_fields(a, h, keys, labels, MB_ARRAY_LEN(keys));
+		att = json_object_get(h, "attachment");
+		if (att != NULL) {
+			/* The attachment's strings are mail: fenced with the rest. */
+			mb_buf_addf(&a->text, " | matched in the %s of attachment id %"
+			    JSON_INTEGER_FORMAT " (read it with get_attachment)",
+			    json_string_value(json_object_get(att, "matched")),
+			    json_integer_value(json_object_get(att, "id")));
+			flat = json_copy(h);
+			json_object_set(flat, "att_name", json_object_get(att, "name"));
+			json_object_set(flat, "att_snippet", json_object_get(att, "snippet"));
+		}
+		mb_buf_addc(&a->text, '\n');
+		mcp_add_fenced_fields(a, flat != NULL ? flat : h, keys, labels, MB_ARRAY_LEN(keys));
+		json_decref(flat);
 	}
 }
 
@@ -94,7 +196,9 @@ search_answer(struct mcp_server *srv, const struct mb_search_page *pg, int64_t o
 		json_array_append_new(results, hit_json(&pg->hits[i]));
 	mcp_answer_init(&a);
 	json_object_set_new(a.data, "results", results);
-	search_text(&a, results, offset);
+	json_object_set_new(a.data, "total", json_integer(pg->total));
+	json_object_set_new(a.data, "total_exact", json_boolean(pg->total_exact));
+	search_text(&a, results, offset, pg);
 	if (n == 0 && offset == 0)
 		json_object_set_new(a.data, "hint", json_string("no messages matched: try fewer "
 		    "words, a prefix (meet*), or another folder"));
@@ -186,7 +290,7 @@ mcp_tool_search_messages(struct mcp_server *srv, json_t *args, const struct mcp_
 		mb_err_clear(err);
 		mb_err_set(err, MB_E_NOTFOUND, "there is no folder named \"%.100s\"; "
 		    "list_folders shows the folder names", q.folder);
-	} else
+	} else if (err->code != MB_E_NOTFOUND)	/* a role or from:me: the index's words */
 		mcp_index_failure(err);
 	mb_search_page_release(&pg);
 	mb_query_release(&q);

@@ -59,12 +59,14 @@ tick_start(struct sd *sd)
 	sd->tick.tick_started_ms = mb_now_ms();
 	sd_pool_tick_begin(sd);
 	sd_writer_tick_begin(sd);
+	sd_watch_tick_begin(sd);
 	mb_log_debug("tick %u", sd->tick.ticks);
 	if (sd_sched_tick(sd, &err) == -1) {
 		switch (err.code) {
 		/* No worker starts: the tick is over until the next one. */
 		case MB_E_AUTH:
 			mb_log_error("login refused: %s; not retrying until the next tick", err.msg);
+			sd_watch_auth_failed(sd);
 			break;
 		case MB_E_CONFIG:
 			mb_log_error("%s; not retrying until the next tick", err.msg);
@@ -132,12 +134,63 @@ writer_tend(struct sd *sd, bool force)
 		(void)sd_writer_flush(sd, &err);	/* logged there; the tick then ends */
 }
 
+/*
+ * Push: a targeted sync of one folder (docs/syncd.md "Push"), drained like a
+ * tick but not one: the tick count and the next tick's time stay as they are.
+ */
 static void
-tick_end(struct sd *sd)
+targeted_start(struct sd *sd, char *folder)
+{
+	struct mb_err err = { 0 };
+
+	sd->tick.targeted = folder;
+	sd->tick.tick_started_ms = mb_now_ms();
+	sd_pool_round_begin(sd);
+	sd_writer_tick_begin(sd);
+	if (sd_sched_folder(sd, folder, &err) == -1) {
+		if (err.code == MB_E_AUTH) {
+			mb_log_error("login refused: %s; not retrying until the next tick", err.msg);
+			sd_watch_auth_failed(sd);
+		} else
+			mb_log_warnx("watch '%s': sync: %s", folder, err.msg);
+		free(sd->tick.targeted);
+		sd->tick.targeted = NULL;
+		return;
+	}
+	sd->tick.in_tick = true;
+}
+
+static void
+targeted_end(struct sd *sd)
 {
 	writer_tend(sd, true);
 	sd_pool_stop(sd);
 	sd->tick.in_tick = false;
+	if (sd->pool.auth_blocked)
+		sd_watch_auth_failed(sd);
+	mb_log_info("watch '%s': %llu message%s written in %.2f s", sd->tick.targeted,
+	    (unsigned long long)sd->writer.tick_rows, sd->writer.tick_rows == 1 ? "" : "s",
+	    (double)(mb_now_ms() - sd->tick.tick_started_ms) / 1000.0);
+	free(sd->tick.targeted);
+	sd->tick.targeted = NULL;
+	if (sd->tick.sync_now)
+		sd->tick.next_tick_ms = 0;
+}
+
+static void
+tick_end(struct sd *sd)
+{
+	if (sd->tick.targeted != NULL) {
+		targeted_end(sd);
+		return;
+	}
+	writer_tend(sd, true);
+	sd_pool_stop(sd);
+	sd->tick.in_tick = false;
+	if (sd->pool.auth_blocked)
+		sd_watch_auth_failed(sd);
+	else
+		sd_watch_start(sd);
 	sd->tick.next_tick_ms = sd->tick.sync_now ? 0 :
 	    sd->tick.tick_started_ms + 1000LL * sd->conf->sync_interval;
 	mb_log_info("tick %u done: %llu message%s written%s in %.1f s", sd->tick.ticks,
@@ -173,14 +226,18 @@ tick_end(struct sd *sd)
 int
 sd_run(struct sd *sd)
 {
-	struct pollfd *pfd = mb_xcalloc(1 + sd->conf->sync_workers + SD_CTL_POLLFDS, sizeof(*pfd));
-	nfds_t n_work;
+	struct pollfd *pfd = mb_xcalloc(1 + sd->conf->sync_workers + SD_CTL_POLLFDS +
+	    sd_watch_max_pollfds(sd), sizeof(*pfd));
+	nfds_t n_work, n_ctl;
+	char *due_folder;
 
 	sd_pool_init(sd);
 	if (sd->mode == SD_DAEMON && sd_control_open(sd) == -1) {
 		free(pfd);
 		return 1;
 	}
+	if (sd->mode == SD_DAEMON)
+		sd_watch_init(sd);
 	sd->tick.run_started_ms = mb_now_ms();
 	sd->tick.next_tick_ms = sd->tick.run_started_ms;
 	sd_progress_init(&sd->progress, isatty(STDOUT_FILENO));
@@ -200,6 +257,10 @@ sd_run(struct sd *sd)
 				if (sd->mode != SD_DAEMON)
 					break;
 			}
+			continue;
+		}
+		if (!sd->tick.in_tick && (due_folder = sd_watch_take_due(sd)) != NULL) {
+			targeted_start(sd, due_folder);
 			continue;
 		}
 		if (sd->tick.in_tick) {
@@ -223,6 +284,9 @@ sd_run(struct sd *sd)
 			if (timeout < 0 || dl < timeout)
 				timeout = dl;
 		}
+		dl = sd_watch_timeout(sd);
+		if (!sd->tick.in_tick && dl >= 0 && (timeout < 0 || dl < timeout))
+			timeout = dl;
 		dl = sd_control_timeout(sd);
 		if (dl >= 0 && (timeout < 0 || dl < timeout))
 			timeout = dl;
@@ -251,6 +315,8 @@ sd_run(struct sd *sd)
 		}
 		n_work = n;
 		n += sd_control_pollfds(sd, pfd + n);
+		n_ctl = n;
+		n += sd_watch_pollfds(sd, pfd + n);
 		if (poll(pfd, n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
@@ -258,7 +324,8 @@ sd_run(struct sd *sd)
 		}
 		if (pfd[0].revents & POLLIN)
 			signals(sd);
-		sd_control_dispatch(sd, pfd + n_work, n - n_work);
+		sd_control_dispatch(sd, pfd + n_work, n_ctl - n_work);
+		sd_watch_dispatch(sd, pfd + n_ctl, n - n_ctl);
 		for (nfds_t k = 1; k < n_work; k++) {
 			for (unsigned i = 0; i < sd->conf->sync_workers; i++) {
 				struct sd_worker *w = &sd->pool.workers[i];
@@ -277,6 +344,9 @@ sd_run(struct sd *sd)
 	/* Stopping: the ranges in the open group are complete; keep them. */
 	writer_tend(sd, true);
 	sd_pool_stop(sd);
+	sd_watch_release(sd);
+	free(sd->tick.targeted);
+	sd->tick.targeted = NULL;
 	sd_control_close(sd);
 	if (sd->mode == SD_BACKFILL && sd_progress_any(&sd->progress) && !sd->sched.tick_converged)
 		sd_progress_draw(&sd->progress, sd->idx, sd->tick.run_started_ms, true);

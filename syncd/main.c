@@ -197,6 +197,8 @@ print_status(const struct sd_conf *conf)
 	r = sd_status_print(idx, stdout, &err);
 	if (r == -1)
 		mb_log_error("%s", err.msg);
+	else
+		sd_status_print_watch(conf->data_dir, stdout);
 	mb_index_close(&idx);
 	return r == 0 ? 0 : 1;
 }
@@ -264,7 +266,8 @@ int
 main(int argc, char **argv)
 {
 	struct sd_conf conf = { 0 };
-	enum mb_conf_source src[32];
+	/* where each setting came from, for --check-config: one per key */
+	enum mb_conf_source *src = NULL;
 	struct mb_err err = { 0 };
 	struct sd sd = { .proc = { .sigfd = -1 } };
 	const char *config = NULL, *crash;
@@ -277,10 +280,15 @@ main(int argc, char **argv)
 	prctl(PR_SET_DUMPABLE, 0);
 	if (parse_args(argc, argv, &cmd, &config) == -1)
 		return 2;
+	src = mb_xcalloc(sd_conf_nkeys, sizeof(*src));
 	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1) {
 		mb_log_error("%s", err.msg);
 		if (cmd == CMD_CHECK)
 			mb_conf_print(sd_conf_keys, sd_conf_nkeys, &conf, NULL, stdout);
+		goto out;
+	}
+	if (mb_extract_types_parse(conf.extract.types, &(unsigned){ 0 }, &err) == -1) {
+		mb_log_error("%s", err.msg);
 		goto out;
 	}
 	mb_log_set_level(sd_conf_log_level(&conf));
@@ -341,6 +349,7 @@ main(int argc, char **argv)
 	rc = sd_run(&sd);
 	mb_log_info("stopped");
 out:
+	free(src);
 	sd_proc_close(&sd.proc);
 	mb_index_close(&sd.idx);
 	mb_conf_password_free(&password);

@@ -42,6 +42,13 @@ sd_pool_tick_begin(struct sd *sd)
 }
 
 void
+sd_pool_round_begin(struct sd *sd)
+{
+	sd->pool.spawn_failures = 0;
+	sd->pool.tick_dead = 0;
+}
+
+void
 sd_pool_release(struct sd *sd)
 {
 	free(sd->pool.workers);

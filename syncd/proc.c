@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -213,4 +214,21 @@ sd_proc_reap(struct sd_proc *p)
 			c.on_exit(c.arg, c.pid, status);
 		i = 0;	/* the handler may have changed the table */
 	}
+}
+
+void
+sd_proc_child_setup(pid_t parent)
+{
+	sigset_t none;
+
+	/* Die with the scheduler; no core file holding the password. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	prctl(PR_SET_DUMPABLE, 0);
+	sigemptyset(&none);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_IGN);	/* Ctrl-C is the scheduler's to handle */
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 }

@@ -139,6 +139,39 @@ queue_gaps(struct sd *sd, const struct mb_folder_state *st, uint32_t base, const
 	return 0;
 }
 
+/*
+ * A targeted sync (push): queue the listed UIDs above the watermark, in
+ * runs of at most a range's size, so a worker fetches only the new mail and
+ * not the indexed messages sharing its bucket.  Holes further down are the
+ * tick's to find.
+ */
+static int
+queue_new(struct sd *sd, const struct mb_folder_state *st, const uint32_t *uids, size_t n,
+    struct mb_err *err)
+{
+	size_t i = 0;
+
+	while (i < n && uids[i] <= st->watermark)
+		i++;
+	while (i < n) {
+		size_t j = i + sd->conf->sync_range_size - 1 < n ? i + sd->conf->sync_range_size - 1 :
+		    n - 1;
+		bool added;
+
+		if (sd->sched.tick_queued >= sd->conf->sync_max_ranges)
+			return 1;
+		if (sd_queue_add(sd->idx, st->id, st->uidvalidity, uids[i], uids[j], &added,
+		    err) == -1)
+			return -1;
+		if (added) {
+			sd->sched.tick_queued++;
+			mb_log_debug("folder '%s': queued new mail %u:%u", st->name, uids[i], uids[j]);
+		}
+		i = j + 1;
+	}
+	return 0;
+}
+
 /* One folder: EXAMINE, then maybe SEARCH and queue.  -1 only for session errors. */
 static int
 sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *role,
@@ -192,7 +225,9 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 		mb_log_debug("folder '%s': up to date at UID %u", name, st.watermark);
 		goto save;
 	}
-	base = st.watermark - st.watermark % sd->conf->sync_range_size;
+	/* A targeted sync lists only what is above the watermark. */
+	base = sd->sched.targeted ? st.watermark :
+	    st.watermark - st.watermark % sd->conf->sync_range_size;
 	if (mb_imap_uids_above(imap, base, &uids, &n, err) == -1)
 		goto out;
 	for (above = 0; above < n && uids[above] <= st.watermark; above++)
@@ -208,7 +243,8 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 		mb_log_debug("folder '%s': watermark %u -> %u", name, st.watermark, wm);
 	st.watermark = wm;
 	if (wm < top) {
-		capped = queue_gaps(sd, &st, base, uids, n, first_gap, err);
+		capped = sd->sched.targeted ? queue_new(sd, &st, uids, n, err) :
+		    queue_gaps(sd, &st, base, uids, n, first_gap, err);
 		if (capped == -1)
 			goto out;
 		*converged = false;
@@ -336,10 +372,49 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 		mb_log_info("queued %u ranges, the per-tick cap; the rest waits for the next tick",
 		    sd->sched.tick_queued);
 	sd->sched.tick_converged = converged && sd->sched.tick_queued == 0;
+	sd_attach_tick(sd);
 	r = 0;
 out:
 	mb_imap_folders_free(&list, n_list);
 	sd_free_names(want, n_want);
+	mb_imap_close(&imap);
+	return r;
+}
+
+int
+sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
+{
+	struct mb_folder_state known = { 0 };
+	struct mb_imap_conf c;
+	struct mb_imap *imap = NULL;
+	struct mb_err ferr = { 0 };
+	bool converged = true;
+	char *role = NULL;
+	int r = -1;
+
+	sd->sched.tick_queued = 0;
+	sd->sched.tick_converged = false;
+	/* No LIST: the role is the one the last tick's LIST gave. */
+	if (mb_index_folder_get(sd->idx, folder, &known, &ferr) == 0)
+		role = mb_xstrdup(known.role);
+	mb_folder_state_release(&known);
+	sd_imap_conf(sd->conf, sd->password, &c);
+	c.qresync = true;
+	if (mb_imap_connect(&c, &imap, err) == -1)
+		goto out;
+	sd->sched.targeted = true;
+	if (sd_begin(sd, err) == -1)
+		goto out;
+	if (sync_folder(sd, imap, folder, role, &converged, err) == -1) {
+		mb_index_rollback(sd->idx);
+		goto out;
+	}
+	if (sd_commit(sd, err) == -1)
+		goto out;
+	r = 0;
+out:
+	sd->sched.targeted = false;
+	free(role);
 	mb_imap_close(&imap);
 	return r;
 }

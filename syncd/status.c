@@ -2,9 +2,16 @@
  * syncd --status: what is indexed, what is queued, what failed, what was
  * written.  The index reads them (libmailbox/core/index_status.c,
  * index_queue.c, index_audit.c); this file prints.  --status opens the
- * index read-only, so it works next to a running daemon.
+ * index read-only, so it works next to a running daemon.  The watches are
+ * not in the index (the scheduler alone knows them): it writes them to
+ * DATA_DIR/watch.status (watch.c), read here.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "mailbox/index_audit.h"
@@ -111,4 +118,48 @@ sd_status_print(struct mb_index *idx, FILE *out, struct mb_err *err)
 	if (print_folders(idx, out, err) == -1 || print_queue(idx, out, err) == -1)
 		return -1;
 	return print_writes(idx, out, err);
+}
+
+void
+sd_status_print_watch(const char *data_dir, FILE *out)
+{
+	char path[4300], line[2048], when[32], last[32];
+	long pid = 0;
+	long long at = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/watch.status", data_dir);
+	if ((f = fopen(path, "r")) == NULL) {
+		fprintf(out, "\nwatch: none (no daemon running, or push off)\n");
+		return;
+	}
+	if (fgets(line, sizeof(line), f) == NULL ||
+	    sscanf(line, "syncd %ld %lld", &pid, &at) != 2) {
+		fprintf(out, "\nwatch: %s is not readable\n", path);
+		fclose(f);
+		return;
+	}
+	fmt_time(when, sizeof(when), at);
+	fprintf(out, "\nwatch (syncd pid %ld%s, as of %s):\n", pid,
+	    kill((pid_t)pid, 0) == 0 || errno == EPERM ? "" : ", not running", when);
+	fprintf(out, "  %-26s %-24s %-21s %-38s %s\n", "folder", "state", "since", "last event",
+	    "reconnects");
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *fields[6], *p = line;
+		size_t n = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		while (n < 6 && p != NULL) {
+			fields[n++] = p;
+			if ((p = strchr(p, '\t')) != NULL)
+				*p++ = '\0';
+		}
+		if (n != 6)
+			continue;
+		fmt_time(when, sizeof(when), strtoll(fields[2], NULL, 10));
+		fmt_time(last, sizeof(last), strtoll(fields[3], NULL, 10));
+		fprintf(out, "  %-26s %-24s %-21s %-21s %-16s %s\n", fields[0], fields[1], when,
+		    last, strcmp(fields[4], "-") == 0 ? "" : fields[4], fields[5]);
+	}
+	fclose(f);
 }

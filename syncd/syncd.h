@@ -5,6 +5,7 @@
  *	settings.c	the configuration table and its struct; the IMAP settings
  *	sched.c		the tick: one IMAP session enumerates, finds gaps, queues ranges
  *	reconcile.c	the tick: flags and expunges of mail already indexed
+ *	attach.c	the tick: attachments' re-extraction and blob collection
  *	queue.c		the durable work_queue and dead_letters tables
  *	proc.c		signals, and every child: the one fork, the table, the reaping
  *	pool.c		the scheduler's side of the workers: spawn, dispatch, deadlines, loss
@@ -16,6 +17,8 @@
  *	writeproc.c	the write process: one IMAP write, one answer (writes.h)
  *	loop.c		the main loop: poll + signals + timers; the tick's start and end
  *	status.c	--status and --rebuild
+ *	watch.c		push: the watchers' table, their events, the targeted syncs due
+ *	watchproc.c	a watcher process: one IMAP connection in IDLE on one folder
  *
  * Layering (docs/syncd.md, "Inside syncd"): a file calls only files on
  * lower lines, never one on its own line or above; an event that must go up
@@ -25,14 +28,15 @@
  *	main.c
  *	loop.c
  *	control.c
- *	sched.c      pool.c       writes.c
- *	writer.c     worker.c     writeproc.c  progress.c   status.c
- *	queue.c      settings.c   proc.c       reconcile.c
+ *	sched.c      pool.c       writes.c     watch.c
+ *	writer.c     worker.c     writeproc.c  progress.c   status.c     watchproc.c
+ *	queue.c      settings.c   proc.c       reconcile.c  attach.c
  *
  * main.c calls loop, proc, settings and status; loop.c calls control,
  * sched, pool, writer, progress, proc and queue; control.c calls writes;
- * sched.c calls reconcile, queue, writer, progress, proc and settings;
- * pool.c calls writer, worker, queue and proc; writes.c calls writer,
+ * sched.c calls reconcile, attach, queue, writer, progress, proc and settings;
+ * pool.c calls writer, worker, queue and proc; watch.c calls watchproc,
+ * proc and settings; writes.c calls writer,
  * writeproc and proc; writer.c, progress.c and status.c call queue;
  * worker.c and writeproc.c call settings.
  *
@@ -50,6 +54,7 @@
 
 #include "mailbox/conf.h"
 #include "mailbox/err.h"
+#include "mailbox/extract.h"
 #include "mailbox/imap.h"
 #include "mailbox/index.h"
 #include "mailbox/ipc.h"
@@ -79,6 +84,10 @@ struct sd_conf {
 	unsigned	 write_timeout;		/* seconds one write may take */
 	char		*draft_from;		/* From of drafts; NULL: imap_user if an address */
 	char		*my_addresses;		/* MY_ADDRESSES: comma-separated; NULL none */
+	struct mb_extract_limits extract;	/* attachment text (docs/attachments.md) */
+	char		*sync_watch;		/* comma-separated folders held in IDLE */
+	unsigned	 sync_watch_max;	/* connections the watch may hold; 0: off */
+	unsigned	 sync_watch_renew;	/* seconds between IDLE renewals */
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];
@@ -183,6 +192,12 @@ pid_t	sd_proc_fork(struct sd_proc *p, const char *what, void (*on_exit)(void *ar
 int	sd_proc_wait(struct sd_proc *p, pid_t pid, int *status_r, bool block);
 /* After SIGCHLD: reap every exited child of the table, each by its pid, and tell its owner. */
 void	sd_proc_reap(struct sd_proc *p);
+/*
+ * In a child that holds the password (a worker, a watcher), first thing:
+ * die with the scheduler (and exit now if parent is already gone), no core
+ * file, default TERM, ignored INT, no blocked signals.
+ */
+void	sd_proc_child_setup(pid_t parent);
 
 /* ---- the daemon's state: one part per module */
 
@@ -220,12 +235,20 @@ struct sd_tick_state {
 	unsigned		 ticks;
 	unsigned		 idle_ticks;	/* backfill: ticks in a row that wrote nothing */
 	long long		 run_started_ms;
+	char			*targeted;	/* owned: the folder of a targeted sync (push), else NULL */
 };
 
 /* Written by sched.c only: what the current tick's enumeration did. */
 struct sd_sched_state {
 	unsigned		 tick_queued;	/* ranges added */
 	bool			 tick_converged;	/* every folder at the top, nothing queued */
+	bool			 targeted;	/* sd_sched_folder: queue only the new UIDs */
+};
+
+/* Written by attach.c only: where its slices of work got to. */
+struct sd_attach_state {
+	int64_t			 after_id;	/* re-extraction: the last attachment id read */
+	unsigned		 gc_slot;	/* blob collection: the next blobs/xx directory */
 };
 
 /* Written by pool.c only. */
@@ -274,6 +297,7 @@ struct sd_writer_state {
 
 struct sd_ctl;
 struct sd_writes;
+struct sd_watch;
 
 struct sd {
 	/* Set by main.c before sd_run, then only read. */
@@ -285,16 +309,27 @@ struct sd {
 	struct sd_proc		 proc;		/* proc.c (opened by main.c) */
 	struct sd_tick_state	 tick;		/* loop.c */
 	struct sd_sched_state	 sched;		/* sched.c */
+	struct sd_attach_state	 attach;	/* attach.c */
 	struct sd_pool		 pool;		/* pool.c */
 	struct sd_progress_state progress;	/* progress.c */
 	struct sd_writer_state	 writer;	/* writer.c (crash_at set by main.c) */
 	struct sd_ctl		*ctl;		/* control.c; NULL: no control socket */
 	struct sd_writes	*writes;	/* writes.c; NULL: no write in flight yet */
+	struct sd_watch		*watch;		/* watch.c; NULL: no push (not a daemon, or off) */
 };
 
 /* Ask the index how many rows a folder has under a uidvalidity. */
 int	sd_count_rows(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity, uint64_t *n_r,
 	    struct mb_err *err);
+
+/* ---- attach.c */
+
+/*
+ * One bounded slice of attachment housekeeping (the tick's end): extract
+ * stored attachments that never were, collect unreferenced blobs.  Logs
+ * what it could not do; never fails the tick.
+ */
+void	sd_attach_tick(struct sd *sd);
 
 /* ---- sched.c */
 
@@ -305,6 +340,13 @@ int	sd_count_rows(struct mb_index *idx, int64_t folder_id, uint32_t uidvalidity,
  * MB_E_CONFIG, or a temporary failure; the tick ends either way.
  */
 int	sd_sched_tick(struct sd *sd, struct mb_err *err);
+/*
+ * A targeted sync of one folder (push, docs/syncd.md "Push"): LOGIN, EXAMINE,
+ * the same reconciliation of flags and expunges as a tick, and ranges queued
+ * for the UIDs above the watermark only (no LIST, no other folder).  Errors
+ * as sd_sched_tick.
+ */
+int	sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err);
 /* SYNC_FOLDERS split on commas, blanks trimmed; *names_r is the caller's. */
 int	sd_split_folders(const char *spec, char ***names_r, size_t *n_r);
 void	sd_free_names(char **names, size_t n);
@@ -349,6 +391,8 @@ unsigned	sd_pool_busy(const struct sd *sd);
 void	sd_pool_stop(struct sd *sd);
 /* sd_pool_init's slots freed (after sd_pool_stop). */
 void	sd_pool_release(struct sd *sd);
+/* A targeted sync begins: failure counts at zero, a refused login still stands. */
+void	sd_pool_round_begin(struct sd *sd);
 /* Handle a failure of w's range (code decides: drop, retry, or stop the tick). */
 void	sd_pool_range_failed(struct sd *sd, struct sd_worker *w, enum mb_errcode code,
 	    const char *why);
@@ -416,5 +460,58 @@ int	sd_run(struct sd *sd);
 /* ---- status.c */
 
 int	sd_status_print(struct mb_index *idx, FILE *out, struct mb_err *err);
+/* The watches the running daemon last recorded (DATA_DIR/watch.status). */
+void	sd_status_print_watch(const char *data_dir, FILE *out);
+
+/* ---- watch.c: push (docs/syncd.md "Push") */
+
+/* What a watcher tells the scheduler (MB_IPC_WATCH). */
+enum sd_watch_event {
+	SD_WATCH_UP,		/* logged in, folder examined, idling (after every (re)connect) */
+	SD_WATCH_EXISTS,	/* new mail */
+	SD_WATCH_EXPUNGE,	/* EXPUNGE or VANISHED */
+	SD_WATCH_FLAGS,		/* FETCH: flags changed */
+	SD_WATCH_LOST,		/* the connection was lost; reconnecting after a backoff */
+	SD_WATCH_NOTIFY,	/* NOTIFY accepted: this connection reports the others too */
+	SD_WATCH_CHANGED,	/* NOTIFY: another folder changed (STATUS) */
+	SD_WATCH_EVENT_MAX
+};
+
+/* The table of SYNC_WATCH (capped at SYNC_WATCH_MAX); no process yet.  Daemon mode only. */
+void	sd_watch_init(struct sd *sd);
+/* A full tick begins: events so far are its to see; logins are allowed again. */
+void	sd_watch_tick_begin(struct sd *sd);
+/* A tick ended: start the watchers that are not running (and not given up on). */
+void	sd_watch_start(struct sd *sd);
+/* A login was refused (tick, targeted sync or worker): stop every watcher until the next tick. */
+void	sd_watch_auth_failed(struct sd *sd);
+/*
+ * The folder of an event that is due for a targeted sync (its burst has
+ * settled), taken off the table: a copy the caller frees.  NULL when none.
+ */
+char	*sd_watch_take_due(struct sd *sd);
+/* ms to the next event due (-1: none). */
+int	sd_watch_timeout(const struct sd *sd);
+/* Most descriptors sd_watch_pollfds fills. */
+size_t	sd_watch_max_pollfds(const struct sd *sd);
+struct pollfd;
+size_t	sd_watch_pollfds(struct sd *sd, struct pollfd *pfd);
+void	sd_watch_dispatch(struct sd *sd, const struct pollfd *pfd, size_t n);
+/* Stop every watcher (TERM, reap), remove the status file, free the table. */
+void	sd_watch_release(struct sd *sd);
+
+/* ---- watchproc.c */
+
+struct sd_watch_args {
+	const struct sd_conf	*conf;
+	const char		*password;
+	int			 fd;
+	const char		*folder;
+	const char *const	*others;	/* for NOTIFY, where offered; borrowed */
+	size_t			 n_others;
+	pid_t			 parent;
+};
+/* The watcher process's body (after fork); never returns. */
+_Noreturn void	sd_watch_main(const struct sd_watch_args *a);
 
 #endif

@@ -9,8 +9,9 @@
  * to settle a mismatch, and sends a NOOP (a sync point: new mail shows up as
  * EXISTS) when the range reaches above the UIDNEXT the session saw.  Then it
  * fetches the range with BODY.PEEK (the Mailbox interface has no other way),
- * normalises each message, stores attachment bytes as content-addressed
- * blobs, and streams one ROW frame per message, then RANGE_DONE.
+ * normalises each message, extracts its attachments' text (mailbox/extract.h:
+ * the attachments are hostile, so this is the only process that parses them),
+ * stores attachment bytes as content-addressed blobs, and streams one ROW frame per message, then RANGE_DONE.
  *
  * Any IMAP error leaves the session unusable, so the worker reports it
  * (FAIL) and exits; the scheduler starts a fresh one.  It never touches the
@@ -18,16 +19,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
+#include "mailbox/extract.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 #include "syncd.h"
@@ -54,8 +54,11 @@ sd_blob_store(const char *data_dir, const void *data, size_t len, char sha256_r[
 		snprintf(sha256_r + 2 * i, 3, "%02x", md[i]);
 	snprintf(dir, sizeof(dir), "%s/blobs/%.2s", data_dir, sha256_r);
 	snprintf(path, sizeof(path), "%s/%s", dir, sha256_r + 2);
-	if (stat(path, &st) == 0 && (size_t)st.st_size == len)
-		return 0;	/* content-addressed: the same name is the same bytes */
+	/* Content-addressed: the same name is the same bytes.  Touched so the blob
+	 * collection (attach.c) leaves it; gone meanwhile: written anew. */
+	if (stat(path, &st) == 0 && (size_t)st.st_size == len &&
+	    utimensat(AT_FDCWD, path, NULL, 0) == 0)
+		return 0;
 	if (mkdir(dir, 0750) == -1 && errno != EEXIST)
 		return mb_err_set(err, MB_E_TEMP, "blob: mkdir %s: %s", dir, strerror(errno));
 	snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir);
@@ -158,6 +161,7 @@ on_message(const struct mb_imap_message *m, void *ctx)
 		msg = mb_msg_new();
 		msg->parse_error = mb_xstrdup(perr.msg);
 	}
+	mb_extract_message(&x->a->conf->extract, x->a->conf->data_dir, msg);
 	for (size_t i = 0; i < msg->n_attachments; i++) {
 		struct mb_attachment *att = &msg->attachments[i];
 
@@ -326,18 +330,8 @@ sd_worker_main(const struct sd_worker_args *a)
 	struct session sess = { 0 };
 	struct mb_ipc_conn conn;
 	struct mb_err err = { 0 };
-	sigset_t none;
 
-	/* Die with the scheduler; no core file holding the password. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != a->parent)
-		_exit(0);
-	prctl(PR_SET_DUMPABLE, 0);
-	sigemptyset(&none);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_IGN);	/* Ctrl-C is the scheduler's to handle */
-	signal(SIGCHLD, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sd_proc_child_setup(a->parent);
 	snprintf(procname, sizeof(procname), "syncd/worker[%u]", a->slot);
 	mb_log_init(procname, sd_conf_log_level(a->conf));
 	mb_mime_global_init();

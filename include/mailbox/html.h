@@ -8,7 +8,8 @@
 /*
  * Text a reader would see: script, style, head, template and every element a
  * reader could not see (hidden, aria-hidden="true", display:none,
- * visibility:hidden, font-size:0, opacity:0) dropped; br, p, div, li, tr make
+ * visibility:hidden, font-size:0, opacity:0, inline or by a simple selector of
+ * the document's own <style> blocks) dropped; br, p, div, li, tr make
  * line breaks; a link keeps its text and its URL once; character references
  * decoded as a browser decodes them in text (the HTML5 legacy names such as
  * "&copy" also without ";"); invisible characters stripped.  html is UTF-8

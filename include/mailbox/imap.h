@@ -200,4 +200,56 @@ struct mb_imap_appended {
 int	mb_imap_append(struct mb_imap *imap, const char *folder, const char *raw, size_t len,
 	    unsigned flags, struct mb_imap_appended *r, struct mb_err *err);
 
+/*
+ * ---- IDLE (RFC 2177): syncd's watcher (syncd/watchproc.c).  The session
+ * has a folder examined; between mb_imap_idle_start() and
+ * mb_imap_idle_done() (or an MB_IMAP_IDLE_ENDED) no other call may be made.
+ */
+
+enum mb_imap_idle_event {
+	MB_IMAP_IDLE_NOTHING,	/* a line that changes nothing ("* OK Still here", RECENT) */
+	MB_IMAP_IDLE_EXISTS,	/* n EXISTS: new mail (n is the new count) */
+	MB_IMAP_IDLE_EXPUNGE,	/* n EXPUNGE, or VANISHED */
+	MB_IMAP_IDLE_FLAGS,	/* n FETCH: flags changed */
+	MB_IMAP_IDLE_ENDED,	/* a tagged reply: the server ended the IDLE; start again */
+	MB_IMAP_IDLE_STATUS,	/* NOTIFY: STATUS of another mailbox (*mailbox_r): it changed */
+};
+/*
+ * Send IDLE and wait for the continuation; also turns on TCP keepalive for
+ * the connection.  MB_E_CONFIG when the server does not advertise IDLE
+ * (nothing sent) or answers it with BAD or NO (the session is then unusable:
+ * close it); MB_E_TEMP for a lost connection or a passed deadline.
+ */
+int	mb_imap_idle_start(struct mb_imap *imap, struct mb_err *err);
+/*
+ * NOTIFY (RFC 5465), before mb_imap_idle_start(): new mail, expunges and
+ * flag changes of the examined folder, and of the folders others[0..n)
+ * (UTF-8 names), are reported during IDLE; the others' as STATUS lines
+ * (MB_IMAP_IDLE_STATUS).  MB_E_CONFIG when the server does not offer NOTIFY
+ * (nothing sent) or refuses the command (the session stays usable).
+ */
+int	mb_imap_notify_set(struct mb_imap *imap, const char *const *others, size_t n,
+	    struct mb_err *err);
+/* The descriptor to poll for input while idling; -1 when the session is dead. */
+int	mb_imap_idle_fd(struct mb_imap *imap);
+/* True when input is already buffered (read it before polling again). */
+bool	mb_imap_idle_buffered(struct mb_imap *imap);
+/*
+ * Read one line the server sent while idling (blocks until a whole line
+ * arrived: call it when mb_imap_idle_fd() is readable or input is buffered,
+ * with a deadline set) and say what it means; *n_r gets the line's number
+ * (EXISTS, EXPUNGE, FETCH), else 0; *mailbox_r the mailbox of a STATUS
+ * line (UTF-8; the caller frees it), else NULL.  A BYE is MB_E_TEMP and a
+ * literal MB_E_PROTO; both leave the session unusable.
+ */
+int	mb_imap_idle_read(struct mb_imap *imap, enum mb_imap_idle_event *ev_r, uint32_t *n_r,
+	    char **mailbox_r, struct mb_err *err);
+/*
+ * End the IDLE: send DONE and read up to the tagged reply (what arrives
+ * before it is not reported: the caller looks at the folder afterwards).
+ * Bounded by the deadline set with mb_imap_set_deadline(): a server that
+ * does not answer is MB_E_TEMP and the session is unusable.
+ */
+int	mb_imap_idle_done(struct mb_imap *imap, struct mb_err *err);
+
 #endif

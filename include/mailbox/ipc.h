@@ -25,8 +25,9 @@
 #include "mailbox/err.h"
 #include "mailbox/index.h"
 
-#define MB_IPC_VERSION	3		/* bump on ANY wire change (2: create_draft;
-				   3: MB_IPC_WRITE_RESULT) */
+#define MB_IPC_VERSION	5		/* bump on ANY wire change (2: create_draft;
+				   3: MB_IPC_WRITE_RESULT; 4: an address's group and the
+				   In-Reply-To ids; 5: attachment text, MB_IPC_WATCH) */
 #define MB_IPC_HDR_LEN	16u
 #define MB_IPC_MAX	(4u << 20)	/* header + payload: a 1 MiB body plus headers fits */
 #define MB_IPC_QUEUE_MAX (64u << 20)	/* bytes a writer may have waiting */
@@ -46,6 +47,10 @@ enum mb_ipc_type {
 	MB_IPC_CTL_REPLY,
 	/* a syncd write process -> syncd: mb_ctl_put_result() (ctl.h) */
 	MB_IPC_WRITE_RESULT,
+	/* syncd's watcher -> syncd: u32 event (enum sd_watch_event), u32 number
+	   (EXISTS count, 0 if none), u32 reconnects so far, str folder (NULL: the
+	   watcher's own), str detail (for the log) */
+	MB_IPC_WATCH,
 	MB_IPC_TYPE_MAX
 };
 #define MB_IPC_BIT(t)	(1u << (t))
@@ -150,7 +155,8 @@ int	mb_ipc_send(struct mb_ipc_conn *c, struct mb_ipc_out *o, struct mb_err *err)
 /*
  * A message row on the wire: everything of struct mb_index_row and its
  * struct mb_msg except attachment bytes (workers store those as blobs and
- * send the sha256).  Decoding checks every field and ends with
+ * send the sha256) and charsets; an attachment's extracted text and its
+ * status travel with it.  Decoding checks every field and ends with
  * mb_ipc_end(); on success *r is the caller's (mb_ipc_row_release).
  */
 struct mb_ipc_row {

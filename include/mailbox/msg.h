@@ -9,10 +9,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct mb_buf;
+
+/*
+ * One address.  Groups are flattened: each member carries the group's
+ * display name in group, and a group with no members ("undisclosed-
+ * recipients:;") is one entry with only group set.
+ */
 struct mb_addr {
 	char	*name;	/* owned; display name, decoded; may be NULL */
-	char	*addr;	/* owned; "user@host"; may be NULL for a bare group name */
+	char	*addr;	/* owned; "user@host"; NULL for an empty group */
+	char	*group;	/* owned; the group this address is listed in; NULL if none */
 };
+
+/*
+ * Append "Name <addr>", "addr" or "Name" to b, the display name written as
+ * an RFC 5322 phrase: left as it is when every character is atext (UTF-8
+ * counts, RFC 6532) with single spaces between words, else as a quoted
+ * string with '"' and '\' escaped.  Nothing when both are missing.
+ * Returns 0, or -1 when b is full.
+ */
+int	mb_addr_format(struct mb_buf *b, const char *name, const char *addr);
+/*
+ * Append the list v[0..n) as an RFC 5322 address list: ", "-separated, and
+ * consecutive members of a group as "Group: a, b;" ("Group:;" when empty).
+ * Returns 0, or -1 when b is full.
+ */
+int	mb_addr_list_format(struct mb_buf *b, const struct mb_addr *v, size_t n);
 
 struct mb_attachment {
 	char		*filename;	/* owned; RFC 2231/2047 decoded; may be NULL */
@@ -22,6 +45,11 @@ struct mb_attachment {
 	uint64_t	 size;		/* decoded bytes */
 	unsigned char	*data;		/* owned; decoded bytes (size of them); may be NULL once stored */
 	char		 sha256[65];	/* hex of data, filled by whoever stores the blob; "" until then */
+	char		*charset;	/* owned; a text part's declared charset; may be NULL */
+	char		*text;		/* owned; extracted text (text_len bytes, UTF-8); may be NULL */
+	size_t		 text_len;
+	char		*text_status;	/* owned; "ok..." or why there is no text
+					 * (mailbox/extract.h); NULL: not tried */
 };
 
 struct mb_msg {
@@ -34,7 +62,9 @@ struct mb_msg {
 	bool		 has_date;		/* false: Date missing or malformed */
 	int64_t		 date;			/* seconds since the epoch, UTC */
 	char		*message_id;		/* owned; without <>; may be NULL */
-	char		*in_reply_to;		/* owned; without <>; may be NULL */
+	char		*in_reply_to;		/* owned; the first In-Reply-To id, without <>; may be NULL */
+	char		**parents;		/* owned array of n_parents: every In-Reply-To id, in order */
+	size_t		 n_parents;		/* (parents[0] equals in_reply_to); at most MB_MSG_PARENTS_MAX */
 	char		**references;		/* owned array of n_references ids, without <> */
 	size_t		 n_references;
 	char		*list_id;		/* owned; may be NULL */
@@ -49,6 +79,8 @@ struct mb_msg {
 
 	char		*parse_error;		/* owned; NULL when the message parsed cleanly */
 };
+
+#define MB_MSG_PARENTS_MAX	32	/* In-Reply-To ids kept; a real reply names one or a few */
 
 /* An empty message (body ""); the caller owns it.  Never NULL. */
 struct mb_msg	*mb_msg_new(void);

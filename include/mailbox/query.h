@@ -4,7 +4,8 @@
  * produce an FTS5 syntax error: operators, column names, '^', '*', ':' and
  * parentheses typed by a user are searched as text, never interpreted.
  *
- * Grammar (whitespace separated; ASCII field names are case-insensitive):
+ * Grammar (whitespace separated; ASCII field names are case-insensitive;
+ * docs/query.md is the table, with examples):
  *   word            a term ("" is doubled inside the FTS5 string)
  *   "a phrase"      a phrase; an unbalanced quote runs to the end of input
  *   word*           a prefix query: "word"*
@@ -12,11 +13,27 @@
  *   a OR b          either term (OR in capitals, between two terms)
  *   from:x to:x cc:x subject:x body:x   the term in that column only
  *                   (to: and cc: both search the recipients column)
- *   folder:NAME     only that folder (exact name; quote names with spaces)
- *   after:YYYY-MM-DD   on or after that day (UTC)
- *   before:YYYY-MM-DD  before that day (UTC)
- *   has:attachment  -has:attachment
- *   is:unread is:read is:flagged is:answered (and -is:...)
+ *   from:me to:me   from / to or cc one of the account's own addresses
+ *   filename:x attachment:x   the term in the attachments' file names, or in
+ *                   their extracted text (docs/attachments.md)
+ *   folder:NAME in:NAME   only that folder (exact name; quote names with spaces)
+ *   in:inbox in:sent in:drafts in:trash in:junk in:spam in:archive in:all
+ *                   the folder of that special-use role (in:inbox: INBOX)
+ *   after:DATE before:DATE   on or after / before that day (UTC; since: = after:)
+ *   date:2024 date:2024-03 date:2024-03-01 date:A..B date:..B date:A..
+ *   date:today date:yesterday   (the server's local time zone)
+ *   newer_than:N older_than:N   N = 7d, 2w, 3m, 1y, counted from now
+ *   size:N larger:N smaller:N size:A..B   N = 5000, 10K, 5M, 1G (1K = 1024)
+ *   id:ID msgid:ID  the message with that Message-ID (<> optional)
+ *   thread:N        the messages of thread N
+ *   list:x          mail whose List-Id contains x
+ *   label:x keyword:x tag:x   carries the IMAP keyword x (any case)
+ *   has:attachment  is:unread is:read is:flagged is:starred is:answered
+ *                   is:replied is:draft
+ * Negation (-) applies to words and to has:, is:, label: and from:me/to:me;
+ * the other filters say how to express the opposite instead.  Any other
+ * NAME: is refused with the list of known prefixes (put text with a colon
+ * in quotes to search for it; a URL, NAME://..., is searched as text).
  * A single CJK character becomes a prefix query, because the index holds
  * CJK text as overlapping bigrams.  NUL, control characters and bytes that
  * are not UTF-8 separate words.
@@ -32,15 +49,32 @@
 
 #define MB_QUERY_MAX_LEN	1024	/* bytes of query text */
 #define MB_QUERY_MAX_TERMS	32
+#define MB_QUERY_MAX_LABELS	8	/* label: filters in one query */
 
 struct mb_query {
 	char	*match;		/* owned; FTS5 MATCH expression; NULL: no text terms */
 	char	*folder;	/* owned; exact folder name, or NULL for all */
+	char	*role;		/* owned; the special-use role ("\Sent") of the one
+				 * folder searched, or NULL (never with folder) */
 	int64_t	 since;		/* unix seconds, inclusive; INT64_MIN: no bound */
 	int64_t	 until;		/* unix seconds, exclusive; INT64_MAX: no bound */
 	unsigned flags_set;	/* enum mb_flag bits that must be set */
 	unsigned flags_clear;	/* enum mb_flag bits that must be clear */
 	int	 has_attachment;	/* -1 either, 0 none, 1 at least one */
+	int64_t	 size_min;	/* RFC822.SIZE bytes, inclusive; -1: no bound */
+	int64_t	 size_max;	/* bytes, exclusive; -1: no bound */
+	char	*msgid;		/* owned; a Message-ID without <>, or NULL */
+	int64_t	 thread_id;	/* 0: any thread */
+	char	*list;		/* owned, lower-cased; the List-Id contains it; NULL: any */
+	char	*labels;	/* owned; keyword tests, see mb_labels_test(); NULL: none */
+	int	 from_me;	/* -1 either, 1 from one of the account's addresses, 0 not */
+	int	 to_me;		/* -1 either, 1 to or cc one of them, 0 neither */
+	char	*dates;	/* owned; the date filters as given ("after:2024 newer_than:7d"),
+				 * or NULL: what a cursor's hash holds when one is relative */
+	bool	 dates_relative;	/* a date filter counts from now */
+	int64_t	 now;		/* unix seconds that newer_than:, older_than: and
+				 * date:today count from; 0: the clock when compiled.
+				 * Set it after mb_query_init(), before compiling. */
 	size_t	 n_terms;	/* positive text terms in match */
 	const char *column;	/* static; the FTS5 column every positive term is
 				 * restricted to (subject:a subject:b), or NULL */
@@ -80,6 +114,12 @@ bool	mb_query_empty(const struct mb_query *q);
  * time of that day's 00:00 UTC.  Returns 0, or -1 when s is not such a date.
  */
 int	mb_query_parse_date(const char *s, size_t len, int64_t *t_r);
+
+/*
+ * The prefixes the compiler knows, as text for messages: "from: to: ..."
+ * (static).
+ */
+const char	*mb_query_prefixes(void);
 
 /* Append the FTS5 string literal for s (len bytes) to out: "s" with " doubled. */
 struct mb_buf;

@@ -17,12 +17,15 @@
 
 struct mb_index;
 
-/* An attachment's metadata (the content is never indexed). */
+/* An attachment's metadata (its text: mailbox/attachments.h). */
 struct mb_read_attachment {
 	char		*name;		/* the file name, or NULL */
 	char		*type;		/* MIME type */
 	int64_t		 size;		/* bytes, decoded */
 	bool		 is_inline;
+	int64_t		 id;		/* attachments.id: get_attachment's id */
+	bool		 has_text;	/* extracted text is stored */
+	char		*text_status;	/* "ok..." or why there is no text; NULL: not tried yet */
 };
 
 /* One message, with one page of its body. */
@@ -34,14 +37,25 @@ struct mb_read_message {
 	char		*message_id;
 	char		*in_reply_to;
 	bool		 has_date;
-	int64_t		 date;		/* unix seconds, when has_date */
-	char		*from;		/* the From header as displayed */
+	int64_t		 date;		/* the Date header, unix seconds, when has_date */
+	bool		 has_received;
+	int64_t		 received;	/* INTERNALDATE, unix seconds, when has_received */
+	/*
+	 * true: the message is ordered and filtered by date; false: by received
+	 * (or by nothing, when neither is known).  The rule: docs/normaliser.md.
+	 */
+	bool		 dated_by_header;
+	char		*from;		/* the From header as indexed for search */
+	char		*from_name;	/* its display name, decoded */
+	char		*from_addr;	/* its address */
+	char		*refs;		/* References: space-separated ids, oldest first */
 	char		*recipients;	/* every recipient as displayed (to and cc) */
 	char		*to_json;	/* [{"name":..,"addr":..}, ...] as stored, or NULL */
 	char		*cc_json;	/* likewise */
 	char		*subject;
 	unsigned	 flags;		/* enum mb_flag bits */
 	char		*list_id;
+	char		*keywords;	/* its IMAP keywords (labels), space-separated, or NULL */
 	/* the page: body_len bytes from character offset on (NUL-terminated) */
 	char		*body;
 	size_t		 body_len;
@@ -76,7 +90,7 @@ struct mb_read_thread_item {
 	char		*preview;	/* the body's first preview_chars characters */
 };
 
-/* A page of a thread, oldest first (undated last, then by id). */
+/* A page of a thread, oldest first by sort date (undated last, then by id). */
 struct mb_read_thread {
 	int64_t		 thread_id;
 	int64_t		 total;		/* messages in the whole thread */
@@ -118,7 +132,7 @@ struct mb_read_recent {
 };
 
 /*
- * Messages newest first (undated last, then highest id): at most limit from
+ * Messages newest first by sort date (undated last, then highest id): at most limit from
  * position offset on; *more_r tells whether any follow.  *list_r (n_r
  * entries) is the caller's: free it with mb_read_recent_free().
  */

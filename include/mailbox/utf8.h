@@ -66,4 +66,30 @@ bool	mb_utf8_is_invisible(uint32_t cp);
  */
 size_t	mb_utf8_strip_invisible(char *s, size_t len);
 
+/*
+ * Unicode normalisation (libmailbox/core/utf8_norm.c, GLib's normaliser;
+ * docs/normaliser.md "Unicode forms").  Both take len bytes of UTF-8.
+ *
+ * mb_utf8_nfc: s in NFC, appended to out (what the index stores).  Text
+ * that is not valid UTF-8 is appended unchanged.  Returns 0, or -1 when out
+ * is full.
+ */
+struct mb_buf;
+int	mb_utf8_nfc(const char *s, size_t len, struct mb_buf *out);
+
+/*
+ * mb_utf8_fold: the search form of s, the same for indexed text and for
+ * queries (the tokenizer calls it on both): NFKC, character cluster by
+ * cluster (a character and the combining marks after it), so ligatures,
+ * full-width forms, circled digits and NFD text become their plain NFC
+ * spelling.  Returns false when folding changes nothing (all ASCII, or every
+ * cluster already folded): then nothing is allocated.  Otherwise true with
+ * *out_r (out_len_r bytes, NUL-terminated) and *map_r: for byte i of the
+ * output, map[2i] and map[2i+1] are the start and end offsets in s of the
+ * cluster it came from.  Both are the caller's to free(3).  An invalid byte
+ * is its own cluster, copied.
+ */
+bool	mb_utf8_fold(const char *s, size_t len, char **out_r, size_t *out_len_r,
+	    uint32_t **map_r);
+
 #endif

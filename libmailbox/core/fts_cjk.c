@@ -15,9 +15,17 @@
  * the original text, so snippet() and highlight() mark the right bytes.
  * Queries go through the same code: the bareword 会議 is the bigram 会議, and
  * 会議は is the phrase "会議 議は".  docs/index.md has the costs and limits.
+ *
+ * Two more rules apply to both sides before anything else (docs/normaliser.md
+ * "Unicode forms" and "Version-like identifiers"): the text is folded by
+ * mb_utf8_fold() (NFKC: ﬁ is fi, ＡＢＣ is ABC, NFD is NFC), with every token's
+ * offsets mapped back to the unfolded bytes; and in indexed text a token that
+ * mixes ASCII letters and digits (v4, 1rc1, 10am) also carries its first run
+ * of digits at the same position, so the query 4.2.1 finds v4.2.1.
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -50,19 +58,80 @@ utf8_next(const unsigned char *p, int n, uint32_t *cp_r)
 	return (int)len;
 }
 
+/*
+ * Where tokens go: the caller's callback, with offsets mapped from the
+ * folded text back to the caller's (map: see mb_utf8_fold; NULL when the
+ * text was not folded).
+ */
+struct out_ctx {
+	void		*ctx;
+	int		 (*token)(void *, int, const char *, int, int, int);
+	const uint32_t	*map;
+	bool		 document;	/* indexing text, not tokenizing a query */
+};
+
+static int
+out_token(struct out_ctx *o, int tflags, const char *tok, int ntok, int start, int end)
+{
+	if (o->map != NULL && end > start) {
+		int s = (int)o->map[2 * start], e = (int)o->map[2 * (end - 1) + 1];
+
+		start = s;
+		end = e;
+	}
+	return o->token(o->ctx, tflags, tok, ntok, start, end);
+}
+
+static int
+out_cb(void *p, int tflags, const char *tok, int ntok, int start, int end)
+{
+	return out_token(p, tflags, tok, ntok, start, end);
+}
+
+/*
+ * The first run of ASCII digits of a token that also has a letter, or
+ * NULL (*n_r: its length).  "v4" gives "4", "1rc1" "1", "x86" "86".
+ */
+static const char *
+digit_run(const char *tok, int ntok, int *n_r)
+{
+	const char *d = NULL;
+	bool letter = false;
+	int n = 0;
+
+	for (int i = 0; i < ntok; i++) {
+		bool digit = tok[i] >= '0' && tok[i] <= '9';
+
+		if (!digit)
+			letter = true;
+		else if (d == NULL) {
+			d = tok + i;
+			for (n = 0; i + n < ntok && tok[i + n] >= '0' && tok[i + n] <= '9'; n++)
+				;
+		}
+	}
+	*n_r = n;
+	return letter ? d : NULL;
+}
+
 /* Passes the parent's tokens on, with offsets moved from the piece to the text. */
 struct shift_ctx {
-	void	*ctx;
-	int	 (*token)(void *, int, const char *, int, int, int);
-	int	 base;
+	struct out_ctx	*out;
+	int		 base;
 };
 
 static int
 shift_token(void *p, int tflags, const char *tok, int ntok, int start, int end)
 {
 	struct shift_ctx *s = p;
+	const char *d;
+	int rc, nd;
 
-	return s->token(s->ctx, tflags, tok, ntok, start + s->base, end + s->base);
+	rc = out_token(s->out, tflags, tok, ntok, start + s->base, end + s->base);
+	if (rc != SQLITE_OK || !s->out->document || (tflags & FTS5_TOKEN_COLOCATED) ||
+	    (d = digit_run(tok, ntok, &nd)) == NULL)
+		return rc;
+	return out_token(s->out, FTS5_TOKEN_COLOCATED, d, nd, start + s->base, end + s->base);
 }
 
 static int
@@ -125,13 +194,12 @@ emit_run(const char *text, int start, int end, void *ctx,
 	return SQLITE_OK;
 }
 
+/* CJK runs to bigrams, the rest to the parent; tokens to out. */
 static int
-cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext,
-    int (*token)(void *, int, const char *, int, int, int))
+cjk_split(struct cjk_tok *t, struct out_ctx *out, int flags, const char *text, int ntext)
 {
-	struct cjk_tok *t = (struct cjk_tok *)p;
 	const unsigned char *u = (const unsigned char *)text;
-	struct shift_ctx shift = { .ctx = ctx, .token = token };
+	struct shift_ctx shift = { .out = out };
 	int i = 0, seg = 0, rc = SQLITE_OK;
 
 	/*
@@ -162,7 +230,7 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 			if (i < ntext)
 				len = utf8_next(u + i, ntext - i, &cp);
 		}
-		rc = emit_run(text, seg, i, ctx, token);
+		rc = emit_run(text, seg, i, out, out_cb);
 		seg = i;
 	}
 	if (rc == SQLITE_OK && ntext > seg) {
@@ -170,6 +238,31 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 		rc = t->parent.xTokenize(t->parent_tok, &shift, flags, text + seg, ntext - seg,
 		    shift_token);
 	}
+	return rc;
+}
+
+static int
+cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext,
+    int (*token)(void *, int, const char *, int, int, int))
+{
+	struct out_ctx out = { .ctx = ctx, .token = token,
+	    .document = (flags & FTS5_TOKENIZE_DOCUMENT) != 0 };
+	char *folded;
+	size_t nfolded;
+	uint32_t *map;
+	int rc;
+
+	if (ntext <= 0 || !mb_utf8_fold(text, (size_t)ntext, &folded, &nfolded, &map))
+		return cjk_split((struct cjk_tok *)p, &out, flags, text, ntext);
+	if (nfolded > INT32_MAX) {
+		free(folded);
+		free(map);
+		return SQLITE_TOOBIG;
+	}
+	out.map = map;
+	rc = cjk_split((struct cjk_tok *)p, &out, flags, folded, (int)nfolded);
+	free(folded);
+	free(map);
 	return rc;
 }
 

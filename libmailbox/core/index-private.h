@@ -49,13 +49,14 @@ enum idx_stmt {
 	IDX_THREAD_MOVE_MSGS,
 	IDX_THREAD_MOVE_REFS,
 	IDX_THREAD_MOVE_STAGE,
+	IDX_STAGE_ATT_FTS,
 	IDX_STMT_COUNT
 };
 
 /*
  * Statements cached by the address of their SQL (idx_stmt_sql): the
- * reader's, and syncd's bookkeeping (about 30 today: the queue, the audit, the
- * status views, the write checks).
+ * reader's, the attachments', and syncd's bookkeeping (about 70 today: the
+ * queue, the audit, the status views, the write checks), with room.
  */
 #define IDX_SQL_CACHE	128
 
@@ -68,6 +69,34 @@ enum idx_stmt {
  * Every reader that lists, counts or ranks rows uses this and nothing else.
  */
 #define IDX_CURRENT(m, f)	"(" m ".uidvalidity = " f ".uidvalidity)"
+
+/*
+ * The text terms of a compiled query as a rowid set, for readers that do not
+ * rank (the overviews); its filters are the search's own, SEARCH_FILTERS and
+ * SEARCH_DATES with idx_search_bind() (search-private.h), so a filter the
+ * query language gains reaches every reader at once.
+ */
+#define IDX_QUERY_MATCH(m) \
+	m ".id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1)"
+
+/*
+ * One read transaction around a reader's statements (one snapshot, one WAL
+ * read lock): idx_read_begin() ends a transaction a failed COMMIT left open
+ * first; idx_read_end() cannot lose anything, so it reports nothing.
+ */
+int	idx_read_begin(struct mb_index *idx, struct mb_err *err);
+void	idx_read_end(struct mb_index *idx);
+
+/* A page's arguments: 0 when limit is 1..max and offset a start; else -1 with err (MB_E_INVALID). */
+int	idx_page_check(int64_t offset, size_t limit, size_t max, struct mb_err *err);
+
+/*
+ * The next row of a page of limit rows from st, which asks for limit + 1
+ * (so the extra row says a next page exists) and has given n so far:
+ * SQLITE_ROW for a row of the page; SQLITE_DONE at the page's end, with
+ * *more_r set when a row lay beyond it; else the step's error.
+ */
+int	idx_page_step(sqlite3_stmt *st, size_t n, size_t limit, bool *more_r);
 
 struct mb_index {
 	sqlite3			*db;
@@ -134,6 +163,25 @@ char	*idx_col_text(sqlite3_stmt *st, int col, size_t *len_r);
 int	idx_thread_assign(struct mb_index *idx, const struct mb_msg *m, int64_t keep_tid,
 	    int64_t *tid_r, struct mb_err *err);
 
+/*
+ * For each hit with attachments, whether match (an FTS5 MATCH expression)
+ * found an attachment's text or file name, and which (index_attachments.c):
+ * fills the hits' att_* fields.  Runs inside the search's transaction.
+ */
+struct mb_search_hit;
+
+/*
+ * A page of text (len bytes of UTF-8): at most cap characters from
+ * character offset on, copied into *page_r (NUL-terminated, the caller
+ * frees; *page_len_r bytes); *more_r when text goes on, at character
+ * *next_r (0 otherwise).  Bodies and attachment text page the same way.
+ */
+void	idx_text_page(const char *text, size_t len, size_t offset, size_t cap, char **page_r,
+	    size_t *page_len_r, bool *more_r, int64_t *next_r);
+
+int	idx_attachment_hits(struct mb_index *idx, const char *match, struct mb_search_hit *hits,
+	    size_t n, struct mb_err *err);
+
 /* The fts5_api of db, through the documented pointer-passing interface
  * (fts_cjk.c); NULL when SQLite has no FTS5.  Borrowed: it lives as long as db. */
 fts5_api	*mb_fts5_api(sqlite3 *db);
@@ -143,5 +191,8 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 
 /* Register the mb_bm25 FTS5 ranking function on db (fts_rank.c). */
 int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
+
+/* Register the SQL function mb_labels_test() on db (labels.c, mailbox/labels.h). */
+int	mb_labels_register(sqlite3 *db, struct mb_err *err);
 
 #endif

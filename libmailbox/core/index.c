@@ -51,6 +51,7 @@ static const char stage_sql[] =
 	"CREATE TEMP TABLE mb_stage_att ("
 	" folder_id INTEGER NOT NULL, uidvalidity INTEGER NOT NULL, uid INTEGER NOT NULL,"
 	" ordinal INTEGER NOT NULL, filename, mime_type, size, content_id, is_inline, sha256,"
+	" extracted_text, extract_status,"
 	" PRIMARY KEY (folder_id, uidvalidity, uid, ordinal));"
 	"CREATE INDEX temp.mb_stage_thread ON mb_stage(thread_id);";
 
@@ -93,8 +94,8 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    "DELETE FROM temp.mb_stage_att WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
 	[IDX_STAGE_ATT_PUT] =
 	    "INSERT INTO temp.mb_stage_att (folder_id, uidvalidity, uid, ordinal, filename,"
-	    " mime_type, size, content_id, is_inline, sha256)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	    " mime_type, size, content_id, is_inline, sha256, extracted_text, extract_status)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	/* WHERE true: without it, ON CONFLICT would parse as a join constraint. */
 	[IDX_STAGE_FLUSH] =
 	    "INSERT INTO messages (" IDX_MSG_COLS ")"
@@ -118,10 +119,27 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " AND m.uid = s.uid)",
 	[IDX_STAGE_ATT_FLUSH] =
 	    "INSERT INTO attachments (message_id, ordinal, filename, mime_type, size, content_id,"
-	    " is_inline, sha256)"
+	    " is_inline, sha256, extracted_text, extract_status)"
 	    " SELECT m.id, a.ordinal, a.filename, a.mime_type, a.size, a.content_id, a.is_inline,"
-	    " a.sha256 FROM temp.mb_stage_att a JOIN messages m ON m.folder_id = a.folder_id"
+	    " a.sha256, a.extracted_text, a.extract_status"
+	    " FROM temp.mb_stage_att a JOIN messages m ON m.folder_id = a.folder_id"
 	    " AND m.uidvalidity = a.uidvalidity AND m.uid = a.uid",
+	/*
+	 * The staged messages' attachment names and text, for FTS (migration
+	 * 0005): one statement per batch, like the flush, and only for rows
+	 * that have or had attachments, so mail without any never pays for it.
+	 */
+	[IDX_STAGE_ATT_FTS] =
+	    "UPDATE messages SET"
+	    " att_names = (SELECT group_concat(filename, char(10)) FROM (SELECT filename"
+	    " FROM attachments AS a WHERE a.message_id = messages.id AND filename IS NOT NULL"
+	    " ORDER BY ordinal)),"
+	    " att_text = (SELECT group_concat(extracted_text, char(10) || char(10)) FROM"
+	    " (SELECT extracted_text FROM attachments AS a WHERE a.message_id = messages.id"
+	    " AND extracted_text IS NOT NULL ORDER BY ordinal))"
+	    " WHERE id IN (SELECT m.id FROM temp.mb_stage s JOIN messages m"
+	    " ON m.folder_id = s.folder_id AND m.uidvalidity = s.uidvalidity AND m.uid = s.uid"
+	    " WHERE s.attachment_count > 0 OR m.att_names IS NOT NULL OR m.att_text IS NOT NULL)",
 	[IDX_STAGE_CLEAR] = "DELETE FROM temp.mb_stage",
 	[IDX_STAGE_ATT_CLEAR] = "DELETE FROM temp.mb_stage_att",
 	[IDX_MSG_DELETE] =
@@ -552,7 +570,8 @@ mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r
 	}
 	sqlite3_extended_result_codes(idx->db, 1);
 	sqlite3_busy_timeout(idx->db, IDX_BUSY_TIMEOUT_MS);
-	if (mb_fts_cjk_register(idx->db, err) == -1 || mb_fts_rank_register(idx->db, err) == -1)
+	if (mb_fts_cjk_register(idx->db, err) == -1 || mb_fts_rank_register(idx->db, err) == -1 ||
+	    mb_labels_register(idx->db, err) == -1)
 		goto fail;
 	if ((mode == MB_INDEX_RO ? open_ro(idx, err) : open_rw(idx, err)) == -1)
 		goto fail;

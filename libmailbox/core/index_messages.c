@@ -17,38 +17,6 @@
 
 #define IDX_FIELD_MAX	(64u << 20)	/* one rendered header field; far above any real one */
 
-/* "Name <addr>", "addr" or "Name"; nothing when both are missing. */
-static int
-render_addr(struct mb_buf *b, const struct mb_addr *a)
-{
-	bool name = a->name != NULL && *a->name != '\0';
-	bool addr = a->addr != NULL && *a->addr != '\0';
-
-	if (name && addr)
-		return mb_buf_addf(b, "%s <%s>", a->name, a->addr);
-	if (name)
-		return mb_buf_adds(b, a->name);
-	if (addr)
-		return mb_buf_adds(b, a->addr);
-	return 0;
-}
-
-static int
-render_addr_list(struct mb_buf *b, const struct mb_addr *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		size_t before = b->len;
-
-		if (before > 0 && mb_buf_adds(b, ", ") == -1)
-			return -1;
-		if (render_addr(b, &v[i]) == -1)
-			return -1;
-		if (b->len == before + (before > 0 ? 2 : 0))
-			mb_buf_truncate(b, before);	/* an empty address adds nothing */
-	}
-	return 0;
-}
-
 /* s as a JSON string (RFC 8259), or null. */
 static int
 json_string(struct mb_buf *b, const char *s)
@@ -56,7 +24,7 @@ json_string(struct mb_buf *b, const char *s)
 	return s == NULL ? mb_buf_adds(b, "null") : mb_json_quote(b, s, strlen(s));
 }
 
-/* [{"name":...,"addr":...},...] */
+/* [{"name":...,"addr":...},...], with "group" on the members of a group */
 static int
 render_addr_json(struct mb_buf *b, const struct mb_addr *v, size_t n)
 {
@@ -66,10 +34,30 @@ render_addr_json(struct mb_buf *b, const struct mb_addr *v, size_t n)
 		if ((i > 0 && mb_buf_addc(b, ',') == -1) ||
 		    mb_buf_adds(b, "{\"name\":") == -1 || json_string(b, v[i].name) == -1 ||
 		    mb_buf_adds(b, ",\"addr\":") == -1 || json_string(b, v[i].addr) == -1 ||
+		    (v[i].group != NULL && (mb_buf_adds(b, ",\"group\":") == -1 ||
+		    json_string(b, v[i].group) == -1)) ||
 		    mb_buf_addc(b, '}') == -1)
 			return -1;
 	}
 	return mb_buf_addc(b, ']');
+}
+
+/* To then Cc, as one address list (what FTS indexes as recipients). */
+static int
+render_recipients(struct mb_buf *b, const struct mb_msg *m)
+{
+	size_t mark;
+
+	if (mb_addr_list_format(b, m->to, m->n_to) == -1)
+		return -1;
+	mark = b->len;
+	if (mark > 0 && mb_buf_adds(b, ", ") == -1)
+		return -1;
+	if (mb_addr_list_format(b, m->cc, m->n_cc) == -1)
+		return -1;
+	if (mark > 0 && b->len == mark + 2)
+		mb_buf_truncate(b, mark);	/* no Cc */
+	return 0;
 }
 
 static int
@@ -97,9 +85,8 @@ render(struct rendered *r, const struct mb_msg *m)
 	mb_buf_init(&r->to_json, IDX_FIELD_MAX);
 	mb_buf_init(&r->cc_json, IDX_FIELD_MAX);
 	mb_buf_init(&r->refs, IDX_FIELD_MAX);
-	if (render_addr(&r->from, &m->from) == -1 ||
-	    render_addr_list(&r->recipients, m->to, m->n_to) == -1 ||
-	    render_addr_list(&r->recipients, m->cc, m->n_cc) == -1 ||
+	if (mb_addr_format(&r->from, m->from.name, m->from.addr) == -1 ||
+	    render_recipients(&r->recipients, m) == -1 ||
 	    (m->n_to > 0 && render_addr_json(&r->to_json, m->to, m->n_to) == -1) ||
 	    (m->n_cc > 0 && render_addr_json(&r->cc_json, m->cc, m->n_cc) == -1) ||
 	    render_refs(&r->refs, m->references, m->n_references) == -1)
@@ -161,6 +148,9 @@ stage_attachments(struct mb_index *idx, const struct mb_index_row *row, struct m
 		idx_bind_text(st, 8, a->content_id);
 		sqlite3_bind_int(st, 9, a->is_inline);
 		idx_bind_text(st, 10, nonempty_str(a->sha256));
+		if (a->text != NULL)
+			sqlite3_bind_text64(st, 11, a->text, a->text_len, SQLITE_STATIC, SQLITE_UTF8);
+		idx_bind_text(st, 12, a->text_status);
 		if (idx_step_done(idx, st, "stage attachment", err) == -1)
 			return -1;
 	}
@@ -270,6 +260,7 @@ flush_stage(struct mb_index *idx, struct mb_err *err)
 	if (run(idx, IDX_STAGE_FLUSH, "upsert", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_REPLACE, "replace attachments", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_FLUSH, "insert attachments", err) == -1 ||
+	    run(idx, IDX_STAGE_ATT_FTS, "attachment text", err) == -1 ||
 	    run(idx, IDX_STAGE_CLEAR, "clear stage", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_CLEAR, "clear stage", err) == -1)
 		return -1;

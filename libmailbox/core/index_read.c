@@ -20,11 +20,13 @@
 static const char message_sql[] =
 	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
-	"m.body, m.body_truncated, m.headers_only, m.size "
+	"m.body, m.body_truncated, m.headers_only, m.size, m.from_name, m.from_addr, m.refs, "
+	"m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.keywords "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 static const char attachments_sql[] =
-	"SELECT filename, mime_type, size, is_inline FROM attachments WHERE message_id = ?1 "
+	"SELECT filename, mime_type, size, is_inline, id, extracted_text IS NOT NULL, "
+	"extract_status FROM attachments WHERE message_id = ?1 "
 	"ORDER BY ordinal";
 
 static const char thread_of_sql[] =
@@ -34,7 +36,7 @@ static const char thread_of_sql[] =
 static const char thread_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.subject, substr(m.body, 1, ?2) "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE m.thread_id = ?1 ORDER BY m.date IS NULL, m.date, m.id LIMIT ?3 OFFSET ?4";
+	"WHERE m.thread_id = ?1 ORDER BY m.sort_date IS NULL, m.sort_date, m.id LIMIT ?3 OFFSET ?4";
 
 static const char folders_sql[] =
 	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0) "
@@ -42,7 +44,8 @@ static const char folders_sql[] =
 	"GROUP BY f.id ORDER BY f.name";
 
 static const char recent_sql[] =
-	"SELECT id, subject, date FROM messages ORDER BY date DESC, id DESC LIMIT ?1 OFFSET ?2";
+	"SELECT id, subject, sort_date FROM messages ORDER BY sort_date DESC, id DESC "
+	"LIMIT ?1 OFFSET ?2";
 
 /* ---- a message */
 
@@ -50,7 +53,7 @@ static void
 message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t cap)
 {
 	const char *body = (const char *)sqlite3_column_text(st, 14);
-	size_t blen = (size_t)sqlite3_column_bytes(st, 14), start, end;
+	size_t blen = (size_t)sqlite3_column_bytes(st, 14);
 
 	m->id = sqlite3_column_int64(st, 0);
 	m->folder = idx_col_text(st, 1, NULL);
@@ -70,19 +73,19 @@ message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t 
 	m->body_truncated = sqlite3_column_int(st, 15) != 0;
 	m->headers_only = sqlite3_column_int(st, 16) != 0;
 	m->size = (uint64_t)sqlite3_column_int64(st, 17);
+	m->from_name = idx_col_text(st, 18, NULL);
+	m->from_addr = idx_col_text(st, 19, NULL);
+	m->refs = idx_col_text(st, 20, NULL);
+	m->has_received = sqlite3_column_type(st, 21) != SQLITE_NULL;
+	m->received = sqlite3_column_int64(st, 21);
+	m->dated_by_header = sqlite3_column_int(st, 22) != 0;
+	m->keywords = idx_col_text(st, 23, NULL);
 	if (body == NULL) {
 		body = "";
 		blen = 0;
 	}
 	m->body_chars = mb_utf8_count(body, blen);
-	start = mb_utf8_offset(body, blen, offset);
-	end = start + mb_utf8_offset(body + start, blen - start, cap);
-	m->body = mb_xmalloc(end - start + 1);
-	memcpy(m->body, body + start, end - start);
-	m->body[end - start] = '\0';
-	m->body_len = end - start;
-	m->more = end < blen;
-	m->next_offset = m->more ? (int64_t)(offset + mb_utf8_count(body + start, end - start)) : 0;
+	idx_text_page(body, blen, offset, cap, &m->body, &m->body_len, &m->more, &m->next_offset);
 }
 
 static int
@@ -107,6 +110,9 @@ attachments_fill(struct mb_index *idx, struct mb_read_message *m, struct mb_err 
 		a->type = idx_col_text(st, 1, NULL);
 		a->size = sqlite3_column_int64(st, 2);
 		a->is_inline = sqlite3_column_int(st, 3) != 0;
+		a->id = sqlite3_column_int64(st, 4);
+		a->has_text = sqlite3_column_int(st, 5) != 0;
+		a->text_status = idx_col_text(st, 6, NULL);
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "message: attachments", err);
@@ -150,15 +156,20 @@ mb_read_message_release(struct mb_read_message *m)
 	free(m->message_id);
 	free(m->in_reply_to);
 	free(m->from);
+	free(m->from_name);
+	free(m->from_addr);
+	free(m->refs);
 	free(m->recipients);
 	free(m->to_json);
 	free(m->cc_json);
 	free(m->subject);
 	free(m->list_id);
+	free(m->keywords);
 	free(m->body);
 	for (size_t i = 0; i < m->n_atts; i++) {
 		free(m->atts[i].name);
 		free(m->atts[i].type);
+		free(m->atts[i].text_status);
 	}
 	free(m->atts);
 	memset(m, 0, sizeof(*m));

@@ -1,6 +1,8 @@
 /*
  * The search engine (include/mailbox/search.h): ranking, the ranking window,
- * ties, paging and snippets over the index.  Every statement is cached on
+ * ties, paging, snippets and totals over the index.  A page of filters alone
+ * is index_search_list.c's; the scope, the shared filter SQL and the count
+ * are index_search_scope.c's (search-private.h).  Every statement is cached on
  * the handle (idx_stmt_sql) and every value reaches SQLite through a bind.
  * docs/mcpd.md, "Performance", has the measurements behind the choices.
  */
@@ -14,11 +16,13 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
+#include "mailbox/labels.h"
 #include "mailbox/query.h"
 #include "mailbox/search.h"
 #include "mailbox/util.h"
 
 #include "index-private.h"
+#include "search-private.h"
 
 /*
  * Ranked search, in one pass over the matches.  BM25 scores every match it
@@ -37,51 +41,57 @@
  * prepare and run a sorting statement of its own on every search.
  *
  * The order is score, then date (newest first), then id (highest first).
+ * "date" is sort_date throughout (SEARCH_DATE): the Date header when it is
+ * sane, else INTERNALDATE (migrations/0004_answers.sql, docs/normaliser.md).
  * Only ties need the date: the statement without filters reads FTS5 alone,
  * and dates are read afterwards for the tie groups that touch the page
  * (rank_break_ties), so messages is read only for the page's rows.
  */
 #define SEARCH_TIE_WINDOW	64
-/* Subject over sender over recipients over body (bm25 column weights). */
-#define RANK_BM25		"mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0)"
+/* Subject over sender over recipients over body (bm25 column weights);
+ * attachment file names as the sender, their text as the body. */
+#define RANK_BM25		"mb_bm25(messages_fts, ?1, 10.0, 4.0, 2.0, 1.0, 4.0, 1.0)"
 static const char search_sql_rank[] =
-	"SELECT messages_fts.rowid, " RANK_BM25 ", m.date "
+	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE " "
 	"FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 "
-	"AND (?2 IS NULL OR m.folder_id = ?2) "
-	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
-	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
-	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
+	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS "AND " SEARCH_DATES
 	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
+/*
+ * The same reading the filters' columns from messages_search_filter
+ * (migrations/0006): a row of messages holds its body, so reading it for
+ * every match of a common word cost about 2 microseconds a match; the
+ * narrow index packs a hundred rows a page.  For every query the index
+ * covers (idx_search_covered).
+ */
+static const char search_sql_rank_ix[] =
+	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE " "
+	"FROM messages_fts CROSS JOIN messages AS m INDEXED BY messages_search_filter "
+	"ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES
+	"ORDER BY messages_fts.rowid DESC LIMIT ?10";
+/*
+ * id: or thread: beside words name a handful of rows: those are read
+ * through their index and each is looked up in FTS5 (a seek in the words'
+ * doclists), instead of walking every match of the words.
+ */
+static const char search_sql_rank_msgid[] =
+	"SELECT m.id, " RANK_BM25 ", " SEARCH_DATE " "
+	"FROM messages AS m INDEXED BY messages_message_id CROSS JOIN messages_fts "
+	"ON messages_fts.rowid = m.id "
+	"WHERE m.message_id = ?13 AND messages_fts MATCH ?1 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATES "ORDER BY m.id DESC LIMIT ?10";
+static const char search_sql_rank_thread[] =
+	"SELECT m.id, " RANK_BM25 ", " SEARCH_DATE " "
+	"FROM messages AS m INDEXED BY messages_thread CROSS JOIN messages_fts "
+	"ON messages_fts.rowid = m.id "
+	"WHERE m.thread_id = ?14 AND messages_fts MATCH ?1 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATES "ORDER BY m.id DESC LIMIT ?10";
 /* The same without filters: FTS5 alone (a join would read a messages row
  * for every match, which for a common word cost more than the scoring). */
 static const char search_sql_rank_nf[] =
 	"SELECT rowid, " RANK_BM25 " FROM messages_fts WHERE messages_fts MATCH ?1 "
 	"ORDER BY rowid DESC LIMIT ?10";
-static const char date_sql[] = "SELECT date FROM messages WHERE id = ?1";
-
-static const char search_sql_filter[] =
-	"SELECT m.id FROM messages AS m "
-	"WHERE (?2 IS NULL OR m.folder_id = ?2) "
-	"AND (?3 IS NULL OR m.date >= ?3) AND (?4 IS NULL OR m.date < ?4) "
-	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
-	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
-	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
-
-/*
- * The same with a date bound: "?3 IS NULL OR m.date >= ?3" hides the range
- * from the planner, which then walks messages_date from the newest message
- * down (40,000 entries for after:2002-09-01 at 100,000 messages).  Here the
- * open end is bound to the extreme value (search_filtered) and the index is
- * searched by range.  Same rows: with either bound set, a NULL date already
- * failed the test (and INT64_MAX is never a real date).
- */
-static const char search_sql_filter_dated[] =
-	"SELECT m.id FROM messages AS m "
-	"WHERE (?2 IS NULL OR m.folder_id = ?2) AND m.date >= ?3 AND m.date < ?4 "
-	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 "
-	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) "
-	"ORDER BY m.date DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+static const char date_sql[] = "SELECT " SEARCH_DATE " FROM messages AS m WHERE m.id = ?1";
 
 /*
  * One search reads in one transaction: a single snapshot for all its
@@ -93,7 +103,9 @@ static const char commit_sql[] = "COMMIT";
 
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
-	"m.attachment_count, m.thread_id, m.body FROM messages AS m "
+	"m.attachment_count, m.thread_id, m.body, m.keywords, m.message_id, m.from_name, "
+	"m.from_addr, m.to_json, m.internaldate, "
+	"m.sort_date IS NOT NULL AND m.sort_date IS m.date FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 #define EXCERPT_CHARS	160	/* about what snippet() gives for 16 tokens */
@@ -117,24 +129,6 @@ static const char preview_sql[] =
 	"SELECT substr(body, 1, 200) FROM messages WHERE id = ?1";
 
 /* ---- which ids: ranked, or filters alone */
-
-/* Bind the query text and the filters (?1-?7) shared by the search statements. */
-static void
-bind_filters(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id)
-{
-	if (q->match)
-		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
-	if (q->folder)
-		sqlite3_bind_int64(st, 2, folder_id);
-	if (q->since != INT64_MIN)
-		sqlite3_bind_int64(st, 3, q->since);
-	if (q->until != INT64_MAX)
-		sqlite3_bind_int64(st, 4, q->until);
-	sqlite3_bind_int64(st, 5, q->flags_set);
-	sqlite3_bind_int64(st, 6, q->flags_clear);
-	if (q->has_attachment >= 0)
-		sqlite3_bind_int(st, 7, q->has_attachment);
-}
 
 /* One match of a ranked search. */
 struct ranked {
@@ -254,6 +248,8 @@ rank_break_ties(struct mb_index *idx, struct ranked *rows, size_t n, size_t lo, 
 struct search_ids {
 	int64_t	ids[MB_SEARCH_MAX_LIMIT];
 	size_t	n;
+	size_t	ranked;		/* matches the ranked statement read */
+	int64_t	oldest;		/* the lowest id among them (the walk's end) */
 	bool	more;		/* a next page exists */
 	bool	capped;		/* more matches than the cap: only the newest were ranked */
 };
@@ -274,10 +270,13 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	size_t n = 0, lo, hi;
 	int rc;
 
-	st = idx_stmt_sql(idx, filtered ? search_sql_rank : search_sql_rank_nf, err);
+	st = idx_stmt_sql(idx, q->msgid ? search_sql_rank_msgid :
+	    q->thread_id > 0 ? search_sql_rank_thread :
+	    !filtered ? search_sql_rank_nf :
+	    idx_search_covered(q) ? search_sql_rank_ix : search_sql_rank, err);
 	if (st == NULL)
 		return -1;
-	bind_filters(st, q, folder_id);
+	idx_search_bind(st, q, folder_id);
 	sqlite3_bind_int64(st, 10, cap);
 	rc = rank_collect(st, filtered, &rows, &n);
 	if (rc != SQLITE_OK) {
@@ -287,6 +286,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 		return -1;
 	}
 	idx_stmt_done(st);
+	pg->oldest = n > 0 ? rows[n - 1].id : INT64_MAX;	/* walked newest first */
 	if (n > 0)	/* rows is NULL without a match */
 		qsort(rows, n, sizeof(*rows), ranked_cmp);
 	lo = (uint64_t)offset < n ? (size_t)offset : n;
@@ -298,42 +298,10 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	for (size_t i = lo; i < hi; i++)
 		pg->ids[pg->n++] = rows[i].id;
 	pg->more = n > hi;
+	pg->ranked = n;
 	pg->capped = (int64_t)n == cap;
 	free(rows);
 	return 0;
-}
-
-/* A page of a query of filters alone, newest first. */
-static int
-search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-    int64_t offset, size_t limit, struct search_ids *pg, struct mb_err *err)
-{
-	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
-	sqlite3_stmt *st = idx_stmt_sql(idx, dated ? search_sql_filter_dated :
-	    search_sql_filter, err);
-	int rc;
-
-	if (st == NULL)
-		return -1;
-	bind_filters(st, q, folder_id);
-	if (dated) {	/* both ends bound: see search_sql_filter_dated */
-		sqlite3_bind_int64(st, 3, q->since);
-		sqlite3_bind_int64(st, 4, q->until);
-	}
-	sqlite3_bind_int64(st, 8, (int64_t)limit + 1);
-	sqlite3_bind_int64(st, 9, offset);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (pg->n == limit) {
-			pg->more = true;
-			rc = SQLITE_DONE;
-			break;
-		}
-		pg->ids[pg->n++] = sqlite3_column_int64(st, 0);
-	}
-	if (rc != SQLITE_DONE)
-		idx_sqlerr(idx, rc, "search: filter", err);
-	idx_stmt_done(st);
-	return rc == SQLITE_DONE ? 0 : -1;
 }
 
 /* ---- the page's rows and snippets */
@@ -349,7 +317,8 @@ search_filtered(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 static int
 snippet_column(const struct mb_query *q)
 {
-	static const char *const columns[] = { "subject", "from_text", "recipients", "body" };
+	static const char *const columns[] = { "subject", "from_text", "recipients", "body",
+	    "att_names", "att_text" };
 
 	for (size_t i = 0; q->column != NULL && i < MB_ARRAY_LEN(columns); i++)
 		if (strcmp(q->column, columns[i]) == 0)
@@ -371,6 +340,14 @@ hit_fill(struct mb_search_hit *h, sqlite3_stmt *st, int64_t id)
 	h->flags = (unsigned)sqlite3_column_int(st, 6);
 	h->attachment_count = sqlite3_column_int64(st, 7);
 	h->thread_id = sqlite3_column_int64(st, 8);
+	h->labels = mb_labels_split((const char *)sqlite3_column_text(st, 10), &h->n_labels);
+	h->message_id = idx_col_text(st, 11, NULL);
+	h->from_name = idx_col_text(st, 12, NULL);
+	h->from_addr = idx_col_text(st, 13, NULL);
+	h->to_json = idx_col_text(st, 14, NULL);
+	h->has_received = sqlite3_column_type(st, 15) != SQLITE_NULL;
+	h->received = sqlite3_column_int64(st, 15);
+	h->dated_by_header = sqlite3_column_int(st, 16) != 0;
 	h->snippet = mb_xstrdup("");
 	h->snippet_len = 0;
 }
@@ -488,17 +465,44 @@ txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The folder's id into *id_r; MB_E_NOTFOUND when there is none. */
+/*
+ * page->total.  What the page read is often the whole answer already: a
+ * ranking that was not capped read every match, and a list of filters
+ * alone that has no next page ends at this one.  Otherwise the matches are
+ * counted (idx_search_count), up to MB_SEARCH_COUNT_CAP: a count reads a
+ * messages row per match (for a word in 90% of 100,000 messages, tens of
+ * milliseconds), so past the cap the total is a lower bound.
+ */
 static int
-folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
+search_total(struct mb_index *idx, const struct mb_query *q, bool ranked, int64_t folder_id,
+    int64_t offset, const struct search_ids *pg, struct mb_search_page *page,
+    struct mb_err *err)
 {
-	struct mb_folder_state fs;
+	page->total_exact = true;
+	if (ranked && !pg->capped) {
+		page->total = (int64_t)pg->ranked;
+		return 0;
+	}
+	if (!ranked && !pg->more && (pg->n > 0 || offset == 0)) {
+		page->total = offset + (int64_t)pg->n;
+		return 0;
+	}
+	if (ranked) {
+		int64_t rest = MB_SEARCH_COUNT_CAP - (int64_t)pg->ranked, n;
 
-	if (mb_index_folder_get(idx, name, &fs, err) == -1)
-		return -1;
-	*id_r = fs.id;
-	mb_folder_state_release(&fs);
-	return 0;
+		/* the rest of the matches, below the oldest the ranking read */
+		page->total = (int64_t)pg->ranked;
+		page->total_exact = false;
+		if (rest <= 0)
+			return 0;	/* paged past the cap: the ranking read more */
+		if (idx_search_count(idx, q, folder_id, pg->oldest, rest, &n, &page->total_exact,
+		    err) == -1)
+			return -1;
+		page->total += n;
+		return 0;
+	}
+	return idx_search_count(idx, q, folder_id, INT64_MAX, MB_SEARCH_COUNT_CAP, &page->total,
+	    &page->total_exact, err);
 }
 
 static int
@@ -506,22 +510,36 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
     struct mb_search_page *page, struct mb_err *err)
 {
 	struct search_ids pg = { .n = 0 };
-	int64_t fid = 0;
-	bool filtered;
+	struct mb_query narrowed;	/* q with the own addresses' phrases: a shallow copy */
+	const struct mb_query *rq = q;
+	char *me_match = NULL;
+	int64_t fid;
+	int rc = -1;
 
-	if (q->folder && folder_id(idx, q->folder, &fid, err) == -1)
+	if (idx_search_scope(idx, q, &fid, err) == -1 ||
+	    idx_search_me_match(idx, q, &me_match, err) == -1)
 		return -1;
-	filtered = q->folder || q->since != INT64_MIN || q->until != INT64_MAX || q->flags_set ||
-	    q->flags_clear || q->has_attachment >= 0;
-	if ((q->match ? search_ranked(idx, q, fid, filtered, offset, limit, &pg, err) :
-	    search_filtered(idx, q, fid, offset, limit, &pg, err)) == -1)
-		return -1;
+	if (me_match != NULL) {
+		narrowed = *q;
+		narrowed.match = me_match;
+		rq = &narrowed;
+	}
+	/* rq selects and counts; q (the words as typed) marks the snippets */
+	if ((q->match ? search_ranked(idx, rq, fid, idx_search_filtered(q), offset, limit, &pg,
+	    err) : idx_search_list(idx, rq, fid, offset, limit, pg.ids, &pg.n, &pg.more,
+	    err)) == -1)
+		goto out;
 	if (search_hits(idx, q, &pg, page, err) == -1)
-		return -1;
+		goto out;
+	if (q->match && idx_attachment_hits(idx, q->match, page->hits, page->n, err) == -1)
+		goto out;
 	page->more = pg.more;
 	page->next_offset = offset + (int64_t)pg.n;
 	page->capped = pg.capped;
-	return 0;
+	rc = search_total(idx, rq, q->match != NULL, fid, offset, &pg, page, err);
+out:
+	free(me_match);
+	return rc;
 }
 
 int
@@ -559,8 +577,15 @@ mb_search_page_release(struct mb_search_page *page)
 		free(h->folder);
 		free(h->from);
 		free(h->to);
+		free(h->message_id);
+		free(h->from_name);
+		free(h->from_addr);
+		free(h->to_json);
 		free(h->subject);
 		free(h->snippet);
+		mb_labels_free(h->labels, h->n_labels);
+		free(h->att_name);
+		free(h->att_snippet);
 	}
 	free(page->hits);
 	memset(page, 0, sizeof(*page));

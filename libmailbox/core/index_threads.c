@@ -51,6 +51,8 @@ collect_ids(struct idset *s, const struct mb_msg *m)
 	s->n = 0;
 	idset_add(s, m->message_id);
 	idset_add(s, m->in_reply_to);
+	for (size_t i = 0; i < m->n_parents; i++)
+		idset_add(s, m->parents[i]);
 	/* Root first, then the newest ids: the ones a sibling most likely shares. */
 	if (nref > 0)
 		idset_add(s, m->references[0]);

@@ -340,6 +340,7 @@ put_addr(struct mb_ipc_out *o, const struct mb_addr *a)
 {
 	mb_ipc_put_str(o, a->name);
 	mb_ipc_put_str(o, a->addr);
+	mb_ipc_put_str(o, a->group);
 }
 
 static void
@@ -348,6 +349,14 @@ put_addrs(struct mb_ipc_out *o, const struct mb_addr *a, size_t n)
 	mb_ipc_put_u32(o, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
 	for (size_t i = 0; i < n; i++)
 		put_addr(o, &a[i]);
+}
+
+static void
+put_ids(struct mb_ipc_out *o, char *const *ids, size_t n)
+{
+	mb_ipc_put_u32(o, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		mb_ipc_put_str(o, ids[i]);
 }
 
 void
@@ -373,9 +382,8 @@ mb_ipc_put_row(struct mb_ipc_out *o, const struct mb_index_row *row)
 	mb_ipc_put_u64(o, (uint64_t)m->date);
 	mb_ipc_put_str(o, m->message_id);
 	mb_ipc_put_str(o, m->in_reply_to);
-	mb_ipc_put_u32(o, (uint32_t)m->n_references);
-	for (size_t i = 0; i < m->n_references; i++)
-		mb_ipc_put_str(o, m->references[i]);
+	put_ids(o, m->parents, m->n_parents);
+	put_ids(o, m->references, m->n_references);
 	mb_ipc_put_str(o, m->list_id);
 	mb_ipc_put_bytes(o, m->body, m->body_len);
 	mb_ipc_put_bool(o, m->body_truncated);
@@ -390,6 +398,8 @@ mb_ipc_put_row(struct mb_ipc_out *o, const struct mb_index_row *row)
 		mb_ipc_put_bool(o, a->is_inline);
 		mb_ipc_put_u64(o, a->size);
 		mb_ipc_put_str(o, a->sha256);
+		mb_ipc_put_bytes(o, a->text != NULL ? a->text : "", a->text != NULL ? a->text_len : 0);
+		mb_ipc_put_str(o, a->text_status);
 	}
 	mb_ipc_put_str(o, m->parse_error);
 }
@@ -416,12 +426,13 @@ get_addr(struct mb_ipc_cur *c, struct mb_addr *a)
 {
 	a->name = mb_ipc_get_strdup(c);
 	a->addr = mb_ipc_get_strdup(c);
+	a->group = mb_ipc_get_strdup(c);
 }
 
 static struct mb_addr *
 get_addrs(struct mb_ipc_cur *c, size_t *n_r)
 {
-	size_t n = get_count(c, 2);
+	size_t n = get_count(c, 3);
 	struct mb_addr *a;
 
 	*n_r = 0;
@@ -435,13 +446,33 @@ get_addrs(struct mb_ipc_cur *c, size_t *n_r)
 	return a;
 }
 
+/* An array of ids (no holes: a NULL among them makes the frame bad); n_r set. */
+static char **
+get_ids(struct mb_ipc_cur *c, size_t *n_r)
+{
+	size_t n = get_count(c, 1);
+	char **v;
+
+	*n_r = 0;
+	if (n == 0)
+		return NULL;
+	v = mb_xcalloc(n, sizeof(char *));
+	for (size_t i = 0; i < n && !c->bad; i++) {
+		v[i] = mb_ipc_get_strdup(c);
+		*n_r = i + 1;
+		if (v[i] == NULL)
+			c->bad = true;
+	}
+	return v;
+}
+
 int
 mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 {
 	struct mb_index_row *row = &r->row;
 	struct mb_msg *m;
-	const char *body;
-	size_t body_len, n;
+	const char *body, *text;
+	size_t body_len, text_len, n;
 	char *sha;
 
 	memset(r, 0, sizeof(*r));
@@ -464,16 +495,8 @@ mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 	m->date = (int64_t)mb_ipc_get_u64(c);
 	m->message_id = mb_ipc_get_strdup(c);
 	m->in_reply_to = mb_ipc_get_strdup(c);
-	n = get_count(c, 1);
-	if (n > 0) {
-		m->references = mb_xcalloc(n, sizeof(char *));
-		for (size_t i = 0; i < n && !c->bad; i++) {
-			m->references[i] = mb_ipc_get_strdup(c);
-			m->n_references = i + 1;
-			if (m->references[i] == NULL)
-				c->bad = true;	/* an array of ids has no holes */
-		}
-	}
+	m->parents = get_ids(c, &m->n_parents);
+	m->references = get_ids(c, &m->n_references);
 	m->list_id = mb_ipc_get_strdup(c);
 	body = mb_ipc_get_bytes(c, &body_len);
 	if (body != NULL) {
@@ -485,7 +508,7 @@ mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 	}
 	m->body_truncated = mb_ipc_get_bool(c);
 	m->body_from_html = mb_ipc_get_bool(c);
-	n = get_count(c, 12);
+	n = get_count(c, 16);
 	if (n > 0) {
 		m->attachments = mb_xcalloc(n, sizeof(*m->attachments));
 		for (size_t i = 0; i < n && !c->bad; i++) {
@@ -504,6 +527,14 @@ mb_ipc_get_row(struct mb_ipc_cur *c, struct mb_ipc_row *r, struct mb_err *err)
 			else
 				memcpy(a->sha256, sha, strlen(sha) + 1);
 			free(sha);
+			text = mb_ipc_get_bytes(c, &text_len);
+			if (text != NULL && memchr(text, '\0', text_len) != NULL)
+				c->bad = true;	/* the index stores text, never a NUL */
+			else if (text != NULL && text_len > 0) {
+				a->text = mb_xstrndup(text, text_len);
+				a->text_len = text_len;
+			}
+			a->text_status = mb_ipc_get_strdup(c);
 		}
 	}
 	m->parse_error = mb_ipc_get_strdup(c);

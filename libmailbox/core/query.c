@@ -2,6 +2,8 @@
  * The search query compiler (include/mailbox/query.h).  The input is hostile
  * text typed by a user or a model; the output is an FTS5 expression in which
  * every user term is a quoted string, so the only FTS5 syntax in it is ours.
+ * The prefix table is here; what each filter's value means is
+ * query_filter.c's (docs/query.md is the user's table of both).
  *
  * Over 600 lines on purpose: the lexer, the parser and the renderer of one
  * small language share its token and node types, which stay private here so
@@ -21,20 +23,9 @@
 #include "mailbox/utf8.h"
 #include "mailbox/util.h"
 
-enum q_field {
-	QF_NONE,
-	QF_FROM,
-	QF_TO,
-	QF_CC,
-	QF_SUBJECT,
-	QF_BODY,
-	QF_FOLDER,
-	QF_AFTER,
-	QF_BEFORE,
-	QF_HAS,
-	QF_IS,
-};
+#include "query-private.h"
 
+/* Every prefix, in the order the unknown-prefix error lists them. */
 static const struct {
 	const char	*name;
 	enum q_field	 field;
@@ -46,12 +37,27 @@ static const struct {
 	{ "subject", QF_SUBJECT, "subject" },
 	{ "body", QF_BODY, "body" },
 	{ "folder", QF_FOLDER, NULL },
-	{ "in", QF_FOLDER, NULL },
+	{ "in", QF_IN, NULL },
 	{ "after", QF_AFTER, NULL },
 	{ "since", QF_AFTER, NULL },
 	{ "before", QF_BEFORE, NULL },
+	{ "date", QF_DATE, NULL },
+	{ "newer_than", QF_NEWER, NULL },
+	{ "older_than", QF_OLDER, NULL },
+	{ "size", QF_SIZE, NULL },
+	{ "larger", QF_LARGER, NULL },
+	{ "smaller", QF_SMALLER, NULL },
+	{ "id", QF_ID, NULL },
+	{ "msgid", QF_ID, NULL },
+	{ "thread", QF_THREAD, NULL },
+	{ "list", QF_LIST, NULL },
+	{ "label", QF_LABEL, NULL },
+	{ "keyword", QF_LABEL, NULL },
+	{ "tag", QF_LABEL, NULL },
 	{ "has", QF_HAS, NULL },
 	{ "is", QF_IS, NULL },
+	{ "filename", QF_FILENAME, "att_names" },	/* docs/attachments.md */
+	{ "attachment", QF_ATTACHMENT, "att_text" },
 };
 
 struct q_term {
@@ -76,6 +82,10 @@ mb_query_init(struct mb_query *q)
 	q->since = INT64_MIN;
 	q->until = INT64_MAX;
 	q->has_attachment = -1;
+	q->size_min = -1;
+	q->size_max = -1;
+	q->from_me = -1;
+	q->to_me = -1;
 }
 
 void
@@ -83,6 +93,11 @@ mb_query_release(struct mb_query *q)
 {
 	free(q->match);
 	free(q->folder);
+	free(q->role);
+	free(q->msgid);
+	free(q->list);
+	free(q->labels);
+	free(q->dates);
 	for (size_t i = 0; i < q->n_hl; i++)
 		free(q->hl[i]);
 	free(q->hl);
@@ -94,7 +109,9 @@ mb_query_empty(const struct mb_query *q)
 {
 	return q->match == NULL && q->folder == NULL && q->since == INT64_MIN &&
 	    q->until == INT64_MAX && q->flags_set == 0 && q->flags_clear == 0 &&
-	    q->has_attachment == -1;
+	    q->has_attachment == -1 && q->role == NULL && q->size_min == -1 &&
+	    q->size_max == -1 && q->msgid == NULL && q->thread_id == 0 && q->list == NULL &&
+	    q->labels == NULL && q->from_me == -1 && q->to_me == -1;
 }
 
 /*
@@ -144,37 +161,6 @@ single_cjk(const char *s, size_t len)
 	size_t n = mb_utf8_decode(s, len, &cp);
 
 	return n != 0 && n == len && mb_utf8_is_cjk(cp);
-}
-
-int
-mb_query_parse_date(const char *s, size_t len, int64_t *t_r)
-{
-	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int y, m, d, dim;
-	size_t i;
-	struct tm tm;
-
-	if (len != 10 || s[4] != '-' || s[7] != '-')
-		return -1;
-	for (i = 0; i < len; i++)
-		if (i != 4 && i != 7 && !isdigit((unsigned char)s[i]))
-			return -1;
-	y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
-	m = (s[5] - '0') * 10 + (s[6] - '0');
-	d = (s[8] - '0') * 10 + (s[9] - '0');
-	if (y < 1970 || m < 1 || m > 12)
-		return -1;
-	dim = mdays[m - 1];
-	if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
-		dim = 29;
-	if (d < 1 || d > dim)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = m - 1;
-	tm.tm_mday = d;
-	*t_r = (int64_t)timegm(&tm);
-	return 0;
 }
 
 int
@@ -234,92 +220,23 @@ add_term(struct q_state *st, const char *column, const char *s, size_t len, bool
 	return 0;
 }
 
-/* A filter field (folder:, after:, before:, has:, is:) and its value. */
+/*
+ * The error for an unknown NAME: prefix: every known one, so that a model
+ * can rewrite its query (a word with a colon in it is searched in quotes).
+ */
 static int
-apply_filter(struct mb_query *q, enum q_field f, const char *name, const char *v, size_t vlen,
-    bool neg, struct mb_err *err)
+unknown_prefix(const char *s, size_t len, struct mb_err *err)
 {
-	int64_t t;
+	struct mb_buf b = MB_BUF_INIT(1024);
+	int rc;
 
-	if (vlen == 0)
-		return mb_err_set(err, MB_E_INVALID, "%s: needs a value, e.g. %s", name,
-		    f == QF_FOLDER ? "folder:INBOX" : f == QF_HAS ? "has:attachment" :
-		    f == QF_IS ? "is:unread" : "after:2024-01-31");
-	switch (f) {
-	case QF_FOLDER:
-		if (neg)
-			return mb_err_set(err, MB_E_INVALID,
-			    "folder: cannot be negated; name the folder to search instead");
-		if (q->folder != NULL && (strlen(q->folder) != vlen ||
-		    memcmp(q->folder, v, vlen) != 0))
-			return mb_err_set(err, MB_E_INVALID,
-			    "two different folders given; a search covers one folder or all");
-		if (q->folder == NULL)
-			q->folder = mb_xstrndup(v, vlen);
-		return 0;
-	case QF_AFTER:
-	case QF_BEFORE:
-		if (neg)
-			return mb_err_set(err, MB_E_INVALID,
-			    "%s: cannot be negated; use %s: instead", name,
-			    f == QF_AFTER ? "before" : "after");
-		if (mb_query_parse_date(v, vlen, &t) == -1)
-			return mb_err_set(err, MB_E_INVALID,
-			    "%s: wants a date written YYYY-MM-DD (e.g. %s:2024-01-31), got '%.*s'",
-			    name, name, (int)(vlen > 40 ? 40 : vlen), v);
-		if (f == QF_AFTER && t > q->since)
-			q->since = t;
-		if (f == QF_BEFORE && t < q->until)
-			q->until = t;
-		return 0;
-	case QF_HAS:
-		if ((vlen == 10 && strncasecmp(v, "attachment", 10) == 0) ||
-		    (vlen == 11 && strncasecmp(v, "attachments", 11) == 0)) {
-			if (q->has_attachment != -1 && q->has_attachment != !neg)
-				return mb_err_set(err, MB_E_INVALID,
-				    "has:attachment and -has:attachment contradict each other");
-			q->has_attachment = !neg;
-			return 0;
-		}
-		return mb_err_set(err, MB_E_INVALID,
-		    "unknown has: value '%.*s'; the only one is has:attachment",
-		    (int)(vlen > 40 ? 40 : vlen), v);
-	case QF_IS: {
-		unsigned bit;
-		bool set;
-
-		if (vlen == 6 && strncasecmp(v, "unread", 6) == 0) {
-			bit = MB_FLAG_SEEN;
-			set = false;
-		} else if (vlen == 4 && strncasecmp(v, "read", 4) == 0) {
-			bit = MB_FLAG_SEEN;
-			set = true;
-		} else if ((vlen == 7 && strncasecmp(v, "flagged", 7) == 0) ||
-		    (vlen == 7 && strncasecmp(v, "starred", 7) == 0)) {
-			bit = MB_FLAG_FLAGGED;
-			set = true;
-		} else if ((vlen == 8 && strncasecmp(v, "answered", 8) == 0) ||
-		    (vlen == 7 && strncasecmp(v, "replied", 7) == 0)) {
-			bit = MB_FLAG_ANSWERED;
-			set = true;
-		} else
-			return mb_err_set(err, MB_E_INVALID,
-			    "unknown is: value '%.*s'; use is:unread, is:read, is:flagged or is:answered",
-			    (int)(vlen > 40 ? 40 : vlen), v);
-		if (neg)
-			set = !set;
-		if (set)
-			q->flags_set |= bit;
-		else
-			q->flags_clear |= bit;
-		if (q->flags_set & q->flags_clear)
-			return mb_err_set(err, MB_E_INVALID,
-			    "contradictory is: filters (e.g. is:read with is:unread)");
-		return 0;
-	}
-	default:
-		return mb_err_set(err, MB_E_INTERNAL, "query: field %d is not a filter", (int)f);
-	}
+	for (size_t i = 0; i < MB_ARRAY_LEN(q_fields); i++)
+		mb_buf_addf(&b, "%s%s:", i ? " " : "", q_fields[i].name);
+	rc = mb_err_set(err, MB_E_INVALID, "unknown prefix '%.*s:'; the known ones are %s; "
+	    "to search for text with a colon, put it in quotes (\"%.*s:\")",
+	    (int)(len > 40 ? 40 : len), s, b.data ? b.data : "", (int)(len > 40 ? 40 : len), s);
+	mb_buf_release(&b);
+	return rc;
 }
 
 static int
@@ -397,13 +314,18 @@ parse(struct mb_query *q, const char *s, size_t len, struct q_state *st, struct 
 			neg = true;
 			i++;
 		}
-		/* field:value (an ASCII name that we know, then a colon) */
-		for (j = i; j < len && isalpha((unsigned char)s[j]); j++)
+		/*
+		 * field:value: an ASCII name, then a colon.  A name we do not know
+		 * is an error, never text, unless it starts a URL (name://).
+		 */
+		for (j = i; j < len && (isalpha((unsigned char)s[j]) || s[j] == '_'); j++)
 			;
 		if (j > i && j < len && s[j] == ':') {
 			f = field_lookup(s + i, j - i, &fname, &column);
 			if (f != QF_NONE)
 				i = j + 1;
+			else if (!(j + 2 < len && s[j + 1] == '/' && s[j + 2] == '/'))
+				return unknown_prefix(s + i, j - i, err);
 		}
 		if (i < len && s[i] == '"') {
 			phrase = true;
@@ -430,8 +352,14 @@ parse(struct mb_query *q, const char *s, size_t len, struct q_state *st, struct 
 				vlen--;
 			}
 		}
+		if ((f == QF_FROM || f == QF_TO || f == QF_CC) && !phrase && !prefix && vlen == 2 &&
+		    strncasecmp(v, "me", 2) == 0) {
+			/* from:me, to:me, cc:me: the account's own addresses */
+			f = f == QF_FROM ? QF_FROM_ME : QF_TO_ME;
+			column = NULL;
+		}
 		if (f != QF_NONE && column == NULL) {
-			if (apply_filter(q, f, fname, v, vlen, neg, err) == -1)
+			if (q_filter_apply(q, f, fname, v, vlen, neg, err) == -1)
 				return -1;
 			pending_or = false;
 			continue;

@@ -74,6 +74,7 @@ el_flags(const xmlChar *name)
 
 struct html_out {
 	struct mb_buf	 b;
+	const struct mb_css *css;	/* the <style> rules that hide; NULL: none */
 	bool		 space;	/* whitespace seen since the last character */
 	unsigned	 pre;	/* depth of <pre>: whitespace kept */
 };
@@ -201,12 +202,12 @@ css_is_zero(const char *v)
 	return true;
 }
 
-bool
-mb_html_style_hides(const char *style)
+enum mb_css_verdict
+mb_html_style_verdict(const char *style)
 {
 	char prop[64], val[128];
 	const char *p = style, *decl, *colon, *end, *bang;
-	bool zero_height = false, overflow_hidden = false;
+	bool zero_height = false, overflow_hidden = false, shows = false;
 
 	while (*p) {
 		/* One declaration: up to ';' (CSS comments are not expected in mail). */
@@ -224,15 +225,20 @@ mb_html_style_hides(const char *style)
 			val[bang - val] = '\0';
 			css_token(val, val + strlen(val), val, sizeof(val));
 		}
-		if (strcmp(prop, "display") == 0 && strcmp(val, "none") == 0)
-			return true;
-		if (strcmp(prop, "visibility") == 0 &&
-		    (strcmp(val, "hidden") == 0 || strcmp(val, "collapse") == 0))
-			return true;
+		if (strcmp(prop, "display") == 0) {
+			if (strcmp(val, "none") == 0)
+				return MB_CSS_HIDES;
+			shows = true;
+		}
+		if (strcmp(prop, "visibility") == 0) {
+			if (strcmp(val, "hidden") == 0 || strcmp(val, "collapse") == 0)
+				return MB_CSS_HIDES;
+			shows = true;
+		}
 		if (strcmp(prop, "font-size") == 0 && css_is_zero(val))
-			return true;
+			return MB_CSS_HIDES;
 		if (strcmp(prop, "opacity") == 0 && css_is_zero(val))
-			return true;
+			return MB_CSS_HIDES;
 		if ((strcmp(prop, "max-height") == 0 || strcmp(prop, "height") == 0) &&
 		    css_is_zero(val))
 			zero_height = true;
@@ -240,7 +246,15 @@ mb_html_style_hides(const char *style)
 			overflow_hidden = true;
 	}
 	/* The e-mail "preheader" idiom: a box with no height that clips. */
-	return zero_height && overflow_hidden;
+	if (zero_height && overflow_hidden)
+		return MB_CSS_HIDES;
+	return shows ? MB_CSS_SHOWS : MB_CSS_NONE;
+}
+
+bool
+mb_html_style_hides(const char *style)
+{
+	return mb_html_style_verdict(style) == MB_CSS_HIDES;
 }
 
 /* The value of an attribute as libxml2 stores it (one text child), or ""; borrowed from the tree. */
@@ -253,10 +267,11 @@ attr_value(xmlAttr *a)
 	return "";
 }
 
-/* An element whose content a reader cannot see. */
+/* An element whose content a reader cannot see (css: the message's <style> rules). */
 static bool
-element_hidden(xmlNode *n, unsigned flags)
+element_hidden(xmlNode *n, unsigned flags, const struct mb_css *css)
 {
+	enum mb_css_verdict inline_style = MB_CSS_NONE;
 	char tok[16];
 
 	if (flags & EL_DROP)
@@ -271,10 +286,12 @@ element_hidden(xmlNode *n, unsigned flags)
 			css_token(v, v + strlen(v), tok, sizeof(tok));
 			if (strcmp(tok, "true") == 0)
 				return true;
-		} else if (strcasecmp(name, "style") == 0 && mb_html_style_hides(attr_value(a)))
+		} else if (strcasecmp(name, "style") == 0 &&
+		    (inline_style = mb_html_style_verdict(attr_value(a))) == MB_CSS_HIDES)
 			return true;
 	}
-	return false;
+	/* An inline display or visibility outranks the style sheet. */
+	return inline_style != MB_CSS_SHOWS && mb_css_hides(css, n);
 }
 
 /*
@@ -398,7 +415,7 @@ walk(struct html_out *o, xmlNode *root)
 		if (n->type == XML_ELEMENT_NODE) {
 			unsigned flags = el_flags(n->name);
 
-			if (!element_hidden(n, flags)) {
+			if (!element_hidden(n, flags, o->css)) {
 				element_start(o, n, flags);
 				descend = n->children != NULL;
 				if (!descend)
@@ -503,9 +520,13 @@ mb_html_to_text(const char *html, size_t len, size_t *len_r)
 	if (clen > 0 && clen <= INT32_MAX)
 		doc = html_parse(in, clen);
 	if (doc != NULL) {
+		struct mb_css *css = mb_css_collect(doc);
+
+		o.css = css;
 		/* Text after </html> lands in a second top-level element: walk them all. */
 		for (xmlNode *top = doc->children; top != NULL; top = top->next)
 			walk(&o, top);
+		mb_css_free(&css);
 		xmlFreeDoc(doc);
 	}
 	free(clean);

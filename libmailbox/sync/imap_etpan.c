@@ -16,6 +16,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -1658,5 +1661,252 @@ mb_imap_append(struct mb_imap *imap, const char *folder, const char *raw, size_t
 		return etpan_fail(c, r, "APPEND", err);
 	r_out->uidvalidity = uidv;
 	r_out->uid = uid;
+	return 0;
+}
+
+/* -------------------------------------------------------------------- IDLE */
+
+/*
+ * IDLE (RFC 2177) for syncd's watcher.  libetpan's mailimap_idle() sends
+ * IDLE and waits for the continuation, and mailimap_idle_done() sends DONE
+ * and parses up to the tagged reply; both are used as they are.  What
+ * libetpan lacks is a way to read what the server sends *while* idling
+ * without ending the IDLE: mailimap_idle_done() is the only reader.  Ending
+ * IDLE on every line would cost a round trip each time Dovecot says "* OK
+ * Still here" (every two minutes), so mb_imap_idle_read() reads one line
+ * with mailimap_read_line() and classifies it here.  Untagged lines during
+ * IDLE are simple (EXISTS, EXPUNGE, VANISHED, FETCH of flags, OK); a line
+ * ending in a literal is not expected, and desynchronises the session (it
+ * is marked dead, and the watcher reconnects).
+ */
+
+int
+mb_imap_idle_start(struct mb_imap *imap, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	int r, fd, on = 1, idle_s = 300, intvl_s = 30, cnt = 4;
+
+	if (check_usable(c, "IDLE", err) == -1)
+		return -1;
+	if (!c->selected)
+		return mb_err_set(err, MB_E_INVALID, "IDLE without an examined folder");
+	if (!mailimap_has_idle(c->etpan))
+		return mb_err_set(err, MB_E_CONFIG, "%s: server does not offer IDLE", c->host);
+	/* A peer that vanished without a FIN is noticed in about 7 minutes
+	 * without any IMAP traffic (300 s idle, then 4 probes 30 s apart). */
+	fd = mailimap_idle_get_fd(c->etpan);
+	if (fd >= 0) {
+		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl_s, sizeof(intvl_s));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
+	call_begin(c);
+	r = mailimap_idle(c->etpan);
+	call_end(c);
+	if (r == MAILIMAP_NO_ERROR)
+		return 0;
+	if (r == MAILIMAP_ERROR_STREAM || was_cancelled(c))
+		return etpan_fail(c, r, "IDLE", err);
+	/* A tagged BAD or NO instead of the continuation: the server will not
+	 * idle.  libetpan has read the reply; the session is not trusted further. */
+	{
+		char text[160];
+
+		peer_text(c, c->etpan->imap_response, text, sizeof(text));
+		c->dead = true;
+		return mb_err_set(err, MB_E_CONFIG, "%s: IDLE refused%s%s", c->host,
+		    *text ? ": " : "", text);
+	}
+}
+
+int
+mb_imap_idle_fd(struct mb_imap *imap)
+{
+	if (imap->dead || imap->etpan->imap_stream == NULL)
+		return -1;
+	return mailimap_idle_get_fd(imap->etpan);
+}
+
+bool
+mb_imap_idle_buffered(struct mb_imap *imap)
+{
+	return !imap->dead && imap->etpan->imap_stream != NULL &&
+	    imap->etpan->imap_stream->read_buffer_len > 0;
+}
+
+int
+mb_imap_notify_set(struct mb_imap *imap, const char *const *others, size_t n,
+    struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	static const char events[] = "(MessageNew MessageExpunge FlagChange)";
+	struct mb_buf cmd = MB_BUF_INIT(64 * 1024);
+	char text[160];
+	int r, bad = 0;
+
+	if (check_usable(c, "NOTIFY", err) == -1)
+		return -1;
+	if (!mailimap_has_extension(c->etpan, "NOTIFY"))
+		return mb_err_set(err, MB_E_CONFIG, "%s: server does not offer NOTIFY", c->host);
+	bad |= mb_buf_adds(&cmd, "NOTIFY SET (selected ");
+	bad |= mb_buf_adds(&cmd, events);
+	bad |= mb_buf_adds(&cmd, ")");
+	if (n > 0) {
+		bad |= mb_buf_adds(&cmd, " (mailboxes");
+		for (size_t i = 0; i < n; i++) {
+			char *mb = NULL;
+
+			if (mb_mutf7_encode(others[i], &mb, err) == -1) {
+				mb_buf_release(&cmd);
+				return -1;
+			}
+			bad |= mb_buf_adds(&cmd, " \"");
+			for (const char *p = mb; *p; p++) {
+				if (*p == '"' || *p == '\\')
+					bad |= mb_buf_addc(&cmd, '\\');
+				bad |= mb_buf_addc(&cmd, *p);
+			}
+			bad |= mb_buf_adds(&cmd, "\"");
+			free(mb);
+		}
+		bad |= mb_buf_adds(&cmd, " ");
+		bad |= mb_buf_adds(&cmd, events);
+		bad |= mb_buf_adds(&cmd, ")");
+	}
+	if (bad) {
+		mb_buf_release(&cmd);
+		return mb_err_set(err, MB_E_INVALID, "NOTIFY: too many folders for one command");
+	}
+	/* libetpan has no NOTIFY: sent as a custom command, answered OK or not. */
+	call_begin(c);
+	r = mailimap_custom_command(c->etpan, cmd.data);
+	call_end(c);
+	mb_buf_release(&cmd);
+	if (r == MAILIMAP_NO_ERROR)
+		return 0;
+	if (is_session_fatal(r) || was_cancelled(c))
+		return etpan_fail(c, r, "NOTIFY", err);
+	peer_text(c, c->etpan->imap_response, text, sizeof(text));
+	return mb_err_set(err, MB_E_CONFIG, "%s: NOTIFY refused%s%s", c->host, *text ? ": " : "",
+	    text);
+}
+
+/* The mailbox of "* STATUS name (...)": a quoted string or an atom, decoded. */
+static char *
+status_mailbox(const char *p)
+{
+	struct mb_buf b = MB_BUF_INIT(4096);
+	struct mb_err err = { 0 };
+	char *utf8 = NULL;
+
+	if (*p == '"') {
+		for (p++; *p && *p != '"'; p++) {
+			if (*p == '\\' && p[1] != '\0')
+				p++;
+			mb_buf_addc(&b, *p);
+		}
+	} else
+		while (*p && *p != ' ' && *p != '(')
+			mb_buf_addc(&b, *p++);
+	if (mb_mutf7_decode(b.data, &utf8, &err) == -1)
+		utf8 = NULL;
+	mb_buf_release(&b);
+	return utf8;
+}
+
+/* "* <n> WORD", "* WORD ...": the number (0 if none) and the word. */
+static enum mb_imap_idle_event
+idle_classify(const char *line, uint32_t *n_r)
+{
+	const char *p = line + 2;
+	unsigned long n = 0;
+	char *end;
+
+	*n_r = 0;
+	if (*p >= '0' && *p <= '9') {
+		n = strtoul(p, &end, 10);
+		p = end;
+		while (*p == ' ')
+			p++;
+		*n_r = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+		if (strncasecmp(p, "EXISTS", 6) == 0)
+			return MB_IMAP_IDLE_EXISTS;
+		if (strncasecmp(p, "EXPUNGE", 7) == 0)
+			return MB_IMAP_IDLE_EXPUNGE;
+		if (strncasecmp(p, "FETCH", 5) == 0)
+			return MB_IMAP_IDLE_FLAGS;
+		return MB_IMAP_IDLE_NOTHING;	/* RECENT */
+	}
+	if (strncasecmp(p, "VANISHED", 8) == 0)
+		return MB_IMAP_IDLE_EXPUNGE;
+	if (strncasecmp(p, "STATUS ", 7) == 0)
+		return MB_IMAP_IDLE_STATUS;
+	if (strncasecmp(p, "BYE", 3) == 0)
+		return MB_IMAP_IDLE_ENDED;
+	return MB_IMAP_IDLE_NOTHING;	/* OK Still here, FLAGS, CAPABILITY... */
+}
+
+int
+mb_imap_idle_read(struct mb_imap *imap, enum mb_imap_idle_event *ev_r, uint32_t *n_r,
+    char **mailbox_r, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	char text[160];
+	char *line;
+	size_t len;
+
+	*ev_r = MB_IMAP_IDLE_NOTHING;
+	*n_r = 0;
+	*mailbox_r = NULL;
+	if (check_usable(c, "IDLE", err) == -1)
+		return -1;
+	call_begin(c);
+	line = mailimap_read_line(c->etpan);
+	call_end(c);
+	if (line == NULL)
+		return etpan_fail(c, MAILIMAP_ERROR_STREAM, "IDLE", err);
+	len = strlen(line);
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		line[--len] = '\0';
+	if (len > 0 && line[len - 1] == '}') {
+		c->dead = true;
+		return mb_err_set(err, MB_E_PROTO, "%s: IDLE: a literal in an untagged response",
+		    c->host);
+	}
+	if (strncmp(line, "* ", 2) == 0) {
+		*ev_r = idle_classify(line, n_r);
+		if (*ev_r == MB_IMAP_IDLE_STATUS &&
+		    (*mailbox_r = status_mailbox(line + 9)) == NULL)
+			*ev_r = MB_IMAP_IDLE_NOTHING;	/* a name that does not decode: no folder of ours */
+		if (*ev_r == MB_IMAP_IDLE_ENDED) {
+			peer_text(c, line, text, sizeof(text));
+			c->dead = true;
+			return mb_err_set(err, MB_E_TEMP, "%s: server ended the session (%s)", c->host,
+			    text);
+		}
+		return 0;
+	}
+	if (line[0] == '+')
+		return 0;
+	/* A tagged reply: the server ended the IDLE itself (RFC 2177 allows it). */
+	*ev_r = MB_IMAP_IDLE_ENDED;
+	return 0;
+}
+
+int
+mb_imap_idle_done(struct mb_imap *imap, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	int r;
+
+	if (check_usable(c, "DONE", err) == -1)
+		return -1;
+	call_begin(c);
+	r = mailimap_idle_done(c->etpan);
+	call_end(c);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r == MAILIMAP_ERROR_EXTENSION ? MAILIMAP_ERROR_PROTOCOL : r,
+		    "DONE", err);
 	return 0;
 }

@@ -67,6 +67,17 @@ void	mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg 
  */
 void	mb_mime_base64_bytes(GMimeDataWrapper *dw, GByteArray *ba);
 
+/*
+ * Whether a text/plain alternative is only a placeholder for its HTML
+ * sibling (mime_placeholder.c): at most MB_MIME_PLACEHOLDER_MAX bytes once
+ * trimmed, naming a browser, a web version or the like, beside HTML whose
+ * text (html_text_len bytes) is at least three times as long and
+ * MB_MIME_PLACEHOLDER_MORE bytes longer.
+ */
+#define MB_MIME_PLACEHOLDER_MAX		400
+#define MB_MIME_PLACEHOLDER_MORE	200
+bool	mb_mime_placeholder(const char *plain, size_t plain_len, size_t html_text_len);
+
 /* The process-wide parser options (set up by mb_mime_global_init). */
 GMimeParserOptions	*mb_mime_parser_options(void);
 

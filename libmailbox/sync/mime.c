@@ -7,6 +7,11 @@
  * (charset.c), cleaned and appended to one capped buffer; HTML goes through
  * mb_html_to_text(); everything else is an attachment.  Nothing here fails
  * the message: what cannot be read is noted in parse_error.
+ *
+ * Over 600 lines on purpose: the walk, the body buffer and the choice among
+ * alternatives share struct walk and its scratch stream; the pieces that
+ * need none of it live beside it (mime_base64.c, mime_envelope.c,
+ * mime_placeholder.c, charset.c, flowed.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -215,16 +220,16 @@ undeclared_guess(struct walk *w, const char *cs, const char *data, size_t len, s
 	return false;
 }
 
-/* A text/plain or text/html part that belongs to the body. */
+/*
+ * The text of a text/plain or text/html part as UTF-8 with LF line ends,
+ * into u (the caller's to release); *cut_r tells whether the input was
+ * cut at the read cap.
+ */
 static void
-text_part(struct walk *w, GMimeObject *obj, bool html)
+part_utf8(struct walk *w, GMimeObject *obj, bool html, struct mb_buf *u, bool *cut_r)
 {
-	GMimePart *part = GMIME_PART(obj);
-	GByteArray *ba = part_bytes(w, part);
+	GByteArray *ba = part_bytes(w, GMIME_PART(obj));
 	const char *cs = g_mime_object_get_content_type_parameter(obj, "charset");
-	const char *fmt = g_mime_object_get_content_type_parameter(obj, "format");
-	const char *delsp = g_mime_object_get_content_type_parameter(obj, "delsp");
-	struct mb_buf u = MB_BUF_INIT(SIZE_MAX / 2);
 	size_t len = ba->len, in_cap;
 	const char *data = ba->data ? (const char *)ba->data : "";
 	char sniffed[40];
@@ -235,15 +240,28 @@ text_part(struct walk *w, GMimeObject *obj, bool html)
 		in_cap = MB_MIME_HTML_MIN;
 	if (html && in_cap > MB_MIME_HTML_MAX)
 		in_cap = MB_MIME_HTML_MAX;
-	if (len > in_cap) {
+	*cut_r = len > in_cap;
+	if (len > in_cap)
 		len = in_cap;
-		w->truncated = true;
-	}
 	if (html && (cs == NULL || *cs == '\0'))
 		cs = html_sniff_charset(data, len, sniffed, sizeof(sniffed));
-	if (!undeclared_guess(w, cs, data, len, &u))
-		(void)mb_charset_to_utf8(cs, data, len, &u);
-	u.len = to_lf(u.data, u.len);
+	if (!undeclared_guess(w, cs, data, len, u))
+		(void)mb_charset_to_utf8(cs, data, len, u);
+	u->len = to_lf(u->data, u->len);
+}
+
+/* A text/plain or text/html part that belongs to the body. */
+static void
+text_part(struct walk *w, GMimeObject *obj, bool html)
+{
+	const char *fmt = g_mime_object_get_content_type_parameter(obj, "format");
+	const char *delsp = g_mime_object_get_content_type_parameter(obj, "delsp");
+	struct mb_buf u = MB_BUF_INIT(SIZE_MAX / 2);
+	bool cut;
+
+	part_utf8(w, obj, html, &u, &cut);
+	if (cut)
+		w->truncated = true;
 	body_separate(w);
 	if (html) {
 		size_t tlen;
@@ -308,6 +326,7 @@ attachment(struct walk *w, GMimeObject *obj)
 	a->mime_type = clean_dup(type ? type : "application/octet-stream", true);
 	g_free(type);
 	a->content_id = clean_dup(g_mime_object_get_content_id(obj), false);
+	a->charset = clean_dup(g_mime_object_get_content_type_parameter(obj, "charset"), true);
 	a->is_inline = disp != NULL ? strcasecmp(disp, "inline") == 0 : a->content_id != NULL;
 	if (GMIME_IS_PART(obj)) {
 		const char *fn = g_mime_part_get_filename(GMIME_PART(obj));
@@ -355,14 +374,41 @@ part_has_text(struct walk *w, GMimePart *part)
 }
 
 /*
+ * Whether the text/plain part plain is a placeholder for the HTML part html
+ * (mb_mime_placeholder): only a short plain part is a candidate, and only
+ * then is the HTML converted to measure it (once more when it wins).
+ */
+static bool
+placeholder(struct walk *w, GMimeObject *plain, GMimeObject *html)
+{
+	struct mb_buf u = MB_BUF_INIT(SIZE_MAX / 2), h = MB_BUF_INIT(SIZE_MAX / 2);
+	bool cut, r = false;
+	size_t tlen;
+	char *t;
+
+	if (g_mime_part_get_content(GMIME_PART(plain)) == NULL)
+		return false;
+	part_utf8(w, plain, false, &u, &cut);
+	if (u.len <= 2 * MB_MIME_PLACEHOLDER_MAX) {
+		part_utf8(w, html, true, &h, &cut);
+		t = mb_html_to_text(h.data, h.len, &tlen);
+		r = mb_mime_placeholder(u.data, u.len, tlen);
+		free(t);
+	}
+	mb_buf_release(&u);
+	mb_buf_release(&h);
+	return r;
+}
+
+/*
  * Which child of a multipart/alternative a reader is shown: plain text
  * first, unless it is empty (spam sends an empty text/plain beside the HTML
- * that carries the message).
+ * that carries the message) or only a placeholder for the HTML.
  */
 static int
 alternative_pick(struct walk *w, GMimeMultipart *mp)
 {
-	int best = -1, best_score = -1, n = g_mime_multipart_get_count(mp);
+	int best = -1, best_score = -1, html = -1, n = g_mime_multipart_get_count(mp);
 
 	for (int i = 0; i < n; i++) {
 		GMimeObject *c = g_mime_multipart_get_part(mp, i);
@@ -374,13 +420,18 @@ alternative_pick(struct walk *w, GMimeMultipart *mp)
 		else if (GMIME_IS_PART(c) && !g_mime_part_is_attachment(GMIME_PART(c)) && ct &&
 		    g_mime_content_type_is_type(ct, "text", "plain"))
 			score = part_has_text(w, GMIME_PART(c)) ? 3 : 0;
-		else if (GMIME_IS_PART(c) && ct && g_mime_content_type_is_type(ct, "text", "html"))
+		else if (GMIME_IS_PART(c) && ct && g_mime_content_type_is_type(ct, "text", "html")) {
 			score = 1;
+			html = i;
+		}
 		if (score > best_score) {
 			best = i;
 			best_score = score;
 		}
 	}
+	if (best_score == 3 && html >= 0 && placeholder(w, g_mime_multipart_get_part(mp, best),
+	    g_mime_multipart_get_part(mp, html)))
+		best = html;
 	return best;
 }
 
@@ -504,6 +555,23 @@ plain_fallback(struct walk *w, const char *raw, size_t len)
 	walk_error(w, "no MIME structure: parsed as plain text");
 }
 
+/* The body in NFC (docs/normaliser.md "Unicode forms"); ASCII is left as it is. */
+static void
+nfc(struct mb_buf *b)
+{
+	struct mb_buf n = MB_BUF_INIT(b->max);
+	size_t i;
+
+	for (i = 0; i < b->len && (unsigned char)b->data[i] < 0x80; i++)
+		;
+	if (i == b->len || mb_utf8_nfc(b->data, b->len, &n) == -1) {
+		mb_buf_release(&n);
+		return;
+	}
+	mb_buf_release(b);
+	*b = n;
+}
+
 /* Trim, cap at a character boundary, and hand the body to the message. */
 static void
 body_finish(struct walk *w)
@@ -517,6 +585,7 @@ body_finish(struct walk *w)
 		mb_buf_truncate(b, b->len - 1);
 	while (start < b->len && b->data[start] == '\n')
 		start++;
+	nfc(b);
 	if (w->truncated || b->len > w->opts->body_cap) {
 		mb_buf_truncate(b, mb_utf8_boundary(b->data, b->len, w->opts->body_cap));
 		(void)mb_buf_adds(b, mb_trunc_marker);

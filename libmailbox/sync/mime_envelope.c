@@ -25,6 +25,25 @@ raw_header(GMimeMessage *m, const char *name)
 	return g_mime_header_get_raw_value(h);
 }
 
+/* s (owned, or NULL) in NFC: the same string, or a new one with s freed. */
+static char *
+nfc_str(char *s)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX / 2);
+	const char *p;
+
+	if (s == NULL)
+		return NULL;
+	for (p = s; *p != '\0' && (unsigned char)*p < 0x80; p++)
+		;
+	if (*p == '\0' || mb_utf8_nfc(s, strlen(s), &b) == -1) {
+		mb_buf_release(&b);
+		return s;
+	}
+	free(s);
+	return mb_buf_detach(&b, NULL);
+}
+
 /* A decoded, cleaned copy of an address part, or NULL when empty; caller frees. */
 static char *
 addr_part(const char *s, bool decode)
@@ -46,7 +65,7 @@ addr_part(const char *s, bool decode)
 		free(r);
 		return NULL;
 	}
-	return r;
+	return nfc_str(r);
 }
 
 struct addr_vec {
@@ -54,24 +73,38 @@ struct addr_vec {
 	size_t		 n, cap;
 };
 
-static void
-addr_push(struct addr_vec *a, InternetAddress *ia)
+static struct mb_addr *
+addr_next(struct addr_vec *a)
 {
 	if (a->n == a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 4;
 		a->v = mb_xrealloc(a->v, a->cap * sizeof(*a->v));
 	}
-	/* GMime has decoded the name already; our pass cleans and re-checks it. */
-	a->v[a->n].name = addr_part(internet_address_get_name(ia), false);
-	a->v[a->n].addr = INTERNET_ADDRESS_IS_MAILBOX(ia) ?
-	    addr_part(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(ia)), false) :
-	    NULL;
-	a->n++;
+	memset(&a->v[a->n], 0, sizeof(a->v[a->n]));
+	return &a->v[a->n++];
 }
 
-/* Flatten a list: group members take the group's place (groups do not nest). */
+/* A mailbox, listed in group (NULL: none). */
 static void
-addr_list(InternetAddressList *l, struct addr_vec *a, int depth)
+addr_push(struct addr_vec *a, InternetAddress *ia, const char *group)
+{
+	struct mb_addr *v = addr_next(a);
+
+	/* GMime has decoded the name already; our pass cleans and re-checks it. */
+	v->name = addr_part(internet_address_get_name(ia), false);
+	v->addr = addr_part(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(ia)),
+	    false);
+	v->group = group != NULL ? mb_xstrdup(group) : NULL;
+}
+
+/*
+ * Flatten a list: group members take the group's place, each naming it, and
+ * an empty group stays as one entry naming only itself (so an empty To is
+ * not mistaken for a missing one).  Groups do not nest: a group inside one
+ * is read as members of the outer one.
+ */
+static void
+addr_list(InternetAddressList *l, struct addr_vec *a, int depth, const char *group)
 {
 	int n = l ? internet_address_list_length(l) : 0;
 
@@ -79,29 +112,50 @@ addr_list(InternetAddressList *l, struct addr_vec *a, int depth)
 		InternetAddress *ia = internet_address_list_get_address(l, i);
 
 		if (INTERNET_ADDRESS_IS_GROUP(ia)) {
+			InternetAddressList *members = internet_address_group_get_members(
+			    INTERNET_ADDRESS_GROUP(ia));
+			char *name = group == NULL ?
+			    addr_part(internet_address_get_name(ia), false) : NULL;
+			const char *g = group != NULL ? group : name != NULL ? name : "";
+			size_t before = a->n;
+
 			if (depth < 2)
-				addr_list(internet_address_group_get_members(
-				    INTERNET_ADDRESS_GROUP(ia)), a, depth + 1);
-		} else
-			addr_push(a, ia);
+				addr_list(members, a, depth + 1, g);
+			if (a->n == before && group == NULL)
+				addr_next(a)->group = mb_xstrdup(g);
+			free(name);
+		} else if (INTERNET_ADDRESS_IS_MAILBOX(ia))
+			addr_push(a, ia, group);
 	}
 }
 
-/* The id of "<id>" (or of a bare id), or NULL; caller frees. */
-static char *
-msgid_first(GMimeParserOptions *popts, const char *raw)
+/*
+ * The ids of a header of msg-ids (References, In-Reply-To), at most max, into
+ * a new array (*n_r of them, empty ones skipped); NULL when there are none.
+ * The caller frees the array and each id.
+ */
+static char **
+msgid_list(GMimeParserOptions *popts, const char *raw, int max, size_t *n_r)
 {
 	GMimeReferences *refs;
-	char *r = NULL;
+	char **v;
+	int n;
 
-	if (raw == NULL)
+	*n_r = 0;
+	if (raw == NULL || (refs = g_mime_references_parse(popts, raw)) == NULL)
 		return NULL;
-	if ((refs = g_mime_references_parse(popts, raw)) != NULL) {
-		if (g_mime_references_length(refs) > 0)
-			r = addr_part(g_mime_references_get_message_id(refs, 0), false);
-		g_mime_references_free(refs);
+	n = g_mime_references_length(refs);
+	if (n > max)
+		n = max;	/* a thread never needs more; hostile ones do */
+	v = n > 0 ? mb_xcalloc((size_t)n + 1, sizeof(char *)) : NULL;
+	for (int i = 0; i < n; i++) {
+		char *id = addr_part(g_mime_references_get_message_id(refs, i), false);
+
+		if (id != NULL)
+			v[(*n_r)++] = id;
 	}
-	return r;
+	g_mime_references_free(refs);
+	return v;
 }
 
 /* "Description <list.example.com>" gives "list.example.com"; caller frees; NULL if empty. */
@@ -151,33 +205,37 @@ mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 	struct addr_vec a = { 0 };
 	const char *v;
 	GDateTime *dt;
-	GMimeReferences *refs;
 
 	hint[0] = '\0';
 	if ((v = raw_header(m, "Subject")) != NULL) {
 		charset_hint(v, hint, hint_sz);
-		msg->subject = mb_rfc2047_decode(v, strlen(v));
+		msg->subject = nfc_str(mb_rfc2047_decode(v, strlen(v)));
 		if (*msg->subject == '\0') {
 			free(msg->subject);
 			msg->subject = NULL;
 		}
 	}
 
-	addr_list(g_mime_message_get_from(m), &a, 0);
-	if (a.n > 0) {
-		msg->from = a.v[0];
-		for (size_t i = 1; i < a.n; i++) {
-			free(a.v[i].name);
-			free(a.v[i].addr);
+	addr_list(g_mime_message_get_from(m), &a, 0, NULL);
+	/* From is the first mailbox: a group there (RFC 6854) lends it no name. */
+	for (size_t i = 0; i < a.n; i++) {
+		free(a.v[i].group);
+		if (msg->from.name == NULL && msg->from.addr == NULL &&
+		    (a.v[i].name != NULL || a.v[i].addr != NULL)) {
+			msg->from = a.v[i];
+			msg->from.group = NULL;
+			continue;
 		}
+		free(a.v[i].name);
+		free(a.v[i].addr);
 	}
 	free(a.v);
 	memset(&a, 0, sizeof(a));
-	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_TO), &a, 0);
+	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_TO), &a, 0, NULL);
 	msg->to = a.v;
 	msg->n_to = a.n;
 	memset(&a, 0, sizeof(a));
-	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_CC), &a, 0);
+	addr_list(g_mime_message_get_addresses(m, GMIME_ADDRESS_TYPE_CC), &a, 0, NULL);
 	msg->cc = a.v;
 	msg->n_cc = a.n;
 
@@ -192,22 +250,13 @@ mb_mime_envelope(GMimeMessage *m, GMimeParserOptions *popts, struct mb_msg *msg,
 	}
 
 	msg->message_id = addr_part(g_mime_message_get_message_id(m), false);
-	msg->in_reply_to = msgid_first(popts, raw_header(m, "In-Reply-To"));
-	if ((v = raw_header(m, "References")) != NULL &&
-	    (refs = g_mime_references_parse(popts, v)) != NULL) {
-		int n = g_mime_references_length(refs);
-
-		if (n > 1000)
-			n = 1000;	/* a thread never needs more; hostile ones do */
-		msg->references = mb_xcalloc((size_t)n + 1, sizeof(char *));
-		for (int i = 0; i < n; i++) {
-			char *id = addr_part(g_mime_references_get_message_id(refs, i), false);
-
-			if (id != NULL)
-				msg->references[msg->n_references++] = id;
-		}
-		g_mime_references_free(refs);
-	}
+	/* Every id of In-Reply-To joins the thread; in_reply_to is the first. */
+	msg->parents = msgid_list(popts, raw_header(m, "In-Reply-To"), MB_MSG_PARENTS_MAX,
+	    &msg->n_parents);
+	if (msg->n_parents > 0)
+		msg->in_reply_to = mb_xstrdup(msg->parents[0]);
+	msg->references = msgid_list(popts, raw_header(m, "References"), 1000,
+	    &msg->n_references);
 	if ((v = raw_header(m, "List-Id")) != NULL)
 		msg->list_id = list_id(v);
 }

@@ -11,8 +11,10 @@
 #include <sqlite3.h>
 
 #include "mailbox/buf.h"
+#include "mailbox/labels.h"
 #include "mailbox/log.h"
 #include "mailbox/query.h"
+#include "mailbox/search.h"
 #include "mailbox/utf8.h"
 
 static sqlite3 *db;
@@ -60,6 +62,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc != SQLITE_DONE)
 			mb_fatalx("FTS5 rejected '%s': %s", q.match, sqlite3_errmsg(db));
 	}
+	/* the label tests are the compiler's own "+x -y" list, whatever was typed */
+	if (q.labels != NULL && (q.labels[0] != '+' && q.labels[0] != '-'))
+		abort();
+	(void)mb_labels_test("$Label1 project-x \\Old", q.labels);
+	(void)mb_search_hash(&q);
 	if (nl != NULL && mb_utf8_valid(nl + 1, size - qlen - 1)) {
 		struct mb_buf out = MB_BUF_INIT(1u << 20);
 

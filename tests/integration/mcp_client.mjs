@@ -42,8 +42,9 @@ check(JSON.stringify(await client.setLoggingLevel('info')) === '{}', 'logging/se
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 // mcpd runs with MCP_READ_ONLY=1 here: no write tools (tests/integration/test_writes.sh has them).
-check(JSON.stringify(names) === JSON.stringify(['get_message', 'get_thread', 'list_folders',
-	'list_recent_writes', 'search_messages']), 'five read tools', names);
+check(JSON.stringify(names) === JSON.stringify(['awaiting_reply', 'count_messages', 'find_contacts',
+	'get_attachment', 'get_message', 'get_thread', 'list_folders', 'list_recent_writes',
+	'search_messages']), 'nine read tools', names);
 for (const t of tools) {
 	check(typeof t.description === 'string' && t.description.length > 40, `${t.name} has a description`);
 	check(t.inputSchema?.type === 'object', `${t.name} inputSchema is an object schema`);
@@ -65,6 +66,11 @@ const hit = r.structuredContent?.results?.[0] ?? {};
 check(hit.folder === 'INBOX' && hit.date === '2024-03-01T09:00:00Z' && /alice@example\.com/.test(hit.from) &&
 	hit.flags?.includes('seen') && hit.attachment_count === 0, 'hit carries folder, date, from, flags', hit);
 check(/\*\*zebrafish\*\*/.test(hit.snippet ?? ''), 'snippet marks the matched term', hit.snippet);
+// issue 12: a hit carries its Message-ID and says which date orders it (the Date header
+// here: the maildir copy gave INTERNALDATE the time of the test, after the header date)
+check(hit.message_id === 'budget-1@example.com' && hit.date_used === 'date' &&
+	typeof hit.received === 'string' && hit.to === 'Bob Brown <bob@example.org>',
+	'hit carries message_id, received, date_used and To only', hit);
 check(hit.snippet?.length < 400, 'snippet is short, not the body');
 const m = NONCE_RE.exec(text(r));
 check(m && text(r).includes(`</untrusted-mail nonce="${m[1]}">`), 'search text fenced with a nonce', text(r));
@@ -154,7 +160,7 @@ const bad = [
 	[{ query: 'x', limit: 500 }, /between 1 and 50/],
 	[{ query: 'x', limit: 'many' }, /integer/],
 	[{ query: 42 }, /query must be a string/],
-	[{ query: 'x after:yesterday' }, /YYYY-MM-DD/],
+	[{ query: 'x after:someday' }, /YYYY-MM-DD/],
 	[{ query: 'x', since: '2024/01/01' }, /YYYY-MM-DD/],
 	[{ query: 'x', folder: 'Nope' }, /no folder named/],
 	[{ query: 'x', colour: 'red' }, /unknown argument/],
@@ -170,6 +176,19 @@ check(!r.isError && /zebrafish/.test(r.structuredContent?.body ?? '') && !('next
 	'get_message returns the whole short body (no next_offset)', r.structuredContent);
 check(r.structuredContent?.message_id === 'budget-1@example.com' && r.structuredContent?.folder === 'INBOX',
 	'get_message headers', r.structuredContent);
+// issue 12: addresses as data beside the display strings; References; To is To, not Cc
+r = await client.callTool({ name: 'search_messages', arguments: { query: 'pangolin half' } });
+r = await client.callTool({ name: 'get_message', arguments: { id: r.structuredContent?.results?.[0]?.id } });
+{
+	const g = r.structuredContent ?? {};
+	check(g.to === 'Bob Brown <bob@example.org>' && g.cc === 'Carol Chen <carol@example.net>' &&
+		g.to_addresses?.length === 1 && g.to_addresses[0].name === 'Bob Brown' &&
+		g.to_addresses[0].address === 'bob@example.org' && g.cc_addresses?.[0]?.address === 'carol@example.net' &&
+		g.from_addresses?.[0]?.address === 'alice@example.com', 'get_message addresses as data', g);
+	check(JSON.stringify(g.references) === JSON.stringify(['budget-1@example.com', 'budget-2@example.org']) &&
+		g.in_reply_to === 'budget-2@example.org' && g.date_used === 'date', 'get_message identifiers', g);
+	check(/Message-ID: budget-3@example\.com/.test(text(r)), 'Message-ID in the text block', text(r));
+}
 r = await client.callTool({ name: 'search_messages', arguments: { query: 'invoice', folder: 'INBOX' } });
 const invId = r.structuredContent?.results?.[0]?.id;
 r = await client.callTool({ name: 'get_message', arguments: { id: invId } });

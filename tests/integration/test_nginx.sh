@@ -165,7 +165,8 @@ token=$("${C[@]}" -d client_id=es256 -d client_secret=s3cret-es256 -d grant_type
 out=$(MCP_BEARER_TOKEN=$token NODE_EXTRA_CA_CERTS=$work/nginx/cert.pem MCP_DEPS=$src/.deps/npm \
     node "$src/scripts/mcp-search.mjs" "$resource" zebrafish 5 2>&1) || fail "SDK client: $out"
 grep -q '^server: imap-mcp ' <<<"$out" || fail "initialize through the proxy: $out"
-grep -q '^tools: get_message, get_thread, list_folders, list_recent_writes, search_messages$' <<<"$out" ||
+. "$src/tests/lib/tools.sh"
+grep -qxF "tools: $(mcp_tool_names read)" <<<"$out" ||
     fail "tools/list through the proxy: $out"
 grep -qE '^hit [0-9]+ \| 2024-03-01 \| INBOX \| .*alice@example\.com.* \| Budget review for 2024$' <<<"$out" ||
     fail "search through the proxy: $out"

@@ -208,10 +208,11 @@ PY
 grep -q "control: refused uid 65534" "$SYNCD_LOG" || fail "uid 65534 not refused"
 
 # A malformed frame: an error reply, a disconnect, and syncd still serves.
-python3 - "$sock" > "$work/bad.out" <<'PY'
+ipc_version=$(sed -n 's/^#define MB_IPC_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$src/include/mailbox/ipc.h")
+python3 - "$sock" "$ipc_version" > "$work/bad.out" <<'PY'
 import socket, struct, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)
-s.sendall(struct.pack('=IIII', 6, 20, 99, 3) + b'\xff\xff\xff\xff')  # CTL_REQUEST (version 3), a short payload
+s.sendall(struct.pack('=IIII', 6, 20, 99, int(sys.argv[2])) + b'\xff\xff\xff\xff')  # CTL_REQUEST, a short payload
 data = b''
 while True:
     b = s.recv(4096)
@@ -224,14 +225,14 @@ PY
 kill -0 "$daemon" || fail "syncd died on a malformed frame"
 
 # Two requests in one write: each answered, in order, with its own id.
-python3 - "$sock" "$id2" > "$work/two.out" <<'PY'
+python3 - "$sock" "$id2" "$ipc_version" > "$work/two.out" <<'PY'
 import socket, struct, sys
 def s(x):
     b = x.encode(); return b'\1' + struct.pack('=I', len(b)) + b
 def req(rid, add, rem):
     p = struct.pack('=I', 1) + s('pipelined') + struct.pack('=QII', int(sys.argv[2]), add, rem) + b'\0'
     p += struct.pack('=II', 0, 0) + b'\0\0'   # no recipients, subject or body: not a draft
-    return struct.pack('=IIII', 6, 16 + len(p), rid, 3) + p  # version: MB_IPC_VERSION
+    return struct.pack('=IIII', 6, 16 + len(p), rid, int(sys.argv[3])) + p  # MB_IPC_VERSION
 c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.settimeout(20)
 c.sendall(req(41, 2, 0) + req(42, 0, 2))   # +\Answered, then -\Answered
 data = b''

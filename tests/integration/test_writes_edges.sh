@@ -120,9 +120,11 @@ murl=$url
 
 # --- the connection caps: 8 per uid, 16 in all
 chmod 666 "$sock"	# the other uids get past the file mode; SO_PEERCRED decides
-python3 - "$sock" > "$work/caps.out" 2>&1 <<'PY' || fail "caps: $(cat "$work/caps.out")"
+ipc_version=$(sed -n 's/^#define MB_IPC_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$src/include/mailbox/ipc.h")
+python3 - "$sock" "$ipc_version" > "$work/caps.out" 2>&1 <<'PY' || fail "caps: $(cat "$work/caps.out")"
 import os, socket, struct, sys, time
 path = sys.argv[1]
+VERSION = int(sys.argv[2])	# MB_IPC_VERSION
 
 def connect():
     s = socket.socket(socket.AF_UNIX)
@@ -181,7 +183,7 @@ for _ in range(100):
     s = connect()
     s.settimeout(5)
     try:
-        s.sendall(struct.pack("=IIII", 6, 20, 77, 3) + b"\xff\xff\xff\xff")
+        s.sendall(struct.pack("=IIII", 6, 20, 77, VERSION) + b"\xff\xff\xff\xff")
         reply = s.recv(16)
     except OSError:		# closed at once: the slots are not free yet
         reply = b""

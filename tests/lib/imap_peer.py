@@ -29,6 +29,14 @@ Modes (what goes wrong):
                      4 arrives.  As on Dovecot, a session sees it only after a
                      sync point: a later EXAMINE, or a NOOP (answered with
                      "* 4 EXISTS"); a UID FETCH before that does not return it
+  idle               IDLE and CONDSTORE offered; ENABLE gets a bare OK (no
+                     "* ENABLED", as iCloud answers); one second into the first
+                     IDLE message 4 arrives and "* 4 EXISTS" is sent to the
+                     idling session; DONE is answered
+  idle_bad           IDLE offered, and answered with BAD
+  idle_stall_done    IDLE offered and entered, but DONE is never answered
+The idle modes serve connections in parallel (a watcher holds one while
+the scheduler and the workers open others); the others serve one at a time.
 Every line the client sends is appended to FILE.log next to --port-file
 (the transcript), so a test can check what was sent.
 
@@ -39,6 +47,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 
 MESSAGES = {
@@ -56,6 +65,7 @@ FLAGS = {
 }
 # The mailbox's UIDs now (new_mail adds 4); each session sees a snapshot of it.
 mailbox = [1, 2, 3]
+IDLE_MODES = ("idle", "idle_bad", "idle_stall_done")
 
 
 class Conn:
@@ -195,7 +205,30 @@ def serve(conn, mode):
             sub = args.split(b" ", 1)
             cmd, args = b"UID " + sub[0].upper(), sub[1] if len(sub) > 1 else b""
         if cmd == b"CAPABILITY":
-            conn.send(b"* CAPABILITY IMAP4rev1 UIDPLUS AUTH=PLAIN\r\n" + tag + b" OK done\r\n")
+            caps = b"IMAP4rev1 UIDPLUS AUTH=PLAIN"
+            if mode in IDLE_MODES:
+                caps += b" IDLE ENABLE CONDSTORE"
+            conn.send(b"* CAPABILITY " + caps + b"\r\n" + tag + b" OK done\r\n")
+        elif cmd == b"IDLE" and mode in IDLE_MODES:
+            if mode == "idle_bad":
+                conn.send(tag + b" BAD IDLE not supported here\r\n")
+                continue
+            conn.send(b"+ idling\r\n")
+            if mode == "idle" and 4 not in mailbox:
+                def arrive():
+                    mailbox.append(4)
+                    conn.send(b"* %d EXISTS\r\n" % len(mailbox))
+                threading.Timer(1.0, arrive).start()
+            done = conn.readline()
+            if done is None:
+                return
+            conn.log.write(done.decode("utf-8", "replace") + "\n")
+            conn.log.flush()
+            if mode == "idle_stall_done":
+                conn.wait_hangup()
+                return
+            view = list(mailbox)
+            conn.send(tag + b" OK Idle completed\r\n")
         elif cmd == b"LOGIN":
             if mode == "auth_fail":
                 conn.send(tag + b" NO [AUTHENTICATIONFAILED] Invalid credentials (peer)\r\n")
@@ -240,11 +273,20 @@ def serve(conn, mode):
             conn.send(tag + b" OK done\r\n")
 
 
+def serve_closing(s, log, mode):
+    try:
+        serve(Conn(s, log), mode)
+    except (BrokenPipeError, ConnectionResetError, OSError):
+        pass
+    finally:
+        s.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="ok", choices=[
         "ok", "auth_fail", "bye_mid_fetch", "close_mid_literal", "stall_mid_literal",
-        "garbage", "silent", "stall_store", "new_mail"])
+        "garbage", "silent", "stall_store", "new_mail"] + list(IDLE_MODES))
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -259,6 +301,9 @@ def main():
     print(port, flush=True)
     mode = a.mode
     with open(a.port_file + ".log", "a") as log:
+        while mode in IDLE_MODES:
+            s, _ = srv.accept()
+            threading.Thread(target=serve_closing, args=(s, log, mode), daemon=True).start()
         while True:
             s, _ = srv.accept()
             try:

@@ -136,6 +136,55 @@ html_style_parser_cases(void **state)
 			fail_msg("style \"%s\": want %d", cases[i].style, cases[i].hides);
 }
 
+/* The message's own <style> rules hide by class, id, element and compounds of them. */
+static void
+html_style_block_rules_hide_by_class_id_and_element(void **state)
+{
+	(void)state;
+	expect("<style>.x{display:none}</style><p>shown</p><p class=\"a x\">hidden</p>", "shown");
+	expect("<style>#pre { visibility: hidden }</style><div id=\"pre\">preview</div>real",
+	    "real");
+	expect("<style>span{font-size:0px}</style>keep<span>gone</span>", "keep");
+	expect("<style>.ph{max-height:0;overflow:hidden}</style><div class=\"ph\">teaser</div>"
+	    "body", "body");
+	expect("<style>div.t.u#v { display:none !important }</style>"
+	    "<div class=\"t u\" id=\"v\">all three</div><div class=\"t\">one</div>", "one");
+	/* a selector list: each simple selector counts */
+	expect("<style>.a, td.b, #c {display:none}</style><p class=\"a\">1</p><p class=\"b\">2</p>"
+	    "<p id=\"c\">3</p>", "2");
+	/* class names in quirks mode: case ignored */
+	expect("<style>.Hide{display:none}</style><p class=\"hide\">x</p>y", "y");
+	/* comments and HTML comment marks inside style text are skipped */
+	expect("<style><!-- /* .x{display:none} */ .y{display:none} --></style>"
+	    "<p class=\"x\">x</p><p class=\"y\">y</p>", "x");
+	/* several style blocks, in head and body */
+	expect("<html><head><style>.h{display:none}</style></head><body><style>.b{display:none}"
+	    "</style><p class=\"h\">1</p><p class=\"b\">2</p>3</body></html>", "3");
+}
+
+/* What is not a simple hiding rule is left alone: the text shows, as before. */
+static void
+html_style_block_rules_that_do_not_apply(void **state)
+{
+	(void)state;
+	/* @media rules are for another screen */
+	expect("<style>@media only screen and (max-width:480px){.m{display:none}}</style>"
+	    "<p class=\"m\">desktop text</p>", "desktop text");
+	/* combinators, pseudo-classes and attribute selectors are not matched */
+	expect("<style>div .x{display:none} a:hover{display:none} [title]{display:none}</style>"
+	    "<div><p class=\"x\">kept</p></div><p title=\"t\">also</p>", "kept\n\nalso");
+	/* a later rule that shows again wins, and so does an inline display */
+	expect("<style>.x{display:none} .x{display:block}</style><p class=\"x\">back</p>", "back");
+	expect("<style>.x{display:none}</style><p class=\"x\" style=\"display:block\">inline</p>",
+	    "inline");
+	/* a rule that does not hide */
+	expect("<style>.x{color:red}</style><p class=\"x\">red</p>", "red");
+	/* a block left open is closed at the end of its own <style>, as browsers do */
+	expect("<style>.x{display:none</style><p class=\"x\">?</p>ok", "ok");
+	expect("<style>.x{color:red</style><style>.y{display:none}</style><p class=\"y\">y</p>z",
+	    "z");
+}
+
 static void
 html_blocks_make_line_breaks(void **state)
 {
@@ -280,6 +329,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(html_drops_script_style_head_and_template),
+		cmocka_unit_test(html_style_block_rules_hide_by_class_id_and_element),
+		cmocka_unit_test(html_style_block_rules_that_do_not_apply),
 		cmocka_unit_test(html_zero_width_reference_is_stripped),
 		cmocka_unit_test(html_bidi_and_tag_references_are_stripped),
 		cmocka_unit_test(html_soft_hyphen_and_marks_are_stripped),

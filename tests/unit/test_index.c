@@ -351,8 +351,9 @@ stored_fields(void **state)
 	    " size FROM messages WHERE uid = 9", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal(sqlite3_column_text(st, 0), "Alice Example <alice@example.org>");
+	/* A display name that is not a plain phrase is quoted (RFC 5322). */
 	assert_string_equal(sqlite3_column_text(st, 1),
-	    "Bob \"B\" <bob@example.org>, carol@example.org, Dave <dave@example.org>");
+	    "\"Bob \\\"B\\\"\" <bob@example.org>, carol@example.org, Dave <dave@example.org>");
 	assert_string_equal(sqlite3_column_text(st, 2),
 	    "[{\"name\":\"Bob \\\"B\\\"\",\"addr\":\"bob@example.org\"},"
 	    "{\"name\":null,\"addr\":\"carol@example.org\"}]");
@@ -488,6 +489,87 @@ fts_folds_diacritics_and_stems(void **state)
 	assert_int_equal(hits(f->idx, "meetings"), 1);
 	assert_int_equal(hits(f->idx, "lunch AND cafe"), 1);
 	assert_int_equal(hits(f->idx, "submarine"), 0);
+}
+
+/* The highlight() of row uid's body for query, as "[word]" marks. */
+static char *
+highlighted(struct fx *f, uint32_t uid, const char *query)
+{
+	sqlite3_stmt *st;
+	char *r;
+
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx),
+	    "SELECT highlight(messages_fts, 3, '[', ']') FROM messages_fts JOIN messages AS m"
+	    " ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?1 AND m.uid = ?2", -1, &st,
+	    NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, query, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, uid);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	r = mb_xstrdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return r;
+}
+
+#define assert_highlight(f, uid, query, want) do {				\
+	char *h_ = highlighted((f), (uid), (query));				\
+	assert_string_equal(h_, (want));					\
+	free(h_);								\
+} while (0)
+
+/*
+ * Compatibility forms and decomposed text match their plain spelling, in
+ * the text and in the query alike (the tokenizer folds both), and the marks
+ * of highlight() still fall on the bytes of the text as stored.
+ */
+static void
+fts_folds_compatibility_forms_both_ways(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("a", "the \xef\xac\x81nancial report", "f1@x", NULL, NULL), 0);	/* U+FB01 */
+	put(f, 2, msg("b", "the financial report", "f2@x", NULL, NULL), 0);
+	put(f, 3, msg("c", "\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3 form \xe2\x91\xa0", "f3@x", NULL,
+	    NULL), 0);							/* ＡＢＣ ① */
+	put(f, 4, msg("d", "re\xcc\x81sume\xcc\x81 attached", "f4@x", NULL, NULL), 0);	/* NFD */
+	put(f, 5, msg("e", "r\xc3\xa9sum\xc3\xa9 attached", "f5@x", NULL, NULL), 0);	/* NFC */
+	assert_matches(f->idx, "financial", "1,2");
+	assert_matches(f->idx, "\xef\xac\x81nancial", "1,2");
+	assert_matches(f->idx, "\xef\xac\x81n*", "1,2");
+	assert_matches(f->idx, "abc", "3");
+	assert_matches(f->idx, "\xef\xbd\x81\xef\xbd\x82\xef\xbd\x83", "3");	/* ａｂｃ */
+	assert_matches(f->idx, "\"form 1\"", "3");
+	assert_matches(f->idx, "r\xc3\xa9sum\xc3\xa9", "4,5");
+	assert_matches(f->idx, "re\xcc\x81sume\xcc\x81", "4,5");
+	assert_matches(f->idx, "resume", "4,5");
+	assert_highlight(f, 1, "financial", "the [\xef\xac\x81nancial] report");
+	assert_highlight(f, 3, "abc", "[\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3] form \xe2\x91\xa0");
+	assert_highlight(f, 4, "resume", "[re\xcc\x81sume\xcc\x81] attached");
+	fts_consistent(f->idx);
+}
+
+/*
+ * Version-like identifiers (docs/normaliser.md): a token that glues letters
+ * to digits also carries its digits, so the bare number finds the labelled
+ * one; the labelled query stays specific and does not find the bare number.
+ */
+static void
+fts_version_tokens_carry_their_digits(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, 1, msg("a", "upgrade to v4.2.1 today", "v1@x", NULL, NULL), 0);
+	put(f, 2, msg("b", "upgrade to 4.2.1 today", "v2@x", NULL, NULL), 0);
+	put(f, 3, msg("c", "release 4.2.1rc1 is out", "v3@x", NULL, NULL), 0);
+	put(f, 4, msg("d", "meet at 10am", "v4@x", NULL, NULL), 0);
+	assert_matches(f->idx, "\"4.2.1\"", "1,2,3");
+	assert_matches(f->idx, "\"v4.2.1\"", "1");
+	assert_matches(f->idx, "\"V4.2.1\"", "1");
+	assert_matches(f->idx, "\"4.2.1rc1\"", "3");
+	assert_matches(f->idx, "10", "4");
+	assert_matches(f->idx, "10am", "4");
+	assert_matches(f->idx, "v4*", "1");
+	assert_highlight(f, 1, "\"4.2.1\"", "upgrade to [v4.2.1] today");
+	fts_consistent(f->idx);
 }
 
 static void
@@ -976,6 +1058,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(uid_count_and_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_folds_diacritics_and_stems, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_segments_cjk, setup, teardown),
+		cmocka_unit_test_setup_teardown(fts_folds_compatibility_forms_both_ways, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(fts_version_tokens_carry_their_digits, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(fts_cjk_survives_broken_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(bucket_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(watermark_with_out_of_order_ranges, setup, teardown),

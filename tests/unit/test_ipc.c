@@ -179,10 +179,15 @@ sample_msg(size_t body_len)
 	m->n_to = 2;
 	m->to = calloc(2, sizeof(struct mb_addr));
 	m->to[0].addr = strdup("bob@example.org");
-	m->to[1].name = strdup("Undisclosed");
+	m->to[1].group = strdup("Undisclosed");
 	m->has_date = true;
 	m->date = 1700000000;
 	m->message_id = strdup("abc@example.org");
+	m->n_parents = 2;
+	m->parents = calloc(2, sizeof(char *));
+	m->parents[0] = strdup("p1@x");
+	m->parents[1] = strdup("p2@x");
+	m->in_reply_to = strdup("p1@x");
 	m->n_references = 2;
 	m->references = calloc(2, sizeof(char *));
 	m->references[0] = strdup("r1@x");
@@ -199,6 +204,9 @@ sample_msg(size_t body_len)
 	m->attachments[0].mime_type = strdup("application/pdf");
 	m->attachments[0].size = 12345;
 	memset(m->attachments[0].sha256, 'a', 64);
+	m->attachments[0].text = strdup("Quarterly contract\nsigned");
+	m->attachments[0].text_len = strlen(m->attachments[0].text);
+	m->attachments[0].text_status = strdup("ok");
 	m->parse_error = strdup("bad charset");
 	return m;
 }
@@ -237,10 +245,15 @@ ipc_row_round_trip_with_a_one_mebibyte_body(void **state)
 	assert_null(r.msg->to[0].name);
 	assert_string_equal(r.msg->to[0].addr, "bob@example.org");
 	assert_null(r.msg->to[1].addr);
+	assert_null(r.msg->to[1].name);
+	assert_string_equal(r.msg->to[1].group, "Undisclosed");	/* an empty group */
+	assert_null(r.msg->to[0].group);
 	assert_int_equal(r.msg->n_cc, 0);
 	assert_true(r.msg->has_date);
 	assert_int_equal(r.msg->date, 1700000000);
-	assert_null(r.msg->in_reply_to);
+	assert_string_equal(r.msg->in_reply_to, "p1@x");
+	assert_int_equal(r.msg->n_parents, 2);
+	assert_string_equal(r.msg->parents[1], "p2@x");
 	assert_int_equal(r.msg->n_references, 2);
 	assert_string_equal(r.msg->references[1], "r2@x");
 	assert_int_equal(r.msg->body_len, 1u << 20);
@@ -250,6 +263,10 @@ ipc_row_round_trip_with_a_one_mebibyte_body(void **state)
 	assert_string_equal(r.msg->attachments[0].filename, "report.pdf");
 	assert_null(r.msg->attachments[0].data);
 	assert_string_equal(r.msg->attachments[0].sha256, m->attachments[0].sha256);
+	/* The extracted text and its status travel with the attachment. */
+	assert_string_equal(r.msg->attachments[0].text, "Quarterly contract\nsigned");
+	assert_int_equal(r.msg->attachments[0].text_len, 25);
+	assert_string_equal(r.msg->attachments[0].text_status, "ok");
 	assert_string_equal(r.msg->parse_error, "bad charset");
 	assert_ptr_equal(r.row.msg, r.msg);
 	mb_ipc_row_release(&r);

@@ -463,7 +463,15 @@ mime_envelope_addresses_groups_and_threading(void **state)
 	assert_string_equal(m->to[1].name, "Dee");
 	assert_string_equal(m->to[1].addr, "d@example.com");
 	assert_string_equal(m->to[2].addr, "e@example.com");
-	assert_int_equal(m->n_cc, 0);
+	/* Groups are flattened, each member naming its group. */
+	assert_string_equal(m->to[0].group, "Team");
+	assert_string_equal(m->to[1].group, "Team");
+	assert_null(m->to[2].group);
+	/* An empty group stays: one entry with only the group's name. */
+	assert_int_equal(m->n_cc, 1);
+	assert_string_equal(m->cc[0].group, "undisclosed-recipients");
+	assert_null(m->cc[0].name);
+	assert_null(m->cc[0].addr);
 	assert_string_equal(m->in_reply_to, "c@z");
 	assert_int_equal(m->n_references, 3);
 	assert_string_equal(m->references[0], "a@x");
@@ -615,6 +623,91 @@ mime_long_line_is_linear(void **state)
 	mb_buf_release(&b);
 }
 
+/* Every id of In-Reply-To is kept, in order; in_reply_to is the first. */
+static void
+mime_in_reply_to_keeps_every_id(void **state)
+{
+	static const char raw[] = "From: a@example.com\nSubject: re\n"
+	    "In-Reply-To: <one@x> <two@y>\n (a comment) <three@z>\n\nbody\n";
+	struct mb_msg *m = parse_mem(raw, sizeof(raw) - 1, NULL);
+
+	(void)state;
+	assert_string_equal(m->in_reply_to, "one@x");
+	assert_int_equal(m->n_parents, 3);
+	assert_string_equal(m->parents[0], "one@x");
+	assert_string_equal(m->parents[1], "two@y");
+	assert_string_equal(m->parents[2], "three@z");
+	mb_msg_free(&m);
+}
+
+/* A multipart/alternative with this text/plain and this HTML body (both generated). */
+static struct mb_msg *
+alternative(const char *plain, const char *html)
+{
+	struct mb_buf b = MB_BUF_INIT(1u << 20);
+	struct mb_msg *m;
+
+	mb_buf_addf(&b, "From: news@example.com\nSubject: alt\nMIME-Version: 1.0\n"
+	    "Content-Type: multipart/alternative; boundary=\"b\"\n\n--b\n"
+	    "Content-Type: text/plain; charset=utf-8\n\n%s\n--b\n"
+	    "Content-Type: text/html; charset=utf-8\n\n<html><body>%s</body></html>\n--b--\n",
+	    plain, html);
+	m = parse_mem(b.data, b.len, NULL);
+	mb_buf_release(&b);
+	return m;
+}
+
+#define NEWSLETTER_HTML \
+	"<h1>March offers</h1><p>Our spring catalogue has arrived: garden tools, seeds and " \
+	"planters at twenty percent off until the end of the month. Members get free " \
+	"delivery on every order above thirty euros, and the new composting guide is " \
+	"included with each parcel.</p><p>Invoice number 2026-0412 is attached to your " \
+	"account page.</p>"
+
+/*
+ * A text/plain part that only points at the HTML loses to it; a short text
+ * part that is a real message, or a placeholder beside HTML that says no
+ * more, is kept.
+ */
+static void
+mime_placeholder_text_part_yields_to_html(void **state)
+{
+	struct mb_msg *m;
+
+	(void)state;
+	m = alternative("To view this message, please open it in a web browser.", NEWSLETTER_HTML);
+	assert_contains(m->body, "spring catalogue");
+	assert_contains(m->body, "2026-0412");
+	assert_null(strstr(m->body, "web browser"));
+	assert_true(m->body_from_html);
+	mb_msg_free(&m);
+	m = alternative("Si ce message ne s'affiche pas correctement, ouvrez-le dans votre "
+	    "navigateur.", NEWSLETTER_HTML);
+	assert_contains(m->body, "spring catalogue");
+	mb_msg_free(&m);
+	/* A short real reply beside a long HTML signature keeps its text part. */
+	m = alternative("Thanks, see you at five.", NEWSLETTER_HTML);
+	assert_string_equal(m->body, "Thanks, see you at five.");
+	assert_false(m->body_from_html);
+	mb_msg_free(&m);
+	/* The placeholder words, but HTML with little more to say: the text stays. */
+	m = alternative("View this message in your browser.", "<p>View it online.</p>");
+	assert_string_equal(m->body, "View this message in your browser.");
+	mb_msg_free(&m);
+	/* A long text part is never a placeholder, whatever it mentions. */
+	{
+		char plain[1200];
+
+		memset(plain, 'a', sizeof(plain) - 40);
+		strcpy(plain + sizeof(plain) - 40, " view this in a browser");
+		m = alternative(plain, NEWSLETTER_HTML NEWSLETTER_HTML NEWSLETTER_HTML
+		    NEWSLETTER_HTML NEWSLETTER_HTML NEWSLETTER_HTML NEWSLETTER_HTML);
+		assert_contains(m->body, "view this in a browser");
+		assert_false(m->body_from_html);
+		mb_msg_free(&m);
+	}
+}
+
 int
 main(void)
 {
@@ -655,6 +748,8 @@ main(void)
 		cmocka_unit_test(mime_body_cap_cuts_at_a_character_boundary),
 		cmocka_unit_test(mime_deep_nesting_is_capped),
 		cmocka_unit_test(mime_long_line_is_linear),
+		cmocka_unit_test(mime_placeholder_text_part_yields_to_html),
+		cmocka_unit_test(mime_in_reply_to_keeps_every_id),
 	};
 
 	mb_mime_global_init();

@@ -47,7 +47,7 @@ static const struct {
 	{ "ab\"cd", "\"ab\"\"cd\"" },
 	{ "NEAR(a b)", "\"NEAR(a\" AND \"b)\"" },
 	{ "a AND b NOT c", "\"a\" AND \"AND\" AND \"b\" AND \"NOT\" AND \"c\"" },
-	{ "^start col:x", "\"^start\" AND \"col:x\"" },
+	{ "^start \"col:x\"", "\"^start\" AND \"col:x\"" },
 	{ "会", "\"会\"*" },
 	{ "会議", "\"会議\"" },
 	/* ・ is punctuation to the tokenizer, not a CJK character: no prefix */
@@ -127,7 +127,8 @@ static const struct {
 	const char	*in;
 	const char	*says;	/* a substring of the error a model reads */
 } error_cases[] = {
-	{ "after:yesterday", "YYYY-MM-DD" },
+	{ "after:someday", "YYYY-MM-DD" },
+	{ "^start col:x", "unknown prefix 'col:'" },
 	{ "before:2024-02-30", "YYYY-MM-DD" },
 	{ "after:", "needs a value" },
 	{ "is:important", "is:unread" },

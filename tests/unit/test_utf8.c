@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "mailbox/buf.h"
 #include "mailbox/utf8.h"
 
 static void
@@ -158,6 +160,74 @@ utf8_strip_replaces_bad_bytes_where_room(void **state)
 	assert_string_equal(b, "xy");
 }
 
+/* NFC for storage: decomposed text is composed, everything else kept. */
+static void
+utf8_nfc_composes(void **state)
+{
+	struct mb_buf b = MB_BUF_INIT(1024);
+
+	(void)state;
+	assert_int_equal(mb_utf8_nfc("re\xcc\x81sume\xcc\x81", 10, &b), 0);
+	assert_string_equal(b.data, "r\xc3\xa9sum\xc3\xa9");
+	mb_buf_reset(&b);
+	/* NFC is not NFKC: the ligature stays in what is stored */
+	assert_int_equal(mb_utf8_nfc("\xef\xac\x81 plain", 9, &b), 0);
+	assert_string_equal(b.data, "\xef\xac\x81 plain");
+	mb_buf_reset(&b);
+	/* not UTF-8: appended as it is */
+	assert_int_equal(mb_utf8_nfc("a\xff", 2, &b), 0);
+	assert_memory_equal(b.data, "a\xff", 2);
+	mb_buf_release(&b);
+}
+
+/* Folding for search, with each output byte mapped to the input it came from. */
+static void
+utf8_fold_maps_back_to_the_input(void **state)
+{
+	static const char lig[] = "x\xef\xac\x81y";	/* xﬁy */
+	char *out;
+	size_t n;
+	uint32_t *map;
+
+	(void)state;
+	assert_true(mb_utf8_fold(lig, sizeof(lig) - 1, &out, &n, &map));
+	assert_string_equal(out, "xfiy");
+	assert_int_equal(n, 4);
+	assert_int_equal(map[0], 0);		/* x */
+	assert_int_equal(map[1], 1);
+	assert_int_equal(map[2], 1);		/* f of U+FB01, bytes 1..4 */
+	assert_int_equal(map[3], 4);
+	assert_int_equal(map[4], 1);		/* i of U+FB01 */
+	assert_int_equal(map[5], 4);
+	assert_int_equal(map[6], 4);		/* y */
+	assert_int_equal(map[7], 5);
+	free(out);
+	free(map);
+	/* NFD to NFC: e + U+0301 is one cluster */
+	assert_true(mb_utf8_fold("e\xcc\x81!", 4, &out, &n, &map));
+	assert_string_equal(out, "\xc3\xa9!");
+	assert_int_equal(map[0], 0);
+	assert_int_equal(map[1], 3);
+	assert_int_equal(map[4], 3);
+	free(out);
+	free(map);
+	/* full width and circled digits */
+	assert_true(mb_utf8_fold("\xef\xbc\xa1\xe2\x91\xa0", 6, &out, &n, &map));
+	assert_string_equal(out, "A1");
+	free(out);
+	free(map);
+	/* nothing to fold: false, nothing allocated */
+	assert_false(mb_utf8_fold("plain ascii", 11, &out, &n, &map));
+	assert_null(out);
+	assert_null(map);
+	assert_false(mb_utf8_fold("caf\xc3\xa9 \xe4\xbc\x9a\xe8\xad\xb0", 12, &out, &n, &map));
+	/* invalid bytes are copied, alone */
+	assert_true(mb_utf8_fold("\xff\xef\xac\x81", 4, &out, &n, &map));
+	assert_memory_equal(out, "\xff" "fi", 3);
+	free(out);
+	free(map);
+}
+
 int
 main(void)
 {
@@ -171,6 +241,8 @@ main(void)
 		cmocka_unit_test(utf8_invisible_ranges),
 		cmocka_unit_test(utf8_strip_removes_zero_width_bidi_and_tags),
 		cmocka_unit_test(utf8_strip_replaces_bad_bytes_where_room),
+		cmocka_unit_test(utf8_nfc_composes),
+		cmocka_unit_test(utf8_fold_maps_back_to_the_input),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,459 @@
+/*
+ * count_messages and awaiting_reply over the index (mailbox/overview.h).
+ * Counting reads the covering index messages_overview (migration 0007), the
+ * threads' last messages messages_thread_last: neither reads the table's
+ * pages, which hold the bodies.  Every statement tests IDX_CURRENT, so a
+ * row of an older UIDVALIDITY generation is never counted.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/index.h"
+#include "mailbox/msg.h"
+#include "mailbox/overview.h"
+#include "mailbox/query.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+#include "search-private.h"
+
+/* ---- count_messages */
+
+static const char *const group_names[] = {
+	[MB_COUNT_FOLDER] = "folder", [MB_COUNT_YEAR] = "year", [MB_COUNT_MONTH] = "month",
+	[MB_COUNT_DAY] = "day", [MB_COUNT_SENDER] = "sender",
+	[MB_COUNT_SENDER_DOMAIN] = "sender_domain", [MB_COUNT_LABEL] = "label",
+};
+
+int
+mb_count_group_parse(const char *name, enum mb_count_group *g_r, struct mb_err *err)
+{
+	for (size_t i = 0; i < MB_ARRAY_LEN(group_names); i++)
+		if (name != NULL && strcmp(name, group_names[i]) == 0) {
+			*g_r = (enum mb_count_group)i;
+			return 0;
+		}
+	return mb_err_set(err, MB_E_INVALID, "group_by must be one of folder, year, month, day, "
+	    "sender, sender_domain, label");
+}
+
+const char *
+mb_count_group_name(enum mb_count_group g)
+{
+	return (size_t)g < MB_ARRAY_LEN(group_names) ? group_names[g] : "?";
+}
+
+/*
+ * One statement per grouping, with and without text terms, over the current
+ * rows the query matches: the text terms are a rowid set from FTS5, the
+ * filters the search's own (SEARCH_FILTERS, SEARCH_DATES).  Folders and labels are
+ * grouped by SQL (few keys; labels are split in C, count_labels); dates and
+ * senders are read row by row and grouped here (count_row), which costs a
+ * quarter of a GROUP BY on strftime() or lower(): the index scan is the
+ * same, but no temporary b-tree is built and no SQL function runs per row.
+ */
+#define COUNT_FROM \
+	" FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE " \
+	IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS "AND " SEARCH_DATES
+#define GROUP_SQL(key) \
+	"SELECT " key ", count(*)" COUNT_FROM " GROUP BY 1"
+#define GROUP_SQL_MATCH(key) \
+	"SELECT " key ", count(*)" COUNT_FROM " AND " IDX_QUERY_MATCH("m") " GROUP BY 1"
+#define ROW_SQL(col) \
+	"SELECT " col ", 1" COUNT_FROM
+#define ROW_SQL_MATCH(col) \
+	"SELECT " col ", 1" COUNT_FROM " AND " IDX_QUERY_MATCH("m")
+
+static const char *const count_sql[][2] = {
+	[MB_COUNT_FOLDER] = { GROUP_SQL("f.name"), GROUP_SQL_MATCH("f.name") },
+	[MB_COUNT_YEAR] = { ROW_SQL("m.sort_date"), ROW_SQL_MATCH("m.sort_date") },
+	[MB_COUNT_MONTH] = { ROW_SQL("m.sort_date"), ROW_SQL_MATCH("m.sort_date") },
+	[MB_COUNT_DAY] = { ROW_SQL("m.sort_date"), ROW_SQL_MATCH("m.sort_date") },
+	[MB_COUNT_SENDER] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
+	[MB_COUNT_SENDER_DOMAIN] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
+	[MB_COUNT_LABEL] = { GROUP_SQL("m.keywords"), GROUP_SQL_MATCH("m.keywords") },
+};
+
+/*
+ * The groups found so far (every group: the page is cut after sorting),
+ * with an open-addressing table of their indexes by key (slot[i] - 1; 0
+ * empty), kept under half full.
+ */
+struct groups {
+	struct mb_count_row *v;
+	size_t		 n, cap;
+	size_t		*slot;
+	size_t		 n_slot;	/* a power of two */
+};
+
+static uint64_t
+key_hash(const char *key, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)key[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The slot of key: where its group's index is, or the empty slot it would take. */
+static size_t *
+groups_slot(struct groups *gs, const char *key, size_t len)
+{
+	size_t i = (size_t)key_hash(key, len) & (gs->n_slot - 1);
+
+	for (;; i = (i + 1) & (gs->n_slot - 1)) {
+		size_t *sl = &gs->slot[i];
+		const char *k;
+
+		if (*sl == 0)
+			return sl;
+		k = gs->v[*sl - 1].key;
+		if (strncmp(k, key, len) == 0 && k[len] == '\0')
+			return sl;
+	}
+}
+
+static void
+groups_grow(struct groups *gs)
+{
+	free(gs->slot);
+	gs->n_slot = gs->n_slot ? 2 * gs->n_slot : 256;
+	gs->slot = mb_xcalloc(gs->n_slot, sizeof(*gs->slot));
+	for (size_t i = 0; i < gs->n; i++)
+		*groups_slot(gs, gs->v[i].key, strlen(gs->v[i].key)) = i + 1;
+}
+
+/* Add count to the group of key (len bytes), making it when it is new. */
+static void
+groups_add(struct groups *gs, const char *key, size_t len, int64_t count)
+{
+	size_t *sl;
+
+	if (2 * (gs->n + 1) > gs->n_slot)
+		groups_grow(gs);
+	sl = groups_slot(gs, key, len);
+	if (*sl != 0) {
+		gs->v[*sl - 1].count += count;
+		return;
+	}
+	if (gs->n == gs->cap) {
+		gs->cap = gs->cap ? 2 * gs->cap : 64;
+		gs->v = mb_xrealloc(gs->v, gs->cap * sizeof(*gs->v));
+	}
+	gs->v[gs->n].key = mb_xstrndup(key, len);
+	gs->v[gs->n++].count = count;
+	*sl = gs->n;
+}
+
+/* The key of a row's date (unix seconds) for g into buf; the last day's is remembered. */
+static size_t
+date_key(enum mb_count_group g, int64_t t, char buf[16], int64_t *last_day, size_t *last_len)
+{
+	int64_t day = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+	struct tm tm;
+	time_t tt = (time_t)t;
+	int n;
+
+	if (day == *last_day && *last_len > 0)
+		return *last_len;
+	if (gmtime_r(&tt, &tm) == NULL)
+		return 0;
+	if (g == MB_COUNT_YEAR)
+		n = snprintf(buf, 16, "%04d", tm.tm_year + 1900);
+	else if (g == MB_COUNT_MONTH)
+		n = snprintf(buf, 16, "%04d-%02d", tm.tm_year + 1900, tm.tm_mon + 1);
+	else
+		n = snprintf(buf, 16, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+		    tm.tm_mday);
+	*last_day = day;
+	*last_len = n > 0 && n < 16 ? (size_t)n : 0;
+	return *last_len;
+}
+
+/*
+ * One row of a date or sender grouping (column 0 of st) into gs; lower is
+ * the caller's scratch buffer for the lower-cased address.  False when the
+ * row has no key.
+ */
+static bool
+count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_buf *lower,
+    char datebuf[16], int64_t *last_day, size_t *last_len)
+{
+	const char *a, *at;
+	size_t len;
+
+	if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+		return false;
+	if (g == MB_COUNT_YEAR || g == MB_COUNT_MONTH || g == MB_COUNT_DAY) {
+		if ((len = date_key(g, sqlite3_column_int64(st, 0), datebuf, last_day,
+		    last_len)) == 0)
+			return false;
+		groups_add(gs, datebuf, len, 1);
+		return true;
+	}
+	a = (const char *)sqlite3_column_text(st, 0);
+	len = (size_t)sqlite3_column_bytes(st, 0);
+	if (g == MB_COUNT_SENDER_DOMAIN && (at = memchr(a, '@', len)) != NULL) {
+		len -= (size_t)(at + 1 - a);
+		a = at + 1;
+	}
+	if (len == 0)
+		return false;
+	mb_buf_reset(lower);
+	for (size_t i = 0; i < len; i++)
+		mb_buf_addc(lower, a[i] >= 'A' && a[i] <= 'Z' ? (char)(a[i] - 'A' + 'a') : a[i]);
+	groups_add(gs, lower->data, lower->len, 1);
+	return true;
+}
+
+/*
+ * A row's keywords (space-separated) into gs, each once per row.
+ */
+static void
+count_labels(struct groups *gs, const char *kw, int64_t count, int64_t *ungrouped)
+{
+	const char *p = kw, *w;
+	bool any = false;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		for (w = p; *p && *p != ' '; p++)
+			;
+		if (p > w) {
+			groups_add(gs, w, (size_t)(p - w), count);
+			any = true;
+		}
+	}
+	if (!any)
+		*ungrouped += count;
+}
+
+static int
+by_count(const void *pa, const void *pb)
+{
+	const struct mb_count_row *a = pa, *b = pb;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+static int
+by_key_desc(const void *pa, const void *pb)
+{
+	const struct mb_count_row *a = pa, *b = pb;
+
+	return strcmp(b->key, a->key);
+}
+
+/* Every group of q by g into gs, with the totals into page. */
+static int
+count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
+    struct groups *gs, struct mb_count_page *page, struct mb_err *err)
+{
+	struct mb_buf lower = MB_BUF_INIT(64 * 1024);
+	int64_t fid = 0, last_day = 0;
+	size_t last_len = 0;
+	char datebuf[16];
+	sqlite3_stmt *st;
+	int rc;
+
+	if (idx_search_scope(idx, q, &fid, err) == -1)
+		return -1;
+	if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) == NULL)
+		return -1;
+	idx_search_bind(st, q, fid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		int64_t count = sqlite3_column_int64(st, 1);
+
+		page->total += count;
+		if (g != MB_COUNT_FOLDER && g != MB_COUNT_LABEL) {
+			if (!count_row(gs, g, st, &lower, datebuf, &last_day, &last_len))
+				page->ungrouped += count;
+		} else if (key == NULL)
+			page->ungrouped += count;
+		else if (g == MB_COUNT_LABEL)
+			count_labels(gs, key, count, &page->ungrouped);
+		else
+			groups_add(gs, key, (size_t)sqlite3_column_bytes(st, 0), count);
+	}
+	mb_buf_release(&lower);
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "count", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
+mb_overview_count(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
+    int64_t offset, size_t limit, struct mb_count_page *page, struct mb_err *err)
+{
+	struct groups gs = { 0 };
+	size_t lo, hi;
+	int rc;
+
+	memset(page, 0, sizeof(*page));
+	if (idx_page_check(offset, limit, MB_OVERVIEW_MAX_LIMIT, err) == -1)
+		return -1;
+	if ((size_t)g >= MB_ARRAY_LEN(count_sql))
+		return mb_err_set(err, MB_E_INVALID, "no such grouping");
+	if (idx_read_begin(idx, err) == -1)
+		return -1;
+	rc = count_groups(idx, q, g, &gs, page, err);
+	idx_read_end(idx);
+	if (gs.n > 1)
+		qsort(gs.v, gs.n, sizeof(*gs.v), g == MB_COUNT_YEAR || g == MB_COUNT_MONTH ||
+		    g == MB_COUNT_DAY ? by_key_desc : by_count);
+	lo = (uint64_t)offset < gs.n ? (size_t)offset : gs.n;
+	hi = gs.n - lo > limit ? lo + limit : gs.n;
+	page->groups = (int64_t)gs.n;
+	page->rows = mb_xcalloc(hi - lo ? hi - lo : 1, sizeof(*page->rows));
+	for (size_t i = 0; i < gs.n; i++)
+		if (i >= lo && i < hi)
+			page->rows[page->n++] = gs.v[i];
+		else
+			free(gs.v[i].key);
+	free(gs.v);
+	free(gs.slot);
+	page->more = hi < (size_t)page->groups;
+	page->next_offset = (int64_t)hi;
+	return rc;
+}
+
+void
+mb_count_page_release(struct mb_count_page *page)
+{
+	for (size_t i = 0; i < page->n; i++)
+		free(page->rows[i].key);
+	free(page->rows);
+	memset(page, 0, sizeof(*page));
+}
+
+/* ---- awaiting_reply */
+
+/*
+ * Each thread's last dated current message outside drafts, trash and junk
+ * (the bare columns of a max() aggregate come from the row that holds the
+ * maximum), kept when it is older than ?1 and whose turn it is matches ?2
+ * (enum mb_await_dir bits): from one of the account's addresses, or
+ * addressed to one (message_addrs, roles To and Cc), from none and not
+ * answered (?5: \\Answered's bit).  Newest first, then by thread.
+ */
+#define AWAIT_ME_SQL	"(SELECT address FROM account_addresses)"
+static const char await_sql[] =
+	"WITH last AS (SELECT m.thread_id AS tid, max(m.sort_date) AS date, m.id AS id, "
+	"lower(coalesce(m.from_addr, '')) AS sender, m.flags AS flags, count(*) AS n "
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE " IDX_CURRENT("m", "f") " AND m.sort_date IS NOT NULL "
+	"AND coalesce(f.role, '') NOT IN ('\\Drafts', '\\Trash', '\\Junk') "
+	"GROUP BY m.thread_id), "
+	"turn AS (SELECT tid, date, id, n, CASE WHEN sender IN " AWAIT_ME_SQL " THEN 1 "
+	"WHEN (flags & ?5) = 0 AND EXISTS (SELECT 1 FROM message_addrs AS a "
+	"WHERE a.msg = last.id AND a.role > 0 AND a.addr IN " AWAIT_ME_SQL ") THEN 2 "
+	"ELSE 0 END AS dir FROM last WHERE date < ?1) "
+	"SELECT t.tid, t.dir, t.id, t.date, t.n, fo.name, m.from_text, m.recipients, m.subject "
+	"FROM turn AS t JOIN messages AS m ON m.id = t.id JOIN folders AS fo ON fo.id = m.folder_id "
+	"WHERE (t.dir & ?2) <> 0 ORDER BY t.date DESC, t.tid DESC LIMIT ?3 OFFSET ?4";
+static const char own_count_sql[] = "SELECT count(*) FROM account_addresses";
+
+/* Whether the index knows any address of the account. */
+static int
+own_addresses(struct mb_index *idx, bool *any_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, own_count_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*any_r = sqlite3_column_int64(st, 0) > 0;
+	else
+		idx_sqlerr(idx, rc, "awaiting: own addresses", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+static int
+await_rows(struct mb_index *idx, unsigned dirs, int64_t before, int64_t offset, size_t limit,
+    struct mb_await_page *page, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	bool any = false;
+	int rc;
+
+	if (own_addresses(idx, &any, err) == -1)
+		return -1;
+	if (!any)
+		return mb_err_set(err, MB_E_CONFIG, "the index knows none of the account's own "
+		    "addresses: syncd records them from IMAP_USER (when it is an address), "
+		    "DRAFT_FROM and MY_ADDRESSES");
+	if ((st = idx_stmt_sql(idx, await_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int(st, 2, (int)dirs);
+	sqlite3_bind_int64(st, 3, (int64_t)limit + 1);
+	sqlite3_bind_int64(st, 4, offset);
+	sqlite3_bind_int(st, 5, MB_FLAG_ANSWERED);
+	page->list = mb_xcalloc(limit, sizeof(*page->list));
+	while ((rc = idx_page_step(st, page->n, limit, &page->more)) == SQLITE_ROW) {
+		struct mb_await_thread *t = &page->list[page->n++];
+
+		t->thread_id = sqlite3_column_int64(st, 0);
+		t->dir = (enum mb_await_dir)sqlite3_column_int(st, 1);
+		t->id = sqlite3_column_int64(st, 2);
+		t->date = sqlite3_column_int64(st, 3);
+		t->messages = sqlite3_column_int64(st, 4);
+		t->folder = idx_col_text(st, 5, NULL);
+		t->from = idx_col_text(st, 6, NULL);
+		t->to = idx_col_text(st, 7, NULL);
+		t->subject = idx_col_text(st, 8, NULL);
+	}
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "awaiting", err);
+	idx_stmt_done(st);
+	page->next_offset = offset + (int64_t)page->n;
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
+mb_overview_awaiting(struct mb_index *idx, unsigned dirs, int64_t before, int64_t offset,
+    size_t limit, struct mb_await_page *page, struct mb_err *err)
+{
+	int rc;
+
+	memset(page, 0, sizeof(*page));
+	if (idx_page_check(offset, limit, MB_OVERVIEW_MAX_LIMIT, err) == -1)
+		return -1;
+	if (dirs == 0 || (dirs & ~(unsigned)(MB_AWAIT_OTHERS | MB_AWAIT_ME)) != 0)
+		return mb_err_set(err, MB_E_INVALID, "no such direction");
+	if (idx_read_begin(idx, err) == -1)
+		return -1;
+	rc = await_rows(idx, dirs, before, offset, limit, page, err);
+	idx_read_end(idx);
+	return rc;
+}
+
+void
+mb_await_page_release(struct mb_await_page *page)
+{
+	for (size_t i = 0; i < page->n; i++) {
+		free(page->list[i].folder);
+		free(page->list[i].from);
+		free(page->list[i].to);
+		free(page->list[i].subject);
+	}
+	free(page->list);
+	memset(page, 0, sizeof(*page));
+}

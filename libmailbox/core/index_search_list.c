@@ -1,0 +1,122 @@
+/*
+ * A page of a query of filters alone, newest first (search-private.h,
+ * idx_search_list): which statement reads it depends on what the filters
+ * name -- one message or thread, the own addresses, a filter few messages
+ * pass, a date range, or none of these.  index_search.c ranks words.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+#include "mailbox/msg.h"
+#include "mailbox/query.h"
+
+#include "index-private.h"
+#include "search-private.h"
+
+static const char search_sql_filter[] =
+	"SELECT m.id FROM messages AS m WHERE " SEARCH_FILTERS "AND " SEARCH_DATES
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * The same with a date bound: "?3 IS NULL OR m.sort_date >= ?3" hides the
+ * range from the planner, which then walks messages_sort_date from the newest message
+ * down (40,000 entries for after:2002-09-01 at 100,000 messages).  Here the
+ * open end is bound to the extreme value (idx_search_list) and the index is
+ * searched by range.  Same rows: with either bound set, a NULL date already
+ * failed the test (and INT64_MAX is never a real date).
+ */
+static const char search_sql_filter_dated[] =
+	"SELECT m.id FROM messages AS m WHERE " SEARCH_FILTERS
+	"AND " SEARCH_DATE " >= ?3 AND " SEARCH_DATE " < ?4 "
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * Filters alone that few messages pass (sparse_filters), covered by
+ * messages_search_filter: the whole narrow index is read (a hundred rows a
+ * page) and the page's rows picked by a top-N sort, instead of walking
+ * messages newest first through messages_sort_date and reading each row, body
+ * and all, to test it -- which for label:rare or is:draft read all 100,000
+ * rows.  A filter most mail passes (in:inbox, -is:replied) is cheaper the
+ * other way, where the walk stops after a page.
+ */
+static const char search_sql_filter_ix[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_search_filter "
+	"WHERE " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * from:me or to:me without words: ?1 is the own addresses as phrases
+ * (idx_search_me_match), so FTS5 names the few candidates and the exact
+ * test reads only their rows, instead of testing every message.
+ */
+static const char search_sql_filter_me[] =
+	"SELECT m.id FROM messages_fts CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS "AND " SEARCH_DATES
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * id: and thread: alone name a handful of rows: said outright, the planner
+ * reads them through messages_message_id or messages_thread instead of
+ * walking every message newest first to test each.
+ */
+static const char search_sql_filter_msgid[] =
+	"SELECT m.id FROM messages AS m WHERE m.message_id = ?13 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATES "ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+static const char search_sql_filter_thread[] =
+	"SELECT m.id FROM messages AS m WHERE m.thread_id = ?14 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATES "ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
+ * True when q has a filter that, by its nature, few messages pass: a label,
+ * from:me, a List-Id, a lower size bound, is:flagged/answered/draft or
+ * has:attachment.  Which way a page of filters alone is read depends on it
+ * (search_sql_filter_ix).
+ */
+static bool
+sparse_filters(const struct mb_query *q)
+{
+	return (q->labels != NULL && strchr(q->labels, '+') != NULL) || q->from_me == 1 ||
+	    q->list != NULL || q->size_min >= 0 || (q->flags_set & ~(unsigned)MB_FLAG_SEEN) ||
+	    q->has_attachment == 1;
+}
+
+int
+idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r, struct mb_err *err)
+{
+	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
+	const char *sql = q->msgid ? search_sql_filter_msgid :
+	    q->thread_id > 0 ? search_sql_filter_thread :
+	    q->match ? search_sql_filter_me :
+	    idx_search_covered(q) && sparse_filters(q) ? search_sql_filter_ix :
+	    dated ? search_sql_filter_dated : search_sql_filter;
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	idx_search_bind(st, q, folder_id);
+	if (sql == search_sql_filter_dated) {	/* both ends bound: see search_sql_filter_dated */
+		sqlite3_bind_int64(st, 3, q->since);
+		sqlite3_bind_int64(st, 4, q->until);
+	}
+	sqlite3_bind_int64(st, 8, (int64_t)limit + 1);
+	sqlite3_bind_int64(st, 9, offset);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n_r == limit) {
+			*more_r = true;
+			rc = SQLITE_DONE;
+			break;
+		}
+		ids[(*n_r)++] = sqlite3_column_int64(st, 0);
+	}
+	if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "search: filter", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+

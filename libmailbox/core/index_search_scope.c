@@ -1,0 +1,246 @@
+/*
+ * The search engine's scope and count (libmailbox/core/search-private.h):
+ * the bound values every search statement shares, the folder, role and own
+ * addresses a query names, checked before it runs, and the bounded count
+ * behind a page's total.  index_search.c runs the search itself.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/account.h"
+#include "mailbox/buf.h"
+#include "mailbox/index.h"
+#include "mailbox/query.h"
+#include "mailbox/search.h"
+
+#include "index-private.h"
+#include "search-private.h"
+
+/*
+ * The total, counted only past what the page already told (search_total()
+ * in index_search.c), and only up to ?19: beyond it the answer is a lower
+ * bound.  A ranked search counts only below ?20, the oldest match its
+ * ranking read, so the matches it read are not read twice (FTS5 starts its
+ * walk at that rowid).  Counted over current rows (IDX_CURRENT), like
+ * every count the index gives.
+ */
+static const char count_sql_match[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
+	"CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid < ?20 AND " IDX_CURRENT("m", "f")
+	" AND " SEARCH_FILTERS "AND " SEARCH_DATES "LIMIT ?19)";
+/* The same through messages_search_filter (search_sql_rank_ix says why). */
+static const char count_sql_match_ix[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
+	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid < ?20 AND " IDX_CURRENT("m", "f")
+	" AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES "LIMIT ?19)";
+static const char count_sql_filter_ix[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages AS m INDEXED BY messages_search_filter "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES
+	"LIMIT ?19)";
+static const char count_sql_filter[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages AS m "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS "AND " SEARCH_DATES "LIMIT ?19)";
+
+/* The one folder of a special-use role (in:sent): the first, should there be two. */
+static const char role_sql[] =
+	"SELECT id FROM folders WHERE role = ?1 COLLATE NOCASE ORDER BY id LIMIT 1";
+static const char me_sql[] = "SELECT count(*) FROM account_addresses";
+
+void
+idx_search_bind(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id)
+{
+	if (q->match)
+		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+	if (q->folder || q->role)
+		sqlite3_bind_int64(st, 2, folder_id);
+	if (q->since != INT64_MIN)
+		sqlite3_bind_int64(st, 3, q->since);
+	if (q->until != INT64_MAX)
+		sqlite3_bind_int64(st, 4, q->until);
+	sqlite3_bind_int64(st, 5, q->flags_set);
+	sqlite3_bind_int64(st, 6, q->flags_clear);
+	if (q->has_attachment >= 0)
+		sqlite3_bind_int(st, 7, q->has_attachment);
+	if (q->size_min >= 0)
+		sqlite3_bind_int64(st, 11, q->size_min);
+	if (q->size_max >= 0)
+		sqlite3_bind_int64(st, 12, q->size_max);
+	idx_bind_text(st, 13, q->msgid);
+	if (q->thread_id > 0)
+		sqlite3_bind_int64(st, 14, q->thread_id);
+	idx_bind_text(st, 15, q->list);
+	idx_bind_text(st, 16, q->labels);
+	if (q->from_me >= 0)
+		sqlite3_bind_int(st, 17, q->from_me);
+	if (q->to_me >= 0)
+		sqlite3_bind_int(st, 18, q->to_me);
+}
+
+bool
+idx_search_filtered(const struct mb_query *q)
+{
+	return q->folder || q->role || q->since != INT64_MIN || q->until != INT64_MAX ||
+	    q->flags_set || q->flags_clear || q->has_attachment >= 0 || q->size_min >= 0 ||
+	    q->size_max >= 0 || q->msgid || q->thread_id > 0 || q->list || q->labels ||
+	    q->from_me >= 0 || q->to_me >= 0;
+}
+
+/* The folder's id into *id_r; MB_E_NOTFOUND when there is none. */
+static int
+folder_id(struct mb_index *idx, const char *name, int64_t *id_r, struct mb_err *err)
+{
+	struct mb_folder_state fs;
+
+	if (mb_index_folder_get(idx, name, &fs, err) == -1)
+		return -1;
+	*id_r = fs.id;
+	mb_folder_state_release(&fs);
+	return 0;
+}
+
+/* The folder of a special-use role into *id_r; MB_E_NOTFOUND when none has it. */
+static int
+role_folder(struct mb_index *idx, const char *role, int64_t *id_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, role_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	idx_bind_text(st, 1, role);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id_r = sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		mb_err_set(err, MB_E_NOTFOUND, "no folder has the special-use role %s on this "
+		    "server; list_folders names the folders, and folder:NAME searches one by name",
+		    role);
+	else
+		idx_sqlerr(idx, rc, "search: role", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* from:me and to:me need the account's addresses: MB_E_NOTFOUND when none are recorded. */
+static int
+me_known(struct mb_index *idx, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, me_sql, err);
+	int rc;
+	int64_t n = 0;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	else
+		idx_sqlerr(idx, rc, "search: account addresses", err);
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW)
+		return -1;
+	if (n == 0)
+		return mb_err_set(err, MB_E_NOTFOUND, "from:me and to:me need the account's own "
+		    "addresses, and none are known: syncd records IMAP_USER (when it is an "
+		    "address), DRAFT_FROM and MY_ADDRESSES; search from:ADDRESS meanwhile");
+	return 0;
+}
+
+bool
+idx_search_covered(const struct mb_query *q)
+{
+	return q->to_me < 0 && q->msgid == NULL;
+}
+
+int
+idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *folder_id_r,
+    struct mb_err *err)
+{
+	*folder_id_r = 0;
+	if (q->folder && folder_id(idx, q->folder, folder_id_r, err) == -1)
+		return -1;
+	if (q->role && role_folder(idx, q->role, folder_id_r, err) == -1)
+		return -1;
+	if ((q->from_me >= 0 || q->to_me >= 0) && me_known(idx, err) == -1)
+		return -1;
+	return 0;
+}
+
+int
+idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    int64_t below, int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err)
+{
+	bool ix = idx_search_covered(q);
+	sqlite3_stmt *st = idx_stmt_sql(idx, !q->match ? (ix ? count_sql_filter_ix :
+	    count_sql_filter) : ix ? count_sql_match_ix : count_sql_match, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	idx_search_bind(st, q, folder_id);
+	sqlite3_bind_int64(st, 19, cap);
+	if (q->match)
+		sqlite3_bind_int64(st, 20, below);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*n_r = sqlite3_column_int64(st, 0);
+		*exact_r = *n_r < cap;
+	} else
+		idx_sqlerr(idx, rc, "search: total", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* "[ AND ]({column} : "a@x" OR {column} : "b@y")": one phrase per own address. */
+static int
+me_phrases(struct mb_buf *b, const char *column, char **addrs)
+{
+	if (mb_buf_addf(b, "%s(", b->len > 0 ? " AND " : "") == -1)
+		return -1;
+	for (size_t i = 0; addrs[i] != NULL; i++)
+		if (mb_buf_addf(b, "%s{%s} : ", i ? " OR " : "", column) == -1 ||
+		    mb_query_quote(b, addrs[i], strlen(addrs[i])) == -1)
+			return -1;
+	return mb_buf_addc(b, ')');
+}
+
+int
+idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **match_r,
+    struct mb_err *err)
+{
+	struct mb_buf b = MB_BUF_INIT(64 * 1024);
+	char **addrs = NULL;
+	int rc = -1;
+
+	*match_r = NULL;
+	if (q->from_me != 1 && q->to_me != 1)
+		return 0;
+	if (mb_account_addresses(idx, &addrs, err) == -1)
+		return -1;
+	if (addrs[0] == NULL) {
+		rc = 0;	/* idx_search_scope() has refused the query already */
+		goto out;
+	}
+	if ((q->match != NULL && mb_buf_addf(&b, "(%s)", q->match) == -1) ||
+	    (q->from_me == 1 && me_phrases(&b, "from_text", addrs) == -1) ||
+	    (q->to_me == 1 && me_phrases(&b, "recipients", addrs) == -1)) {
+		mb_err_set(err, MB_E_INTERNAL, "search: own addresses: out of buffer space");
+		goto out;
+	}
+	*match_r = mb_buf_detach(&b, NULL);
+	rc = 0;
+out:
+	mb_buf_release(&b);
+	mb_account_addresses_free(&addrs);
+	return rc;
+}

@@ -1,0 +1,105 @@
+/*
+ * Inside the search engine: the SQL every search statement shares (the
+ * date, the filters) and what index_search_scope.c gives index_search.c.
+ * Not a public header.
+ */
+#ifndef MAILBOX_SEARCH_PRIVATE_H
+#define MAILBOX_SEARCH_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/err.h"
+
+struct mb_index;
+struct mb_query;
+
+/*
+ * The date a search filters and orders by: one expression for every
+ * statement here and in the overviews.  sort_date is the Date header when
+ * it is sane, else INTERNALDATE (migrations/0004_answers.sql).
+ */
+#define SEARCH_DATE	"m.sort_date"
+/*
+ * The filters beside the folder and the dates (?2 folder, ?5..?7 flags and
+ * attachments, ?11..?18 the filters of struct mb_query), as one fragment
+ * for every statement; SEARCH_FILTERS_COVERED is the part that reads only
+ * columns of messages_search_filter (migrations/0006), for the statements
+ * that read that index instead of the rows (idx_search_covered()).  Each is "?N IS NULL OR ...": an unset filter costs
+ * a test of a bound value.  from:me and to:me read account_addresses (a
+ * handful of rows, lower-cased); to:me finds the address as a whole JSON
+ * string in to_json or cc_json, so "bob@x" never matches "jimbob@x".
+ */
+#define SEARCH_FILTERS_COVERED \
+	"(?2 IS NULL OR m.folder_id = ?2) " \
+	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 " \
+	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) " \
+	"AND (?11 IS NULL OR m.size >= ?11) AND (?12 IS NULL OR m.size < ?12) " \
+	"AND (?14 IS NULL OR m.thread_id = ?14) " \
+	"AND (?15 IS NULL OR instr(lower(m.list_id), ?15) > 0) " \
+	"AND (?16 IS NULL OR mb_labels_test(m.keywords, ?16)) " \
+	"AND (?17 IS NULL OR (lower(m.from_addr) IN (SELECT address FROM account_addresses)) " \
+	"= ?17) "
+#define SEARCH_FILTERS SEARCH_FILTERS_COVERED \
+	"AND (?13 IS NULL OR m.message_id = ?13) " \
+	"AND (?18 IS NULL OR EXISTS (SELECT 1 FROM account_addresses AS a WHERE " \
+	"instr(lower(coalesce(m.to_json, '') || coalesce(m.cc_json, '')), " \
+	"'\"addr\":\"' || a.address || '\"') > 0) = ?18) "
+/* The dates: a NULL date fails either bound (see search_sql_filter_dated). */
+#define SEARCH_DATES \
+	"(?3 IS NULL OR " SEARCH_DATE " >= ?3) AND (?4 IS NULL OR " SEARCH_DATE " < ?4) "
+/* Bind the query text and the filters (?1-?7, ?11-?18) of SEARCH_FILTERS and SEARCH_DATES. */
+void	idx_search_bind(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id);
+
+/* True when q has a filter beside its text (the ranked statement must join messages). */
+bool	idx_search_filtered(const struct mb_query *q);
+
+/*
+ * True when every column q's filters test is in messages_search_filter
+ * (migrations/0006): all but to:me (to_json, cc_json) and id: (message_id),
+ * so that SEARCH_FILTERS_COVERED tests all of them.
+ */
+bool	idx_search_covered(const struct mb_query *q);
+
+/*
+ * What q's scope needs of the index before a search, into *folder_id_r
+ * (0: every folder): the folder it names or the folder of its role, and for
+ * from:me / to:me that the account's addresses are known.  MB_E_NOTFOUND,
+ * in words a model can act on, when one is missing.
+ */
+int	idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *folder_id_r,
+	    struct mb_err *err);
+
+/*
+ * For from:me or to:me: q's MATCH expression (if any) with the account's
+ * addresses ANDed to it as phrases of the from_text (from:me) or
+ * recipients (to:me) column, each quoted by mb_query_quote(), into
+ * *match_r (owned, free(3); NULL when q needs none).  FTS5 then narrows
+ * the matches by an intersection of doclists, and the exact SQL test of
+ * SEARCH_FILTERS (the whole address, any case) runs on what is left: a
+ * phrase alone would also take "too@x" in "me.too@x".
+ */
+int	idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **match_r,
+	    struct mb_err *err);
+
+/*
+ * Ids [offset, offset + limit) of a query of filters alone, newest first,
+ * into ids (room for limit) and *n_r (0 on entry); *more_r true when a next
+ * page exists.  q->match, if set, is not the user's words but the own
+ * addresses' phrases (idx_search_me_match).  Returns 0, or -1 with err.
+ */
+int	idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r,
+	    struct mb_err *err);
+
+/*
+ * The current messages q matches, counted up to cap (at least 1), into
+ * *n_r; *exact_r false when the count stopped at the cap.  With text, only
+ * the matches whose id is below below (INT64_MAX: all of them).
+ */
+int	idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    int64_t below, int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * bench_query: the query language's filters through the search engine, the
+ * way mcpd runs them (mb_search_run on a read-only handle, one page of 20,
+ * total included), for scripts/bench-query.  Each query is run REPS times
+ * after one warm-up; one line per query: p50 and p95 wall time, the mean
+ * CPU time of the thread (both in ms), hits on the page, the total and
+ * whether it is exact.
+ *
+ *   bench_query INDEX REPS QUERY...
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mailbox/index.h"
+#include "mailbox/query.h"
+#include "mailbox/search.h"
+
+static double
+now_ms(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One search of text; -1 with err. */
+static int
+once(struct mb_index *idx, const char *text, struct mb_search_page *pg, struct mb_err *err)
+{
+	struct mb_query q;
+	int rc;
+
+	mb_query_init(&q);
+	if (mb_query_compile(text, strlen(text), &q, err) == -1)
+		return -1;
+	rc = mb_search_run(idx, &q, 0, 20, pg, err);
+	mb_query_release(&q);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct mb_index *idx = NULL;
+	struct mb_err err = { 0 };
+	int reps;
+	double *wall;
+
+	if (argc < 4 || (reps = atoi(argv[2])) < 1) {
+		fprintf(stderr, "usage: bench_query INDEX REPS QUERY...\n");
+		return 2;
+	}
+	if (mb_index_open(argv[1], MB_INDEX_RO, &idx, &err) == -1) {
+		fprintf(stderr, "bench_query: %s\n", err.msg);
+		return 1;
+	}
+	wall = calloc((size_t)reps, sizeof(*wall));
+	printf("%-48s %8s %8s %8s %5s %8s\n", "query", "p50 ms", "p95 ms", "cpu ms", "hits",
+	    "total");
+	for (int i = 3; i < argc; i++) {
+		struct mb_search_page pg;
+		double cpu = 0;
+		size_t hits = 0;
+		long long total = 0;
+		int exact = 1;
+
+		for (int r = -1; r < reps; r++) {
+			double w0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
+
+			if (once(idx, argv[i], &pg, &err) == -1) {
+				fprintf(stderr, "bench_query: '%s': %s\n", argv[i], err.msg);
+				return 1;
+			}
+			if (r >= 0) {
+				wall[r] = now_ms(CLOCK_MONOTONIC) - w0;
+				cpu += now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+			}
+			hits = pg.n;
+			total = (long long)pg.total;
+			exact = pg.total_exact;
+			mb_search_page_release(&pg);
+		}
+		qsort(wall, (size_t)reps, sizeof(*wall), cmp_double);
+		printf("%-48s %8.2f %8.2f %8.2f %5zu %7lld%s\n", argv[i], wall[reps / 2],
+		    wall[(reps * 95 + 99) / 100 - 1], cpu / reps, hits, total, exact ? "" : "+");
+	}
+	free(wall);
+	mb_index_close(&idx);
+	return 0;
+}

@@ -1,0 +1,4 @@
+/* libFuzzer: the html extractor on arbitrary bytes (fuzz_extract.h). */
+#include "fuzz_extract.h"
+
+FUZZ_EXTRACT(mb_extract_html, NULL)

@@ -1,0 +1,445 @@
+/*
+ * The overviews (mailbox/overview.h) without HTTP: count_messages' seven
+ * groupings, their totals, a query as filter (the search's own compiler),
+ * paging and errors; find_contacts' counts, names, dates, ranking and
+ * fragment; awaiting_reply's two directions and what keeps a thread out.
+ * Each test builds a small index with mb_index_upsert and reads it
+ * read-only, as mcpd does; a row of an old UIDVALIDITY is never counted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mailbox/account.h"
+#include "mailbox/index.h"
+#include "mailbox/msg.h"
+#include "mailbox/overview.h"
+#include "mailbox/query.h"
+#include "mailbox/util.h"
+#include "support_index.h"
+
+#define DAY	86400
+#define Y2023	1672531200	/* 2023-01-01T00:00:00Z */
+#define Y2024	1704067200	/* 2024-01-01T00:00:00Z */
+
+struct fx {
+	char		 dir[64];
+	char		 path[96];
+	struct mb_index	*rw;
+	struct mb_index	*ro;
+	int64_t		 inbox, sent, drafts;
+};
+
+/* A folder of UIDVALIDITY 1 (the rows' generation), so its rows are current. */
+static int64_t
+folder(struct mb_index *idx, const char *name, const char *role)
+{
+	struct mb_folder_state fs;
+	struct mb_err err = { 0 };
+	int64_t id;
+
+	if (mb_index_folder_ensure(idx, name, role, &id, &err) == -1 ||
+	    mb_index_folder_get(idx, name, &fs, &err) == -1)
+		fail_msg("folder: %s", err.msg);
+	fs.uidvalidity = 1;
+	if (mb_index_folder_update(idx, &fs, &err) == -1)
+		fail_msg("folder: %s", err.msg);
+	mb_folder_state_release(&fs);
+	return id;
+}
+
+static int
+setup(void **state)
+{
+	struct fx *f = mb_xcalloc(1, sizeof(*f));
+	struct mb_err err = { 0 };
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_index_overview.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/index.db", f->dir);
+	if (mb_index_open(f->path, MB_INDEX_RW, &f->rw, &err) == -1)
+		fail_msg("index: %s", err.msg);
+	f->inbox = folder(f->rw, "INBOX", NULL);
+	f->sent = folder(f->rw, "Sent", "\\Sent");
+	f->drafts = folder(f->rw, "Drafts", "\\Drafts");
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	mb_index_close(&f->ro);
+	mb_index_close(&f->rw);
+	mb_test_rmtree(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct mb_index *
+reader(struct fx *f)
+{
+	struct mb_err err = { 0 };
+
+	if (f->ro == NULL && mb_index_open(f->path, MB_INDEX_RO, &f->ro, &err) == -1)
+		fail_msg("open read-only: %s", err.msg);
+	return f->ro;
+}
+
+/* One message for put(). */
+struct pm {
+	int64_t		 folder;
+	uint32_t	 uid;
+	uint32_t	 uidvalidity;	/* 0: 1 */
+	const char	*from, *from_name;
+	const char	*to, *to_name, *cc;	/* one address each, or NULL */
+	const char	*subject;
+	int64_t		 date;		/* 0: none */
+	unsigned	 flags;
+	const char	*keywords;
+	const char	*message_id, *in_reply_to;
+};
+
+static void
+put(struct mb_index *idx, const struct pm *p)
+{
+	struct mb_msg *m = mb_msg_new();
+	struct mb_index_row row = { .folder_id = p->folder,
+	    .uidvalidity = p->uidvalidity ? p->uidvalidity : 1, .uid = p->uid, .flags = p->flags,
+	    .keywords = p->keywords, .size = 100, .msg = m };
+	struct mb_err err = { 0 };
+
+	m->subject = mb_xstrdup(p->subject ? p->subject : "hello");
+	m->from.addr = mb_xstrdup(p->from);
+	m->from.name = mb_xstrdup(p->from_name);
+	if (p->to) {
+		m->to = mb_xcalloc(1, sizeof(*m->to));
+		m->to[0].addr = mb_xstrdup(p->to);
+		m->to[0].name = mb_xstrdup(p->to_name);
+		m->n_to = 1;
+	}
+	if (p->cc) {
+		m->cc = mb_xcalloc(1, sizeof(*m->cc));
+		m->cc[0].addr = mb_xstrdup(p->cc);
+		m->n_cc = 1;
+	}
+	free(m->body);
+	m->body = mb_xstrdup("some body text");
+	m->body_len = strlen(m->body);
+	m->has_date = p->date != 0;
+	m->date = p->date;
+	m->message_id = mb_xstrdup(p->message_id);
+	m->in_reply_to = mb_xstrdup(p->in_reply_to);
+	if (mb_index_upsert(idx, &row, NULL, &err) == -1)
+		fail_msg("upsert: %s", err.msg);
+	mb_msg_free(&m);
+}
+
+static void
+own(struct fx *f, const char *addr)
+{
+	struct mb_account_address a = { addr, "MY_ADDRESSES" };
+	struct mb_err err = { 0 };
+
+	if (mb_account_set_addresses(f->rw, &a, 1, &err) == -1)
+		fail_msg("own: %s", err.msg);
+}
+
+/* A small mailbox: three senders over two years, labels, one stale row. */
+static void
+mailbox(struct fx *f)
+{
+	put(f->rw, &(struct pm){ f->inbox, 1, .from = "Anna@Acme.example", .from_name = "Anna B",
+	    .to = "me@example.org", .subject = "invoice one", .date = Y2023 + 10 * DAY,
+	    .keywords = "project-x $Important" });
+	put(f->rw, &(struct pm){ f->inbox, 2, .from = "anna@acme.example", .from_name = "Anna",
+	    .to = "me@example.org", .subject = "invoice two", .date = Y2024 + 40 * DAY,
+	    .flags = MB_FLAG_SEEN, .keywords = "project-x" });
+	put(f->rw, &(struct pm){ f->inbox, 3, .from = "bob@other.example", .to = "me@example.org",
+	    .subject = "lunch", .date = Y2024 + 41 * DAY });
+	put(f->rw, &(struct pm){ f->sent, 1, .from = "me@example.org", .to = "anna@acme.example",
+	    .to_name = "Anna Bell", .cc = "carol@acme.example", .subject = "re: invoice",
+	    .date = Y2024 + 42 * DAY, .flags = MB_FLAG_SEEN });
+	put(f->rw, &(struct pm){ f->inbox, 4, .from = "nodate@acme.example", .subject = "undated" });
+	/* an older generation of INBOX: never counted */
+	put(f->rw, &(struct pm){ f->inbox, 9, .uidvalidity = 7, .from = "ghost@old.example",
+	    .subject = "invoice ghost", .date = Y2024, .keywords = "project-x" });
+}
+
+static void
+count(struct fx *f, const char *query, enum mb_count_group g, int64_t offset, size_t limit,
+    struct mb_count_page *pg)
+{
+	struct mb_query q;
+	struct mb_err err = { 0 };
+
+	mb_query_init(&q);
+	if (query && mb_query_compile(query, strlen(query), &q, &err) == -1)
+		fail_msg("compile %s: %s", query, err.msg);
+	if (mb_overview_count(reader(f), &q, g, offset, limit, pg, &err) == -1)
+		fail_msg("count: %s", err.msg);
+	mb_query_release(&q);
+}
+
+static void
+assert_row(const struct mb_count_page *pg, size_t i, const char *key, int64_t n)
+{
+	assert_true(i < pg->n);
+	assert_string_equal(pg->rows[i].key, key);
+	assert_int_equal(pg->rows[i].count, n);
+}
+
+static void
+test_count_groupings(void **state)
+{
+	struct fx *f = *state;
+	struct mb_count_page pg;
+
+	mailbox(f);
+	count(f, NULL, MB_COUNT_FOLDER, 0, 10, &pg);
+	assert_int_equal(pg.total, 5);
+	assert_int_equal(pg.groups, 2);
+	assert_row(&pg, 0, "INBOX", 4);
+	assert_row(&pg, 1, "Sent", 1);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_YEAR, 0, 10, &pg);	/* newest first; the undated apart */
+	assert_int_equal(pg.total, 5);
+	assert_int_equal(pg.ungrouped, 1);
+	assert_row(&pg, 0, "2024", 3);
+	assert_row(&pg, 1, "2023", 1);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_MONTH, 0, 10, &pg);
+	assert_row(&pg, 0, "2024-02", 3);
+	assert_row(&pg, 1, "2023-01", 1);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_DAY, 0, 10, &pg);
+	assert_int_equal(pg.groups, 4);
+	assert_row(&pg, 0, "2024-02-12", 1);
+	assert_row(&pg, 3, "2023-01-11", 1);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_SENDER, 0, 10, &pg);	/* case folded: one Anna */
+	assert_row(&pg, 0, "anna@acme.example", 2);
+	assert_int_equal(pg.groups, 4);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_SENDER_DOMAIN, 0, 10, &pg);
+	assert_row(&pg, 0, "acme.example", 3);
+	assert_row(&pg, 1, "example.org", 1);
+	assert_row(&pg, 2, "other.example", 1);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_LABEL, 0, 10, &pg);	/* the stale row's label is not counted */
+	assert_int_equal(pg.total, 5);
+	assert_int_equal(pg.ungrouped, 3);
+	assert_row(&pg, 0, "project-x", 2);
+	assert_row(&pg, 1, "$Important", 1);
+	mb_count_page_release(&pg);
+}
+
+static void
+test_count_query_and_pages(void **state)
+{
+	struct fx *f = *state;
+	struct mb_count_page pg;
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	enum mb_count_group g;
+
+	mailbox(f);
+	count(f, "invoice", MB_COUNT_YEAR, 0, 10, &pg);	/* "re: invoice" too; not the ghost */
+	assert_int_equal(pg.total, 3);
+	assert_row(&pg, 0, "2024", 2);
+	assert_row(&pg, 1, "2023", 1);
+	mb_count_page_release(&pg);
+
+	count(f, "invoice is:unread after:2023-06-01", MB_COUNT_SENDER, 0, 10, &pg);
+	assert_int_equal(pg.total, 0);
+	assert_int_equal(pg.n, 0);
+	mb_count_page_release(&pg);
+
+	count(f, "folder:Sent", MB_COUNT_FOLDER, 0, 10, &pg);
+	assert_int_equal(pg.total, 1);
+	assert_row(&pg, 0, "Sent", 1);
+	mb_count_page_release(&pg);
+
+	count(f, NULL, MB_COUNT_SENDER, 0, 2, &pg);	/* a page of two, then the rest */
+	assert_int_equal(pg.n, 2);
+	assert_true(pg.more);
+	assert_int_equal(pg.next_offset, 2);
+	mb_count_page_release(&pg);
+	count(f, NULL, MB_COUNT_SENDER, 2, 2, &pg);
+	assert_int_equal(pg.n, 2);
+	assert_false(pg.more);
+	mb_count_page_release(&pg);
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile("folder:Nope", 11, &q, &err), 0);
+	assert_int_equal(mb_overview_count(reader(f), &q, MB_COUNT_YEAR, 0, 10, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	mb_count_page_release(&pg);
+	mb_err_clear(&err);
+	assert_int_equal(mb_overview_count(reader(f), &q, MB_COUNT_YEAR, 0, 0, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+	mb_query_release(&q);
+	mb_err_clear(&err);
+	assert_int_equal(mb_count_group_parse("weekday", &g, &err), -1);
+	assert_non_null(strstr(err.msg, "sender_domain"));
+	assert_int_equal(mb_count_group_parse("sender_domain", &g, &err), 0);
+	assert_int_equal(g, MB_COUNT_SENDER_DOMAIN);
+}
+
+static void
+test_contacts(void **state)
+{
+	struct fx *f = *state;
+	struct mb_contact_page pg;
+	struct mb_err err = { 0 };
+
+	mailbox(f);
+	own(f, "me@example.org");
+	assert_int_equal(mb_overview_contacts(reader(f), NULL, 0, 10, &pg, &err), 0);
+	/* anna: two from her, one to her; me is not listed; ghost is stale */
+	assert_int_equal(pg.n, 4);
+	assert_string_equal(pg.list[0].address, "anna@acme.example");
+	assert_int_equal(pg.list[0].received_from, 2);
+	assert_int_equal(pg.list[0].sent_to, 1);
+	assert_int_equal(pg.list[0].messages, 3);
+	assert_true(pg.list[0].has_dates);
+	assert_int_equal(pg.list[0].first_date, Y2023 + 10 * DAY);
+	assert_int_equal(pg.list[0].last_date, Y2024 + 42 * DAY);
+	assert_int_equal(pg.list[0].n_names, 3);
+	for (size_t i = 0; i < pg.n; i++) {
+		assert_string_not_equal(pg.list[i].address, "me@example.org");
+		assert_string_not_equal(pg.list[i].address, "ghost@old.example");
+	}
+	mb_contact_page_release(&pg);
+
+	/* by a name fragment (any case), with all of that person's mail */
+	assert_int_equal(mb_overview_contacts(reader(f), "BELL", 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	assert_string_equal(pg.list[0].address, "anna@acme.example");
+	assert_int_equal(pg.list[0].messages, 3);
+	mb_contact_page_release(&pg);
+
+	/* by an address fragment, paged */
+	assert_int_equal(mb_overview_contacts(reader(f), "acme", 0, 1, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	assert_true(pg.more);
+	mb_contact_page_release(&pg);
+	assert_int_equal(mb_overview_contacts(reader(f), "acme", 1, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 2);	/* carol (cc), nodate */
+	assert_string_equal(pg.list[0].address, "carol@acme.example");
+	assert_int_equal(pg.list[0].sent_to, 1);
+	assert_false(pg.list[1].has_dates);
+	mb_contact_page_release(&pg);
+
+	/* a re-upsert that changes the recipients changes the contacts */
+	put(f->rw, &(struct pm){ f->sent, 1, .from = "me@example.org", .to = "dave@d.example",
+	    .subject = "re: invoice", .date = Y2024 + 42 * DAY });
+	assert_int_equal(mb_overview_contacts(reader(f), "carol", 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 0);
+	mb_contact_page_release(&pg);
+	assert_int_equal(mb_overview_contacts(reader(f), "dave", 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	mb_contact_page_release(&pg);
+}
+
+static void
+test_awaiting(void **state)
+{
+	struct fx *f = *state;
+	struct mb_await_page pg;
+	struct mb_err err = { 0 };
+	int64_t now = Y2024 + 100 * DAY;
+
+	/* t1: I asked, nobody answered (waiting on others) */
+	put(f->rw, &(struct pm){ f->inbox, 1, .from = "x@x.example", .to = "me@example.org",
+	    .subject = "q1", .date = Y2024, .message_id = "t1a@x" });
+	put(f->rw, &(struct pm){ f->sent, 1, .from = "me@example.org", .to = "x@x.example",
+	    .subject = "re: q1", .date = Y2024 + DAY, .message_id = "t1b@x",
+	    .in_reply_to = "t1a@x" });
+	/* t2: they wrote to me last (waiting on me) */
+	put(f->rw, &(struct pm){ f->inbox, 2, .from = "y@y.example", .to = "Me@Example.org",
+	    .subject = "q2", .date = Y2024 + 2 * DAY, .message_id = "t2@x" });
+	/* t3: to me but answered; t4: a list mail not addressed to me */
+	put(f->rw, &(struct pm){ f->inbox, 3, .from = "z@z.example", .to = "me@example.org",
+	    .subject = "q3", .date = Y2024 + 3 * DAY, .flags = MB_FLAG_ANSWERED,
+	    .message_id = "t3@x" });
+	put(f->rw, &(struct pm){ f->inbox, 4, .from = "list@l.example", .to = "all@l.example",
+	    .subject = "news", .date = Y2024 + 4 * DAY, .message_id = "t4@x" });
+	/* t5: my last word is an unsent draft: the thread is waiting on me */
+	put(f->rw, &(struct pm){ f->inbox, 5, .from = "w@w.example", .to = "me@example.org",
+	    .subject = "q5", .date = Y2024 + 5 * DAY, .message_id = "t5a@x" });
+	put(f->rw, &(struct pm){ f->drafts, 1, .from = "me@example.org", .to = "w@w.example",
+	    .subject = "re: q5", .date = Y2024 + 6 * DAY, .message_id = "t5b@x",
+	    .in_reply_to = "t5a@x" });
+	/* t6: my recent question, younger than the cutoff */
+	put(f->rw, &(struct pm){ f->sent, 2, .from = "me@example.org", .to = "v@v.example",
+	    .subject = "q6", .date = now - DAY, .message_id = "t6@x" });
+
+	assert_int_equal(mb_overview_awaiting(reader(f), MB_AWAIT_OTHERS, now, 0, 10, &pg, &err),
+	    -1);
+	assert_int_equal(err.code, MB_E_CONFIG);
+	mb_await_page_release(&pg);
+	mb_err_clear(&err);
+	own(f, "me@example.org");
+
+	assert_int_equal(mb_overview_awaiting(reader(f), MB_AWAIT_OTHERS, now - 3 * DAY, 0, 10,
+	    &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	assert_string_equal(pg.list[0].subject, "re: q1");
+	assert_int_equal(pg.list[0].dir, MB_AWAIT_OTHERS);
+	assert_int_equal(pg.list[0].messages, 2);
+	assert_string_equal(pg.list[0].folder, "Sent");
+	mb_await_page_release(&pg);
+
+	assert_int_equal(mb_overview_awaiting(reader(f), MB_AWAIT_ME, now, 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 2);	/* newest first: q5 (the draft aside), q2 */
+	assert_string_equal(pg.list[0].subject, "q5");
+	assert_string_equal(pg.list[1].subject, "q2");
+	assert_int_equal(pg.list[1].dir, MB_AWAIT_ME);
+	mb_await_page_release(&pg);
+
+	assert_int_equal(mb_overview_awaiting(reader(f), MB_AWAIT_ME | MB_AWAIT_OTHERS, now, 0, 2,
+	    &pg, &err), 0);
+	assert_int_equal(pg.n, 2);
+	assert_true(pg.more);
+	assert_string_equal(pg.list[0].subject, "q6");
+	mb_await_page_release(&pg);
+	assert_int_equal(mb_overview_awaiting(reader(f), MB_AWAIT_ME | MB_AWAIT_OTHERS, now, 2, 2,
+	    &pg, &err), 0);
+	assert_int_equal(pg.n, 2);	/* q2, re: q1 */
+	assert_false(pg.more);
+	assert_string_equal(pg.list[1].subject, "re: q1");
+	mb_await_page_release(&pg);
+
+	assert_int_equal(mb_overview_awaiting(reader(f), 0, now, 0, 10, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+	mb_await_page_release(&pg);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_count_groupings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_count_query_and_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_contacts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_awaiting, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

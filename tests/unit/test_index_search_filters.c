@@ -1,0 +1,374 @@
+/*
+ * The query language's filters over a real index (index_search.c): every
+ * filter finds exactly its messages, alone and beside a word (the two
+ * statements a search can run); labels are shown in hits and searched;
+ * roles, from:me and to:me resolve through the index; the total is exact
+ * where the page knows it, counted past the ranking window, and a flagged
+ * lower bound past MB_SEARCH_COUNT_CAP (1,000).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "mailbox/account.h"
+#include "mailbox/buf.h"
+#include "mailbox/index.h"
+#include "mailbox/index_raw.h"
+#include "mailbox/msg.h"
+#include "mailbox/query.h"
+#include "mailbox/search.h"
+#include "mailbox/util.h"
+#include "support_index.h"
+
+#define T0	1709251200	/* 2024-03-01T00:00:00Z */
+#define DAY	86400
+
+struct fx {
+	struct mb_test_index	 t;
+	struct mb_index		*ro;
+	int64_t			 sent, trash;
+};
+
+static void
+sql(struct fx *f, const char *text)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(mb_index_db(f->t.idx), text, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", text, msg);
+}
+
+/*
+ * Six messages (ids 1..6), each set apart by the filters:
+ *   1 INBOX  alice -> me        "budget"  5 KB   labels $Label1 Project-X  list dev.example.org
+ *   2 INBOX  bob -> carol       "budget"  50 KB  label done                thread of 1
+ *   3 Sent   me -> bob (cc)     "budget"  1 KB   answered
+ *   4 Sent   me -> alice        "lunch"   2 MB   draft
+ *   5 Trash  eve -> x.me        "budget"  3 KB   list other.example.org
+ *   6 INBOX  carol -> me (cc)   "lunch"   900 B  flagged, 2023
+ */
+static int
+setup(void **state)
+{
+	struct fx *f = mb_xcalloc(1, sizeof(*f));
+	struct mb_err err = { 0 };
+	struct mb_test_index *t = &f->t;
+	static const struct mb_account_address me[] = {
+		{ "me@example.com", "IMAP_USER" }, { "Me.Too@Example.NET", "MY_ADDRESSES" },
+	};
+
+	mb_test_index_open(t, "test_index_search_filters");
+	if (mb_index_folder_ensure(t->idx, "Sent", "\\Sent", &f->sent, &err) == -1 ||
+	    mb_index_folder_ensure(t->idx, "Deleted Items", "\\Trash", &f->trash, &err) == -1)
+		fail_msg("%s", err.msg);
+	mb_test_put(t->idx, t->inbox, 1, &(struct mb_test_msg){ .subject = "Q1 budget",
+	    .from = "alice@example.org", .body = "The budget.", .date = T0, .size = 5 * 1024,
+	    .message_id = "one@example.org" });
+	mb_test_put(t->idx, t->inbox, 2, &(struct mb_test_msg){ .subject = "Re: Q1 budget",
+	    .from = "bob@example.org", .body = "budget agreed", .date = T0 + DAY,
+	    .size = 50 * 1024, .message_id = "two@example.org", .in_reply_to = "one@example.org" });
+	mb_test_put(t->idx, f->sent, 1, &(struct mb_test_msg){ .subject = "budget numbers",
+	    .from = "ME@example.com", .body = "see budget", .date = T0 + 2 * DAY, .size = 1024,
+	    .flags = MB_FLAG_ANSWERED | MB_FLAG_SEEN });
+	mb_test_put(t->idx, f->sent, 2, &(struct mb_test_msg){ .subject = "lunch",
+	    .from = "me.too@example.net", .body = "lunch at noon", .date = T0 + 3 * DAY,
+	    .size = 2 * 1024 * 1024, .flags = MB_FLAG_DRAFT });
+	mb_test_put(t->idx, f->trash, 1, &(struct mb_test_msg){ .subject = "budget spam",
+	    .from = "eve@example.org", .body = "cheap budget", .date = T0 + 4 * DAY, .size = 3000 });
+	mb_test_put(t->idx, t->inbox, 3, &(struct mb_test_msg){ .subject = "lunch last year",
+	    .from = "carol@example.org", .body = "lunch", .date = T0 - 300 * DAY, .size = 900,
+	    .flags = MB_FLAG_FLAGGED });
+	/* what mb_test_msg does not carry: recipients (the JSON lists and the text
+	 * the index renders from them), keywords, List-Id; and the
+	 * folders' UIDVALIDITY, which makes the rows current */
+	sql(f, "UPDATE folders SET uidvalidity = 1;"
+	    "UPDATE messages SET to_json = '[{\"name\":null,\"addr\":\"me@example.com\"}]', "
+	    "recipients = 'me@example.com', "
+	    "keywords = '$Label1 Project-X \\Old', list_id = 'Dev.Example.ORG' WHERE id = 1;"
+	    "UPDATE messages SET to_json = '[{\"name\":\"Carol\",\"addr\":\"carol@example.org\"}]',"
+	    " recipients = 'Carol <carol@example.org>',"
+	    " keywords = 'done' WHERE id = 2;"
+	    "UPDATE messages SET to_json = '[{\"name\":null,\"addr\":\"x@example.org\"}]', "
+	    "cc_json = '[{\"name\":\"Bob\",\"addr\":\"bob@example.org\"}]', "
+	    "recipients = 'x@example.org, Bob <bob@example.org>' WHERE id = 3;"
+	    "UPDATE messages SET to_json = '[{\"name\":null,\"addr\":\"alice@example.org\"}]', "
+	    "recipients = 'alice@example.org' WHERE id = 4;"
+	    "UPDATE messages SET to_json = '[{\"name\":null,\"addr\":\"x.me@example.com\"}]', "
+	    "recipients = 'x.me@example.com', list_id = 'other.example.org' WHERE id = 5;"
+	    "UPDATE messages SET cc_json = '[{\"name\":null,\"addr\":\"Me.Too@example.net\"}]', "
+	    "recipients = 'Me.Too@example.net' WHERE id = 6;");
+	if (mb_account_set_addresses(t->idx, me, MB_ARRAY_LEN(me), &err) == -1)
+		fail_msg("%s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	mb_index_close(&f->ro);
+	mb_test_index_close(&f->t);
+	free(f);
+	return 0;
+}
+
+/* The search of text on a read-only handle, as mcpd runs it: 0 or -1 with err. */
+static int
+run(struct fx *f, const char *text, int64_t offset, size_t limit, struct mb_search_page *pg,
+    struct mb_err *err)
+{
+	struct mb_query q;
+	int rc;
+
+	if (f->ro == NULL && mb_index_open(f->t.path, MB_INDEX_RO, &f->ro, err) == -1)
+		fail_msg("open ro: %s", err->msg);
+	mb_query_init(&q);
+	if (mb_query_compile(text, strlen(text), &q, err) == -1)
+		fail_msg("'%s': %s", text, err->msg);
+	rc = mb_search_run(f->ro, &q, offset, limit, pg, err);
+	mb_query_release(&q);
+	return rc;
+}
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The ids text finds, sorted, as "1,3"; and its total matches their number, exactly. */
+static char *
+ids(struct fx *f, const char *text)
+{
+	struct mb_search_page pg;
+	struct mb_err err = { 0 };
+	struct mb_buf b = MB_BUF_INIT(4096);
+	int64_t v[50];
+	size_t n;
+
+	if (run(f, text, 0, 50, &pg, &err) == -1)
+		fail_msg("'%s': %s", text, err.msg);
+	n = pg.n;
+	for (size_t i = 0; i < n; i++)
+		v[i] = pg.hits[i].id;
+	if (pg.total != (int64_t)n || !pg.total_exact)
+		fail_msg("'%s': %zu hits, total %lld%s", text, n, (long long)pg.total,
+		    pg.total_exact ? "" : " (lower bound)");
+	mb_search_page_release(&pg);
+	qsort(v, n, sizeof(v[0]), cmp_id);
+	for (size_t i = 0; i < n; i++)
+		mb_buf_addf(&b, "%s%lld", i ? "," : "", (long long)v[i]);
+	return b.data ? mb_buf_detach(&b, NULL) : mb_xstrdup("");
+}
+
+static void
+expect(struct fx *f, const char *text, const char *want)
+{
+	char *got = ids(f, text);
+
+	if (strcmp(got, want) != 0)
+		fail_msg("'%s' found {%s}, want {%s}", text, got, want);
+	free(got);
+}
+
+/*
+ * Each filter alone (the newest-first list) and beside a word (the ranked
+ * statement): the same messages either way.
+ */
+static void
+every_filter_finds_its_messages(void **state)
+{
+	static const struct {
+		const char *filter, *alone, *with_budget;
+	} cases[] = {
+		{ "larger:4K", "1,2,4", "1,2" },
+		{ "smaller:3000", "3,6", "3" },
+		{ "size:3000..5K", "1,5", "1,5" },
+		{ "size:1M", "4", "" },
+		{ "id:<one@example.org>", "1", "1" },
+		{ "msgid:two@example.org", "2", "2" },
+		{ "list:dev.example", "1", "1" },
+		{ "list:example.org", "1,5", "1,5" },
+		{ "label:project-x", "1", "1" },
+		{ "tag:$LABEL1", "1", "1" },
+		{ "keyword:done", "2", "2" },
+		{ "-label:done", "1,3,4,5,6", "1,3,5" },
+		{ "label:old", "", "" },	/* \Old is a system flag, not a label */
+		{ "in:sent", "3,4", "3" },
+		{ "in:trash", "5", "5" },
+		{ "in:inbox", "1,2,6", "1,2" },
+		{ "in:\"Deleted Items\"", "5", "5" },
+		{ "is:draft", "4", "" },
+		{ "is:replied", "3", "3" },
+		{ "is:starred", "6", "" },
+		{ "from:me", "3,4", "3" },
+		{ "-from:me", "1,2,5,6", "1,2,5" },
+		/* x.me@example.com holds the words of me@example.com, not the address */
+		{ "to:me", "1,6", "1" },
+		{ "-to:me", "2,3,4,5", "2,3,5" },
+		{ "date:2024-03", "1,2,3,4,5", "1,2,3,5" },
+		{ "date:2024-03-02..2024-03-03", "2,3", "2,3" },
+		{ "date:..2023", "6", "" },
+		{ "date:2024-03-04..", "4,5", "5" },
+		{ "after:2024-03-02 before:2024-03-04", "2,3", "2,3" },
+	};
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		char with[128];
+
+		expect(*state, cases[i].filter, cases[i].alone);
+		snprintf(with, sizeof(with), "budget %s", cases[i].filter);
+		expect(*state, with, cases[i].with_budget);
+	}
+}
+
+/* thread: takes the thread_id a hit gives. */
+static void
+thread_finds_the_thread_of_a_hit(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	struct mb_err err = { 0 };
+	char q[64];
+
+	assert_int_equal(run(f, "id:one@example.org", 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	snprintf(q, sizeof(q), "thread:%lld", (long long)pg.hits[0].thread_id);
+	mb_search_page_release(&pg);
+	expect(f, q, "1,2");
+	snprintf(q + strlen(q), sizeof(q) - strlen(q), " agreed");
+	expect(f, q, "2");
+}
+
+static void
+hits_show_labels_without_system_flags(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	struct mb_err err = { 0 };
+
+	assert_int_equal(run(f, "label:project-x", 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	assert_int_equal(pg.hits[0].n_labels, 2);
+	assert_string_equal(pg.hits[0].labels[0], "$Label1");
+	assert_string_equal(pg.hits[0].labels[1], "Project-X");
+	mb_search_page_release(&pg);
+	assert_int_equal(run(f, "lunch", 0, 10, &pg, &err), 0);
+	assert_int_equal(pg.n, 2);
+	assert_int_equal(pg.hits[0].n_labels, 0);
+	assert_null(pg.hits[0].labels);
+	mb_search_page_release(&pg);
+}
+
+static void
+unknown_roles_and_unknown_own_addresses_are_not_found(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	struct mb_err err = { 0 };
+
+	assert_int_equal(run(f, "budget in:junk", 0, 10, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	assert_non_null(strstr(err.msg, "no folder has the special-use role \\Junk"));
+	mb_search_page_release(&pg);
+	mb_err_clear(&err);
+	if (mb_account_set_addresses(f->t.idx, NULL, 0, &err) == -1)
+		fail_msg("%s", err.msg);
+	assert_int_equal(run(f, "from:me", 0, 10, &pg, &err), -1);
+	assert_int_equal(err.code, MB_E_NOTFOUND);
+	assert_non_null(strstr(err.msg, "MY_ADDRESSES"));
+	mb_search_page_release(&pg);
+}
+
+/*
+ * n more messages in INBOX with the word "common" (UIDs from base + 1, every
+ * other one read), dated from T0 back, in one statement.
+ */
+static void
+bulk(struct fx *f, int base, int n)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+	    "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < %d) "
+	    "INSERT INTO messages (folder_id, uidvalidity, uid, thread_id, subject, from_text, "
+	    "body, date, size, flags, indexed_at) SELECT %lld, 1, %d + i, 1000000 + %d + i, "
+	    "'common ' || i, 'x@example.org', 'common words here', %d - i, 100, "
+	    "CASE WHEN i %% 2 THEN 1 ELSE 0 END, 0 FROM k", n, (long long)f->t.inbox, base, base,
+	    T0);
+	sql(f, "BEGIN");
+	sql(f, text);
+	sql(f, "COMMIT");
+}
+
+static void
+expect_total(struct fx *f, const char *text, int64_t offset, int64_t total, bool exact)
+{
+	struct mb_search_page pg;
+	struct mb_err err = { 0 };
+
+	if (run(f, text, offset, 20, &pg, &err) == -1)
+		fail_msg("'%s': %s", text, err.msg);
+	if (pg.total != total || pg.total_exact != exact)
+		fail_msg("'%s' at %lld: total %lld%s, want %lld%s", text, (long long)offset,
+		    (long long)pg.total, pg.total_exact ? "" : " (at least)", (long long)total,
+		    exact ? "" : " (at least)");
+	mb_search_page_release(&pg);
+}
+
+/*
+ * Past the ranking window the matches are counted; past MB_SEARCH_COUNT_CAP
+ * the total is the cap, flagged as a lower bound.  Rows of an older
+ * UIDVALIDITY generation are not counted.
+ */
+static void
+totals_are_exact_or_flagged_lower_bounds(void **state)
+{
+	struct fx *f = *state;
+
+	bulk(f, 1000, 800);
+	expect_total(f, "common", 0, 800, true);		/* ranked 500, 300 counted */
+	expect_total(f, "common", 40, 800, true);
+	expect_total(f, "common is:read", 0, 400, true);
+	expect_total(f, "is:read", 0, 400 + 1, true);	/* filters alone: counted */
+	expect_total(f, "is:read", 380, 401, true);	/* a next page: counted */
+	expect_total(f, "is:read", 400, 401, true);	/* the last page: offset + n */
+	expect_total(f, "budget", 0, 4, true);		/* fewer than the window */
+	expect_total(f, "zzz", 0, 0, true);
+	/* an older generation of INBOX is not current */
+	sql(f, "UPDATE messages SET uidvalidity = 0 WHERE uid > 1000 AND uid <= 1100");
+	expect_total(f, "common", 0, 700, true);
+	expect_total(f, "is:unread in:inbox", 0, 350 + 3, true);	/* and 1, 2, 6 */
+	bulk(f, 10000, MB_SEARCH_COUNT_CAP);
+	expect_total(f, "common", 0, MB_SEARCH_COUNT_CAP, false);
+	expect_total(f, "in:inbox", 0, MB_SEARCH_COUNT_CAP, false);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(every_filter_finds_its_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(thread_finds_the_thread_of_a_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(hits_show_labels_without_system_flags, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(unknown_roles_and_unknown_own_addresses_are_not_found,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(totals_are_exact_or_flagged_lower_bounds, setup,
+		    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
