@@ -287,12 +287,18 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 		return mcp_index_failure(err);
 	mcp_answer_init(&a);
 	list = json_array();
-	for (i = 0; i < n; i++)
-		json_array_append_new(list, json_pack("{s:o, s:o, s:I, s:I, s:o}",
+	for (i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:o}",
 		    "name", mcp_str_json(folders[i].name), "role", mcp_str_json(folders[i].role),
 		    "messages", (json_int_t)folders[i].messages,
 		    "unread", (json_int_t)folders[i].unread,
-		    "last_sync", mcp_date_json(folders[i].last_sync > 0, folders[i].last_sync)));
+		    "last_sync", mcp_date_json(folders[i].last_sync > 0, folders[i].last_sync));
+
+		if (folders[i].role != NULL)
+			json_object_set_new(o, "role_source",
+			    json_string(folders[i].role_by_name ? "name" : "special-use"));
+		json_array_append_new(list, o);
+	}
 	mb_read_folders_free(&folders, n);
 	json_object_set_new(a.data, "folders", list);
 	mb_buf_addf(&a.text, "%zu folder(s):\n", json_array_size(list));

@@ -227,7 +227,7 @@ purge_old(struct sd *sd, const struct mb_folder_state *st, struct mb_err *err)
 /* One folder: EXAMINE, then maybe SEARCH and queue.  -1 only for session errors. */
 static int
 sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *role,
-    bool *converged, struct mb_err *err)
+    bool role_by_name, bool *converged, struct mb_err *err)
 {
 	struct mb_folder_state st = { 0 };
 	struct mb_imap_status ex = { 0 };
@@ -247,6 +247,7 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 	 * cleared (saved below), or trash_message would aim at an old \Trash. */
 	free(st.role);
 	st.role = mb_xstrdup(role);
+	st.role_by_name = role != NULL && role_by_name;
 	if (mb_imap_examine(imap, name, &ex, &ferr) == -1) {
 		if (ferr.code == MB_E_NOTFOUND) {
 			/* Listed a moment ago, refused now: deleted or renamed under us. */
@@ -381,6 +382,27 @@ forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char
 	mb_folder_list_free(&known, n_known);
 }
 
+/*
+ * Roles for the folders SPECIAL-USE left without one, by name inside the
+ * personal namespace (docs/syncd.md "Roles without SPECIAL-USE"): Courier's
+ * INBOX.Trash is the bin as Dovecot's \Trash is.
+ */
+static int
+roles_by_name(struct mb_imap *imap, struct mb_imap_folder *list, size_t n, struct mb_err *err)
+{
+	char *prefix = NULL, delim;
+
+	if (mb_imap_namespace(imap, &prefix, &delim, err) == -1)
+		return -1;
+	mb_imap_roles_by_name(list, n, prefix);
+	for (size_t i = 0; i < n; i++)
+		if (list[i].role_by_name)
+			mb_log_debug("folder '%s': role %s by its name (no SPECIAL-USE role)",
+			    list[i].name, list[i].role);
+	free(prefix);
+	return 0;
+}
+
 int
 sd_sched_tick(struct sd *sd, struct mb_err *err)
 {
@@ -399,7 +421,8 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	if (mb_imap_connect(&c, &imap, err) == -1)
 		return -1;
 	mb_imap_set_deadline(imap, mb_now_ms() + 1000LL * sd->conf->sync_range_timeout);
-	if (mb_imap_list(imap, &list, &n_list, err) == -1)
+	if (mb_imap_list(imap, &list, &n_list, err) == -1 ||
+	    roles_by_name(imap, list, n_list, err) == -1)
 		goto out;
 	if (sd->conf->sync_folders != NULL)
 		sd_split_folders(sd->conf->sync_folders, &want, &n_want);
@@ -455,7 +478,7 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 		/* One transaction per folder: its state and its new ranges together. */
 		if (sd_begin(sd, err) == -1)
 			goto out;
-		fr = sync_folder(sd, imap, f->name, f->role, &converged, err);
+		fr = sync_folder(sd, imap, f->name, f->role, f->role_by_name, &converged, err);
 		if (fr == -1) {
 			mb_index_rollback(sd->idx);
 			goto out;
@@ -487,13 +510,16 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	struct mb_err ferr = { 0 };
 	bool converged = true;
 	char *role = NULL;
+	bool role_by_name = false;
 	int r = -1;
 
 	sd->sched.tick_queued = 0;
 	sd->sched.tick_converged = false;
 	/* No LIST: the role is the one the last tick's LIST gave. */
-	if (mb_index_folder_get(sd->idx, folder, &known, &ferr) == 0)
+	if (mb_index_folder_get(sd->idx, folder, &known, &ferr) == 0) {
 		role = mb_xstrdup(known.role);
+		role_by_name = known.role_by_name;
+	}
 	mb_folder_state_release(&known);
 	sd_imap_conf(sd->conf, sd->password, &c);
 	c.qresync = true;
@@ -502,7 +528,7 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	sd->sched.targeted = true;
 	if (sd_begin(sd, err) == -1)
 		goto out;
-	if (sync_folder(sd, imap, folder, role, &converged, err) == -1) {
+	if (sync_folder(sd, imap, folder, role, role_by_name, &converged, err) == -1) {
 		mb_index_rollback(sd->idx);
 		goto out;
 	}

@@ -58,12 +58,36 @@ bool	mb_imap_qresync(struct mb_imap *imap);
 struct mb_imap_folder {
 	char	*name;		/* owned; UTF-8, decoded from modified UTF-7 */
 	char	*role;		/* owned; RFC 6154 role ("\\Trash", "\\Sent"...) or NULL */
+	bool	 role_by_name;	/* role found by mb_imap_roles_by_name, not SPECIAL-USE */
 	bool	 selectable;	/* false for \Noselect / \NonExistent */
 };
 /* LIST "" "*" with special-use roles.  *folders_r is the caller's. */
 int	mb_imap_list(struct mb_imap *imap, struct mb_imap_folder **folders_r, size_t *n_r,
 	    struct mb_err *err);
 void	mb_imap_folders_free(struct mb_imap_folder **foldersp, size_t n);
+
+/*
+ * The first personal namespace (RFC 2342 NAMESPACE): *prefix_r its prefix,
+ * UTF-8 ("INBOX." on Courier, "" on most others), *delim_r its hierarchy
+ * separator (0 when the server gave none).  A server without NAMESPACE, or
+ * that answers NO, or lists no personal namespace, gives "" and 0: the
+ * folders sit at the top.  *prefix_r is the caller's (free).
+ */
+int	mb_imap_namespace(struct mb_imap *imap, char **prefix_r, char *delim_r,
+	    struct mb_err *err);
+
+/*
+ * Give roles by name to the folders of a server without SPECIAL-USE (or
+ * with some roles missing): a selectable folder directly inside the
+ * personal namespace (its name is prefix followed by one of the common
+ * names, case-insensitive) gets that name's role when no folder has the
+ * role yet.  The names, in order of preference: \Drafts: Drafts;
+ * \Trash: Trash, Deleted Items, Deleted Messages; \Sent: Sent, Sent Items,
+ * Sent Messages; \Junk: Junk, Spam; \Archive: Archive.  A role from
+ * SPECIAL-USE always wins, a folder keeps the role it has, and each role
+ * goes to one folder.  Those given a role here have role_by_name set.
+ */
+void	mb_imap_roles_by_name(struct mb_imap_folder *folders, size_t n, const char *prefix);
 
 struct mb_imap_status {
 	uint32_t	uidvalidity;

@@ -75,6 +75,7 @@ struct mb_folder_state {
 	int64_t		 id;
 	char		*name;		/* owned; UTF-8 (decoded from modified UTF-7) */
 	char		*role;		/* owned; "\\Trash"...; NULL when none */
+	bool		 role_by_name;	/* role found by the folder's name, not SPECIAL-USE */
 	uint32_t	 uidvalidity;	/* 0: never examined */
 	uint32_t	 uidnext;
 	uint64_t	 highestmodseq;	/* 0: no CONDSTORE */
@@ -85,13 +86,19 @@ struct mb_folder_state {
 void	mb_folder_state_release(struct mb_folder_state *st);	/* frees the strings */
 void	mb_folder_list_free(struct mb_folder_state **listp, size_t n);
 
-/* Create the folder row if missing (role updated if given); *id_r its id. */
+/*
+ * Create the folder row if missing (role updated if given, as a SPECIAL-USE
+ * role; mb_index_folder_update records a role found by name); *id_r its id.
+ */
 int	mb_index_folder_ensure(struct mb_index *idx, const char *name, const char *role,
 	    int64_t *id_r, struct mb_err *err);
 /* MB_E_NOTFOUND when there is no such folder.  *st_r's strings are the caller's. */
 int	mb_index_folder_get(struct mb_index *idx, const char *name, struct mb_folder_state *st_r,
 	    struct mb_err *err);
-/* Writes uidvalidity, uidnext, highestmodseq, watermark, last_sync, role by st->id. */
+/*
+ * Writes uidvalidity, uidnext, highestmodseq, watermark, last_sync, role and
+ * where the role came from (role_by_name) by st->id.
+ */
 int	mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *st,
 	    struct mb_err *err);
 /* Every folder, by name; *list_r is the caller's (mb_folder_list_free). */

@@ -124,6 +124,7 @@ void	mb_read_thread_release(struct mb_read_thread *t);	/* t becomes empty */
 struct mb_read_folder {
 	char		*name;
 	char		*role;		/* special use, or NULL */
+	bool		 role_by_name;	/* the role was found by name, not SPECIAL-USE */
 	int64_t		 last_sync;	/* unix seconds; 0: never */
 	int64_t		 messages;
 	int64_t		 unread;	/* without \Seen */

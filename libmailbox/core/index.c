@@ -71,18 +71,23 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	[IDX_MIGRATION_RECORD] =
 	    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
 	[IDX_FOLDER_ENSURE] =
-	    "INSERT INTO folders (name, role) VALUES (?1, ?2)"
-	    " ON CONFLICT (name) DO UPDATE SET role = coalesce(excluded.role, role)"
+	    "INSERT INTO folders (name, role, role_source)"
+	    " VALUES (?1, ?2, CASE WHEN ?2 IS NULL THEN NULL ELSE 'special-use' END)"
+	    " ON CONFLICT (name) DO UPDATE SET role = coalesce(excluded.role, role),"
+	    " role_source = CASE WHEN excluded.role IS NULL THEN role_source"
+	    " ELSE 'special-use' END"
 	    " RETURNING id",
 	[IDX_FOLDER_GET] =
 	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,"
-	    " absent_ticks FROM folders WHERE name = ?1",
+	    " absent_ticks, role_source FROM folders WHERE name = ?1",
 	[IDX_FOLDER_UPDATE] =
 	    "UPDATE folders SET role = ?2, uidvalidity = ?3, uidnext = ?4, highestmodseq = ?5,"
-	    " watermark = ?6, last_sync = ?7 WHERE id = ?1",
+	    " watermark = ?6, last_sync = ?7,"
+	    " role_source = CASE WHEN ?2 IS NULL THEN NULL WHEN ?8 THEN 'name'"
+	    " ELSE 'special-use' END WHERE id = ?1",
 	[IDX_FOLDER_LIST] =
 	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,"
-	    " absent_ticks FROM folders ORDER BY name",
+	    " absent_ticks, role_source FROM folders ORDER BY name",
 	[IDX_MSG_FIND] =
 	    "SELECT id, thread_id FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",

@@ -33,7 +33,7 @@ mb_folder_list_free(struct mb_folder_state **listp, size_t n)
 }
 
 /* Columns id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,
- * absent_ticks. */
+ * absent_ticks, role_source. */
 static void
 folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
 {
@@ -46,6 +46,8 @@ folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
 	f->watermark = (uint32_t)sqlite3_column_int64(st, 6);
 	f->last_sync = sqlite3_column_int64(st, 7);
 	f->absent_ticks = (unsigned)sqlite3_column_int64(st, 8);
+	f->role_by_name = f->role != NULL && sqlite3_column_text(st, 9) != NULL &&
+	    strcmp((const char *)sqlite3_column_text(st, 9), "name") == 0;
 }
 
 int
@@ -112,6 +114,7 @@ mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *f,
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)f->highestmodseq);
 	sqlite3_bind_int64(st, 6, f->watermark);
 	sqlite3_bind_int64(st, 7, f->last_sync);
+	sqlite3_bind_int(st, 8, f->role_by_name);
 	if (idx_step_done(idx, st, "folder update", err) == -1)
 		return -1;
 	if (sqlite3_changes(idx->db) == 0)

@@ -44,7 +44,8 @@ static const char thread_sql[] =
 	"ORDER BY m.sort_date IS NULL, m.sort_date, m.id LIMIT ?3 OFFSET ?4";
 
 static const char folders_sql[] =
-	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0) "
+	"SELECT f.name, f.role, f.last_sync, count(m.id), coalesce(sum((m.flags & 1) = 0), 0), "
+	"coalesce(f.role_source = 'name', 0) "
 	"FROM folders AS f LEFT JOIN messages AS m ON m.folder_id = f.id AND "
 	IDX_CURRENT("m", "f") " WHERE " IDX_LISTED("f") " GROUP BY f.id ORDER BY f.name";
 
@@ -357,6 +358,7 @@ mb_read_folders(struct mb_index *idx, struct mb_read_folder **list_r, size_t *n_
 		f->last_sync = sqlite3_column_int64(st, 2);
 		f->messages = sqlite3_column_int64(st, 3);
 		f->unread = sqlite3_column_int64(st, 4);
+		f->role_by_name = f->role != NULL && sqlite3_column_int(st, 5) != 0;
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "folders", err);

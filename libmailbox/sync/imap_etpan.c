@@ -836,6 +836,56 @@ mb_imap_folders_free(struct mb_imap_folder **foldersp, size_t n)
 	*foldersp = NULL;
 }
 
+/* --------------------------------------------------------------- NAMESPACE */
+
+int
+mb_imap_namespace(struct mb_imap *imap, char **prefix_r, char *delim_r, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct mailimap_namespace_data *ns = NULL;
+	struct mailimap_namespace_info *info = NULL;
+	int r;
+
+	*prefix_r = NULL;
+	*delim_r = 0;
+	if (check_usable(c, "NAMESPACE", err) == -1)
+		return -1;
+	if (!mb_imap_has_capability(c, "NAMESPACE")) {
+		*prefix_r = mb_xstrdup("");
+		return 0;
+	}
+	call_begin(c);
+	r = mailimap_namespace(c->etpan, &ns);
+	call_end(c);
+	if (r != MAILIMAP_NO_ERROR) {
+		if (ns != NULL)
+			mailimap_namespace_data_free(ns);
+		/* libetpan says EXTENSION for a tagged NO or BAD: the session is
+		 * fine, and without a namespace the folders sit at the top. */
+		if (r == MAILIMAP_ERROR_EXTENSION && !was_cancelled(c)) {
+			mb_log_warnx("imap: %s: NAMESPACE refused; folders taken to sit at the top",
+			    c->host);
+			*prefix_r = mb_xstrdup("");
+			return 0;
+		}
+		return etpan_fail(c, r, "NAMESPACE", err);
+	}
+	if (ns != NULL && ns->ns_personal != NULL && ns->ns_personal->ns_data_list != NULL &&
+	    clist_begin(ns->ns_personal->ns_data_list) != NULL)
+		info = clist_content(clist_begin(ns->ns_personal->ns_data_list));
+	if (info != NULL && info->ns_prefix != NULL) {
+		struct mb_err derr = { 0 };
+
+		if (mb_mutf7_decode(info->ns_prefix, prefix_r, &derr) == -1)
+			*prefix_r = mb_xstrdup(info->ns_prefix);
+		*delim_r = info->ns_delimiter;
+	} else
+		*prefix_r = mb_xstrdup("");
+	if (ns != NULL)
+		mailimap_namespace_data_free(ns);
+	return 0;
+}
+
 /* ----------------------------------------------------------------- EXAMINE */
 
 static int

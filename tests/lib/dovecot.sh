@@ -8,6 +8,10 @@
 #
 # DOVECOT_EXTRA_CONF, when set before dovecot_start, is appended to the
 # generated config (e.g. a "local 127.0.0.2 { ... }" block).
+# DOVECOT_NAMESPACE=courier, when set before dovecot_start, gives the
+# personal namespace Courier's shape instead of the default one: prefix
+# "INBOX.", separator ".", and no special-use mailboxes (none created either;
+# folders are INBOX.Name).
 #
 # dovecot_start exports, for the last instance started:
 #	DOVECOT_IMAP_PORT	plain IMAP on 127.0.0.1 (STARTTLS offered, plaintext LOGIN allowed)
@@ -60,6 +64,40 @@ _dovecot_certs() {	# ssl_dir
 	)
 }
 
+_dovecot_namespace() {	# the personal namespace block (DOVECOT_NAMESPACE)
+	if [ "${DOVECOT_NAMESPACE:-}" = courier ]; then
+		printf '%s\n' 'namespace inbox {' '  inbox = yes' '  prefix = INBOX.' \
+		    '  separator = .' '}'
+		return
+	fi
+	cat <<'NS'
+namespace inbox {
+  inbox = yes
+  separator = /
+  mailbox Drafts {
+    special_use = \Drafts
+    auto = create
+  }
+  mailbox Sent {
+    special_use = \Sent
+    auto = create
+  }
+  mailbox Trash {
+    special_use = \Trash
+    auto = create
+  }
+  mailbox Junk {
+    special_use = \Junk
+    auto = create
+  }
+  mailbox Archive {
+    special_use = \Archive
+    auto = create
+  }
+}
+NS
+}
+
 _dovecot_write_conf() {	# dir imap_port imaps_port
 	local d=$1 p=$2 ps=$3
 	cat > "$d/dovecot.conf" <<CONF
@@ -95,30 +133,7 @@ userdb {
 }
 mail_location = maildir:~/Maildir
 rawlog_dir = $d/rawlog
-namespace inbox {
-  inbox = yes
-  separator = /
-  mailbox Drafts {
-    special_use = \\Drafts
-    auto = create
-  }
-  mailbox Sent {
-    special_use = \\Sent
-    auto = create
-  }
-  mailbox Trash {
-    special_use = \\Trash
-    auto = create
-  }
-  mailbox Junk {
-    special_use = \\Junk
-    auto = create
-  }
-  mailbox Archive {
-    special_use = \\Archive
-    auto = create
-  }
-}
+$(_dovecot_namespace)
 service imap-login {
   inet_listener imap {
     port = $p
