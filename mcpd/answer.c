@@ -13,6 +13,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
+#include "mailbox/labels.h"
 #include "mcpd.h"
 
 void
@@ -159,16 +160,13 @@ json_t *
 mcp_label_list(const char *keywords)
 {
 	json_t *a = json_array();
-	const char *p = keywords ? keywords : "", *w;
+	size_t n;
+	char **labels = mb_labels_split(keywords, &n);
 
-	while (*p) {
-		while (*p == ' ')
-			p++;
-		for (w = p; *p && *p != ' '; p++)
-			;
-		if (p > w)
-			json_array_append_new(a, mcp_json_text(w, (size_t)(p - w)));
-	}
+	/* the one split search uses too: same labels in hits and messages */
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, mcp_str_json(labels[i]));
+	mb_labels_free(labels, n);
 	return a;
 }
 

@@ -146,7 +146,9 @@ integer_value(const char *name, json_t *v, long long *out, struct mb_err *err)
 {
 	if (json_is_integer(v))
 		*out = json_integer_value(v);
-	else if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
+	else if (json_is_real(v) && json_real_value(v) > -0x1p63 &&
+	    json_real_value(v) < 0x1p63 &&	/* a cast outside these is undefined */
+	    json_real_value(v) == (double)(long long)json_real_value(v))
 		*out = (long long)json_real_value(v);
 	else if (json_is_string(v) && *json_string_value(v) != '\0') {
 		char *end;

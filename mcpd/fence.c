@@ -5,6 +5,10 @@
  * with a fresh random N per response, so a model can tell where mail ends;
  * a fence tag written inside the mail itself is neutralised (its '<' becomes
  * U+2039) so it cannot close the fence early, even without knowing N.
+ * Mail text outside the fence (a folder name on a hit's line) is written by
+ * mcp_fence_inline(): quoted, escaped to one line, fence tags neutralised;
+ * and every mail string put in JSON (structuredContent, resource titles)
+ * has its fence tags neutralised the same way (docs/mcpd.md: untrusted mail text).
  * Also here: strings for JSON and the signed cursors.
  */
 #include <stdio.h>
@@ -39,33 +43,85 @@ mcp_fence_nonce(char nonce[25])
 	nonce[24] = '\0';
 }
 
+/* Whether a fence tag ('<', maybe '/', then "untrusted-mail", any case) starts at s[i]. */
+static bool
+is_fence_tag(const char *s, size_t len, size_t i)
+{
+	static const char tag[] = "untrusted-mail";
+	size_t k = i + 1;
+
+	if (s[i] != '<')
+		return false;
+	if (k < len && s[k] == '/')
+		k++;
+	return len - k >= sizeof(tag) - 1 && strncasecmp(s + k, tag, sizeof(tag) - 1) == 0;
+}
+
+/* Append s (len bytes) to out with the '<' of every fence tag turned into U+2039. */
+static int
+add_neutralised(struct mb_buf *out, const char *s, size_t len)
+{
+	size_t i, start = 0;
+
+	for (i = 0; i < len; i++) {
+		if (!is_fence_tag(s, len, i))
+			continue;
+		if (mb_buf_add(out, s + start, i - start) == -1 ||
+		    mb_buf_adds(out, "\xe2\x80\xb9") == -1)	/* U+2039 */
+			return -1;
+		start = i + 1;
+	}
+	return mb_buf_add(out, s + start, len - start);
+}
+
+static bool
+has_fence_tag(const char *s, size_t len)
+{
+	for (const char *p = s; (p = memchr(p, '<', len - (size_t)(p - s))) != NULL; p++)
+		if (is_fence_tag(s, len, (size_t)(p - s)))
+			return true;
+	return false;
+}
+
 int
 mcp_fence_add(struct mb_buf *out, const char *nonce, const char *s, size_t len)
 {
-	static const char tag[] = "untrusted-mail";
-	size_t i, start = 0;
-
-	if (mb_buf_addf(out, "<untrusted-mail nonce=\"%s\">\n", nonce) == -1)
-		return -1;
-	for (i = 0; i < len; i++) {
-		size_t k = i + 1;
-
-		if (s[i] != '<')
-			continue;
-		if (k < len && s[k] == '/')
-			k++;
-		if (len - k >= sizeof(tag) - 1 && strncasecmp(s + k, tag, sizeof(tag) - 1) == 0) {
-			if (mb_buf_add(out, s + start, i - start) == -1 ||
-			    mb_buf_adds(out, "\xe2\x80\xb9") == -1)	/* U+2039 */
-				return -1;
-			start = i + 1;
-		}
-	}
-	if (mb_buf_add(out, s + start, len - start) == -1)
+	if (mb_buf_addf(out, "<untrusted-mail nonce=\"%s\">\n", nonce) == -1 ||
+	    add_neutralised(out, s, len) == -1)
 		return -1;
 	if (len > 0 && s[len - 1] != '\n' && mb_buf_addc(out, '\n') == -1)
 		return -1;
 	return mb_buf_addf(out, "</untrusted-mail nonce=\"%s\">\n", nonce);
+}
+
+int
+mcp_fence_inline(struct mb_buf *out, const char *s)
+{
+	size_t len = s ? strlen(s) : 0, i = 0, n;
+	uint32_t cp;
+	int rc = mb_buf_addc(out, '"');
+
+	while (rc == 0 && i < len) {
+		n = mb_utf8_decode(s + i, len - i, &cp);
+		if (n == 0) {
+			rc = mb_buf_adds(out, "\xef\xbf\xbd");	/* U+FFFD */
+			i++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			rc = mb_buf_addf(out, "\\%c", (char)cp);
+		else if (cp == '\n')
+			rc = mb_buf_adds(out, "\\n");
+		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == 0x2028 ||
+		    cp == 0x2029)	/* controls and line breaks: one line, visibly */
+			rc = mb_buf_addf(out, "\\u%04x", (unsigned)cp);
+		else if (is_fence_tag(s, len, i))
+			rc = mb_buf_adds(out, "\xe2\x80\xb9");
+		else
+			rc = mb_buf_add(out, s + i, n);
+		i += n;
+	}
+	return rc == 0 ? mb_buf_addc(out, '"') : -1;
 }
 
 json_t *
@@ -78,9 +134,8 @@ mcp_json_text(const char *s, size_t len)
 
 	if (s == NULL)
 		return json_null();
-	j = json_stringn(s, len);	/* the common case: valid UTF-8 */
-	if (j != NULL)
-		return j;
+	if (!has_fence_tag(s, len) && (j = json_stringn(s, len)) != NULL)
+		return j;	/* the common case: valid UTF-8, no fence tag */
 	while (i < len) {
 		size_t n = mb_utf8_decode(s + i, len - i, &cp);
 
@@ -89,7 +144,10 @@ mcp_json_text(const char *s, size_t len)
 			i++;
 			continue;
 		}
-		mb_buf_add(&b, s + i, n);
+		if (is_fence_tag(s, len, i))
+			mb_buf_adds(&b, "\xe2\x80\xb9");
+		else
+			mb_buf_add(&b, s + i, n);
 		i += n;
 	}
 	j = json_stringn(b.data, b.len);

@@ -1,13 +1,16 @@
 /*
  * The HTTP transport: libmicrohttpd with an internal thread pool.  This file
- * is the only one that knows libmicrohttpd.  It enforces what the MCP
+ * and http_deadline.c (the request deadline) are the only ones that know
+ * libmicrohttpd.  It enforces what the MCP
  * Streamable HTTP transport asks of the HTTP layer, in this order:
  *   Host allow-list (DNS rebinding) -> 403, Origin allow-list -> 403,
  *   path (/mcp, /healthz) -> 404, method -> 405, Accept -> 406,
  *   Content-Type -> 415, body size -> 413;
  * and hands the body and the MCP headers to rpc.c, which checks those (the
- * protocol version decides the era, and that needs the body).  Limits: connections, per-connection idle
- * timeout, per-connection memory, body size.
+ * protocol version decides the era, and that needs the body).  Limits
+ * (docs/mcpd.md: limits): connections, connections per peer address, the idle
+ * timeout, a deadline for a whole request's headers and body, per-connection
+ * memory, body size.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include "mailbox/unixsock.h"
 #include "mailbox/util.h"
 #include "auth.h"
+#include "http_deadline.h"
 #include "mcpd.h"
 
 struct mcp_http {
@@ -34,12 +38,14 @@ struct mcp_http {
 	char			**hosts;	/* owned, NULL-terminated: allowed Host values */
 	char			**origins;	/* owned, NULL-terminated: allowed Origin values */
 	int			 unix_fd;	/* -1 unless listening on a unix socket */
+	struct mcp_deadlines	*deadlines;	/* owned; MCP_REQUEST_TIMEOUT */
 };
 
 /* Per-request state, in *req_cls; freed in request_completed(). */
 struct req {
 	struct mb_buf	body;
 	char		*owner;		/* owned; the token subject, or NULL */
+	char		*caller;	/* owned; the rate limit's key (mcpd.h: struct mcp_post) */
 	bool		may_write;	/* the write scope (always without auth) */
 	bool		too_large;
 	bool		early;		/* a response was queued before the body */
@@ -180,6 +186,38 @@ handle_delete(struct mcp_http *h, struct MHD_Connection *c, const char *owner)
 	return send_body(c, 200, NULL, NULL, 0, NULL);
 }
 
+/*
+ * A write tool called with a token lacking the write scope: rpc.c's 403 and
+ * its body, with the challenge mcp_auth_check() makes for the write scope
+ * (error="insufficient_scope", the scope needed, then those granted), so a
+ * client can ask for the scope and retry (MCP step-up authorization).
+ */
+static enum MHD_Result
+send_step_up(struct mcp_http *h, struct MHD_Connection *c, struct mcp_post *post)
+{
+	struct mcp_auth_result res;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	mcp_auth_check(h->srv->auth, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    mcp_auth_header_name(h->srv->auth)), mcp_auth_scope_write(h->srv->auth), &res);
+	r = MHD_create_response_from_buffer(strlen(post->body), post->body,
+	    MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(post->body);
+		mcp_auth_result_release(&res);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (res.www_authenticate != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res.www_authenticate);
+	ret = MHD_queue_response(c, MHD_HTTP_FORBIDDEN, r);
+	MHD_destroy_response(r);
+	mcp_auth_result_release(&res);
+	return ret;
+}
+
 static enum MHD_Result
 handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 {
@@ -196,9 +234,12 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 	post.method_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Method");
 	post.name_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Name");
 	post.owner = rq->owner;
+	post.caller = rq->caller;
 	post.may_write = rq->may_write;
 	mcp_rpc_post(h->srv, rq->body.data, rq->body.len, &post);
 	status = (unsigned)post.status;
+	if (post.insufficient_scope && h->srv->auth != NULL)
+		return send_step_up(h, c, &post);
 	if (post.body == NULL)
 		return send_body(c, status, NULL, NULL, 0, post.new_session);
 	if (post.sse) {
@@ -221,6 +262,37 @@ handle_post(struct mcp_http *h, struct MHD_Connection *c, struct req *rq)
 	}
 	return send_body(c, status, "application/json", post.body, strlen(post.body),
 	    post.new_session);
+}
+
+/*
+ * Whose limits a request counts under: the token subject with OAuth, else the
+ * peer address (every client of a unix socket is one caller).  New string.
+ */
+static char *
+caller_of(struct MHD_Connection *c, const char *owner)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct mb_buf b = MB_BUF_INIT(512);
+	char addr[INET6_ADDRSTRLEN] = "unix";
+
+	if (owner != NULL) {
+		mb_buf_addf(&b, "sub:%s", owner);
+		return mb_buf_detach(&b, NULL);
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci != NULL && ci->client_addr != NULL) {
+		const struct sockaddr *sa = ci->client_addr;
+
+		if (sa->sa_family == AF_INET)
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+			    addr, sizeof(addr));
+		else if (sa->sa_family == AF_INET6)
+			inet_ntop(AF_INET6,
+			    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, addr,
+			    sizeof(addr));
+	}
+	mb_buf_addf(&b, "addr:%s", addr);
+	return mb_buf_detach(&b, NULL);
 }
 
 /* The checks every /mcp request passes before its body is read. */
@@ -292,6 +364,7 @@ early_checks(struct mcp_http *h, struct MHD_Connection *c, const char *url, cons
 		rq->may_write = res.may_write;
 		mcp_auth_result_release(&res);
 	}
+	rq->caller = caller_of(c, rq->owner);
 	if (strcmp(method, "DELETE") == 0)
 		return handle_delete(h, c, rq->owner);
 	if (strcmp(method, "POST") != 0)
@@ -326,6 +399,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url, const char *method
 		ret = early_checks(h, c, url, method, rq, &handled);
 		if (handled) {
 			rq->early = true;
+			mcp_deadline_set(h->deadlines, c, false);
 			return ret;
 		}
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -349,6 +423,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url, const char *method
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	mcp_deadline_set(h->deadlines, c, false);	/* the body is in: the rest is ours */
 	return handle_post(h, c, rq);
 }
 
@@ -356,12 +431,16 @@ static void
 request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     enum MHD_RequestTerminationCode toe)
 {
+	struct mcp_http *h = cls;
 	struct req *rq = *req_cls;
 
+	/* the next request on this keep-alive connection starts its own clock */
+	mcp_deadline_set(h->deadlines, c, true);
 	if (rq == NULL)
 		return;
 	mb_buf_release(&rq->body);
 	free(rq->owner);
+	free(rq->caller);
 	free(rq);
 	*req_cls = NULL;
 }
@@ -410,6 +489,8 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 
 	h->srv = srv;
 	h->unix_fd = -1;
+	if ((h->deadlines = mcp_deadlines_start(conf->request_timeout, err)) == NULL)
+		goto fail;
 	memset(&ss, 0, sizeof(ss));
 	if (conf->listen_unix) {
 		h->unix_fd = open_unix(conf->unix_path, err);
@@ -434,7 +515,9 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 	    MHD_OPTION_CONNECTION_LIMIT, conf->max_connections,
 	    MHD_OPTION_CONNECTION_TIMEOUT, conf->timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->listen_unix ? 0u : conf->max_per_address,
 	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, mcp_deadline_notify, h->deadlines,
 	    MHD_OPTION_END);
 	if (h->daemon == NULL) {
 		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
@@ -480,6 +563,7 @@ mcp_http_stop(struct mcp_http **hp)
 		return;
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
+	mcp_deadlines_stop(&h->deadlines);	/* after the daemon: no more notifications */
 	if (h->unix_fd != -1)
 		close(h->unix_fd);
 	if (h->srv->conf->listen_unix && h->daemon)

@@ -27,6 +27,10 @@
 #define MCP_THREAD_PAGE		50		/* get_thread messages per page */
 #define MCP_RESOURCE_RECENT	20		/* resources/list: the newest messages, one page */
 #define MCP_SESSION_ID_BYTES	16		/* random bytes, sent as 32 hex digits */
+#define MCP_DEFAULT_MAX_BATCH	64		/* MCP_MAX_BATCH unset (docs/mcpd.md: limits) */
+#define MCP_DEFAULT_MAX_RESPONSE (4u << 20)	/* MCP_MAX_RESPONSE unset */
+/* What a batch answer may take past MCP_MAX_RESPONSE: one short error per remaining entry. */
+#define MCP_BATCH_ERROR_BYTES	256
 
 #define MCP_PROTO_2025_03_26	"2025-03-26"
 #define MCP_PROTO_2025_06_18	"2025-06-18"
@@ -37,7 +41,7 @@
 #define MCP_PROTO_FIRST_MODERN	MCP_PROTO_2026_07_28
 
 #define MCP_SERVER_NAME		"imap-mcp"
-#define MCP_SERVER_VERSION	"0.1.0"
+#define MCP_SERVER_VERSION	"0.2.0"
 
 /*
  * The server's icon (server info and every tool): an envelope, as an SVG in a
@@ -62,11 +66,16 @@ struct mcp_config {
 	unsigned	 max_connections;	/* MCP_MAX_CONNECTIONS */
 	unsigned	 timeout;	/* MCP_TIMEOUT: idle seconds per connection */
 	unsigned	 max_sessions;	/* MCP_MAX_SESSIONS */
-	unsigned	 rate;		/* MCP_RATE_LIMIT: tool calls a second per session */
+	unsigned	 max_sessions_per_caller;	/* MCP_MAX_SESSIONS_PER_CALLER */
+	unsigned	 rate;		/* MCP_RATE_LIMIT: requests a second per caller */
+	unsigned	 request_timeout;	/* MCP_REQUEST_TIMEOUT: seconds for headers + body */
+	unsigned	 max_per_address;	/* MCP_MAX_CONNECTIONS_PER_ADDRESS (0: no cap) */
 	char		*port_file;	/* MCP_PORT_FILE: write the bound port here */
 	unsigned	 level_choice;	/* LOG_LEVEL, as an index into its choices */
 	char		*syncd_socket;	/* SYNCD_SOCKET: the write tools' way to syncd */
 	unsigned	 read_only_choice;	/* MCP_READ_ONLY, as an index into its choices */
+	unsigned	 max_batch;	/* MCP_MAX_BATCH: entries in one JSON-RPC batch (0: default) */
+	unsigned	 max_response;	/* MCP_MAX_RESPONSE: bytes of one batch's answer (0: default) */
 	unsigned	 attachment_max;	/* MCP_ATTACHMENT_MAX_BYTES: mail://attachment cap */
 	/* derived from them */
 	bool		 listen_unix;
@@ -88,7 +97,7 @@ int	mcp_config_load(struct mcp_config *conf, const char *(*lookup)(const char *)
 	    struct mb_err *err);
 void	mcp_config_release(struct mcp_config *conf);
 
-/* ---- session.c: a thin, mutex-protected map of live sessions */
+/* ---- session.c: the live sessions and the callers' rate limits (docs/mcpd.md: limits) */
 
 struct mcp_sessions;
 
@@ -96,30 +105,36 @@ struct mcp_sessions	*mcp_sessions_new(unsigned max);	/* caller frees with _free 
 void	mcp_sessions_free(struct mcp_sessions **sp);
 /*
  * Create a session negotiated at version (a static string) for owner (the
- * token subject, copied; NULL without authentication); writes its id
- * (2*MCP_SESSION_ID_BYTES hex digits + NUL) into id_r.  Returns 0, or -1 when
- * the random source fails.  The least recently used session is evicted when
- * the map is full.  Every lookup below takes the owner too: a session made
- * under another subject is "not found".
+ * token subject, copied; NULL without authentication), counted under caller
+ * (copied; NULL: one shared caller); writes its id (2*MCP_SESSION_ID_BYTES
+ * hex digits + NUL) into id_r.  Returns 0, or -1 when the random source
+ * fails.  Room is made within the caller first: past its share
+ * (mcp_sessions_set_per_caller()), or with the map full and the caller
+ * holding a session, the caller's least recently used session is evicted;
+ * a full map and a caller holding none evicts the least recently used of
+ * all.  Every lookup below takes the owner too: a session made under another
+ * subject is "not found".
  */
 int	mcp_session_create(struct mcp_sessions *s, const char *version, const char *owner,
-	    char *id_r, size_t id_size);
+	    const char *caller, char *id_r, size_t id_size);
 /* The negotiated version of a live session (static string), or NULL. */
 const char	*mcp_session_touch(struct mcp_sessions *s, const char *id, const char *owner);
 bool	mcp_session_delete(struct mcp_sessions *s, const char *id, const char *owner);
 void	mcp_session_set_level(struct mcp_sessions *s, const char *id, const char *owner,
 	    int level);
 size_t	mcp_session_count(struct mcp_sessions *s);
+/* Sessions one caller may hold (0, or more than the map: as many as the map). */
+void	mcp_sessions_set_per_caller(struct mcp_sessions *s, unsigned max);
 /*
- * Tool-call rate limit (MCP: servers MUST rate-limit tool invocations): a
- * token bucket per session, per_second tokens a second, bursts of twice
- * that.  mcp_session_allow() takes a token; false when the bucket is empty.
- * id NULL: the caller has no session (2026-07-28), and the bucket is the
- * owner's one for all its sessionless calls.  mcp_session_count() counts
- * sessions only.
+ * The rate limit (MCP: servers MUST rate-limit tool invocations): a token
+ * bucket per caller (the token subject with OAuth, the peer address without;
+ * NULL: one shared caller), whatever its sessions, per_second tokens a
+ * second, bursts of twice that; 0: unlimited.  mcp_session_allow() takes a
+ * token for one request; false when the bucket is empty.  There are as many
+ * buckets as sessions at most; the least recently used goes.
  */
 void	mcp_sessions_set_rate(struct mcp_sessions *s, unsigned per_second);
-bool	mcp_session_allow(struct mcp_sessions *s, const char *id, const char *owner);
+bool	mcp_session_allow(struct mcp_sessions *s, const char *caller);
 
 /* ---- the server: what every request handler shares */
 
@@ -180,11 +195,15 @@ struct mcp_post {
 	const char	*method_header;	/* Mcp-Method (2026-07-28) */
 	const char	*name_header;	/* Mcp-Name (2026-07-28) */
 	const char	*owner;		/* the token subject, or NULL (no authentication) */
+	const char	*caller;	/* whose limits count it: "sub:" + subject, or "addr:" +
+					 * the peer address (NULL: one shared caller) */
 	bool		 may_write;	/* the token has the write scope (always without auth) */
 	/* out */
 	int		 status;	/* HTTP status */
 	char		*body;		/* owned; NULL: no body */
 	bool		 sse;		/* body is a text/event-stream */
+	bool		 insufficient_scope;	/* a 403 for a write tool: http.c adds the
+						 * step-up challenge (docs/auth.md) */
 	char		 new_session[2 * MCP_SESSION_ID_BYTES + 1];	/* "" unless created */
 };
 
@@ -220,6 +239,16 @@ void	mcp_modern_post(struct mcp_server *srv, json_t *m, struct mcp_post *post);
 json_t	*mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 	    struct mcp_post *post, bool modern, int *code_r, const char **msg_r,
 	    struct mb_err *err);
+/*
+ * A single request (not in a batch) calling a write tool with a token that
+ * lacks the write scope: answer HTTP 403 with a JSON-RPC error, set
+ * post->insufficient_scope so http.c adds `WWW-Authenticate: Bearer
+ * error="insufficient_scope", scope="<write scope>..."` (MCP step-up
+ * authorization), and return true.  False, post untouched, for anything else
+ * (MCP_READ_ONLY keeps its tool error: no scope would help there).
+ */
+bool	mcp_rpc_scope_refused(struct mcp_server *srv, const char *method, json_t *params,
+	    json_t *id, struct mcp_post *post);
 /* Set post's status and body to msg (stolen; NULL: no body). */
 void	mcp_rpc_answer(struct mcp_post *post, int status, json_t *msg);
 /* A JSON-RPC result message (result stolen; id borrowed). */
@@ -469,8 +498,17 @@ void	mcp_fence_nonce(char nonce[25]);
 /* Append s (len bytes, mail text) to out inside the fence; neutralises fence tags in s. */
 int	mcp_fence_add(struct mb_buf *out, const char *nonce, const char *s, size_t len);
 /*
+ * Append s (a NUL-terminated mail string: a folder name, a subject) to out
+ * where it must stand outside the fence: in double quotes, '"' and '\\' escaped,
+ * line breaks and controls as \n or \uXXXX (so it stays on its line), invalid
+ * UTF-8 as U+FFFD, fence tags neutralised.  NULL s: "".  0 or -1 (out full).
+ */
+int	mcp_fence_inline(struct mb_buf *out, const char *s);
+/*
  * A JSON string from bytes that should be UTF-8: invalid sequences become
- * U+FFFD, so a malformed row never turns into a missing field.  NULL s → json null.
+ * U+FFFD, so a malformed row never turns into a missing field, and fence tags
+ * are neutralised as in the fence (every mail string in JSON is made here or
+ * by mcp_str_json()).  NULL s → json null.
  */
 json_t	*mcp_json_text(const char *s, size_t len);
 

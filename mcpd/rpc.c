@@ -16,6 +16,7 @@
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
 #include "mailbox/util.h"
+#include "auth.h"
 #include "mcpd.h"
 
 static const char *const proto_versions[] = {
@@ -123,8 +124,8 @@ do_initialize(struct mcp_server *srv, json_t *params, struct mcp_post *post, int
 	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *version = negotiate(asked);
 
-	if (mcp_session_create(srv->sessions, version, post->owner, post->new_session,
-	    sizeof(post->new_session)) == -1) {
+	if (mcp_session_create(srv->sessions, version, post->owner, post->caller,
+	    post->new_session, sizeof(post->new_session)) == -1) {
 		*code_r = MCP_RPC_INTERNAL;
 		*msg_r = "internal error; see the server log";
 		mb_log_error("initialize: no random bytes for a session id");
@@ -138,6 +139,17 @@ do_initialize(struct mcp_server *srv, json_t *params, struct mcp_post *post, int
 	    "logging",
 	    "serverInfo", mcp_server_info(),
 	    "instructions", mcp_server_instructions);
+}
+
+/*
+ * The rate limit counts every request, whatever its method (a batch is as
+ * many requests as it holds): a method that only reads the index costs as
+ * much as a tool call.  The bucket is the caller's, whatever its sessions.
+ */
+static bool
+rate_ok(struct mcp_server *srv, struct mcp_post *post)
+{
+	return mcp_session_allow(srv->sessions, post->caller);
 }
 
 static const char *const log_levels[] = {
@@ -156,6 +168,14 @@ mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 	if (params != NULL && !json_is_object(params)) {
 		*code_r = MCP_RPC_INVALID_PARAMS;
 		*msg_r = "params must be an object";
+		return NULL;
+	}
+	if (!rate_ok(srv, post)) {
+		if (strcmp(method, "tools/call") == 0)	/* a tool result the model can read */
+			return mcp_tool_error("rate limit: too many tool calls; wait a second "
+			    "and retry");
+		*code_r = MCP_RPC_SERVER;
+		*msg_r = "rate limit: too many requests; wait a second and retry";
 		return NULL;
 	}
 	if (strcmp(method, "ping") == 0 && !modern)	/* 2026-07-28 removed it */
@@ -179,11 +199,7 @@ mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 		} else if (args != NULL && !json_is_object(args) && !json_is_null(args)) {
 			*code_r = MCP_RPC_INVALID_PARAMS;
 			*msg_r = "tools/call params.arguments must be an object";
-		} else if (!mcp_session_allow(srv->sessions, modern ? NULL : post->session_id,
-		    post->owner))
-			result = mcp_tool_error("rate limit: too many tool calls; wait a second "
-			    "and retry");
-		else if ((result = mcp_tools_call(srv, json_string_value(name),
+		} else if ((result = mcp_tools_call(srv, json_string_value(name),
 		    json_is_object(args) ? args : NULL, &who, err)) == NULL) {
 			*code_r = MCP_RPC_INVALID_PARAMS;	/* an unknown tool */
 			*msg_r = err->msg;
@@ -217,6 +233,28 @@ mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 	return result;
 }
 
+bool
+mcp_rpc_scope_refused(struct mcp_server *srv, const char *method, json_t *params, json_t *id,
+    struct mcp_post *post)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	const struct mcp_tool *t;
+	const char *scope = srv->auth ? mcp_auth_scope_write(srv->auth) : "the write scope";
+	struct mb_buf b = MB_BUF_INIT(512);
+	char *msg;
+
+	if (post->may_write || srv->conf->read_only || strcmp(method, "tools/call") != 0 ||
+	    name == NULL || (t = mcp_tools_find(name)) == NULL || t->scope != MCP_SCOPE_WRITE)
+		return false;
+	mb_buf_addf(&b, "Forbidden: %s needs the scope %s, which the token does not grant: "
+	    "ask the authorization server for it and retry", t->name, scope);
+	msg = mb_buf_detach(&b, NULL);
+	mcp_rpc_answer(post, 403, mcp_rpc_error(id, MCP_RPC_SERVER, msg));
+	free(msg);
+	post->insufficient_scope = true;
+	return true;
+}
+
 /* One legacy request (method + id); returns the response message. */
 static json_t *
 dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
@@ -233,6 +271,9 @@ dispatch(struct mcp_server *srv, const char *method, json_t *id, json_t *params,
 			    "initialize must not be part of a batch");
 		if (params != NULL && !json_is_object(params))
 			return mcp_rpc_error(id, MCP_RPC_INVALID_PARAMS, "params must be an object");
+		if (!rate_ok(srv, post))
+			return mcp_rpc_error(id, MCP_RPC_SERVER,
+			    "rate limit: too many requests; wait a second and retry");
 		result = do_initialize(srv, params, post, &code, &msg);
 	} else
 		result = mcp_rpc_method(srv, method, params, post, false, &code, &msg, &err);
@@ -326,11 +367,59 @@ mcp_rpc_sse(struct mcp_post *post, json_t *request, json_t *response)	/* steals 
 	post->sse = true;
 }
 
+/*
+ * A batch's answer is assembled as text, one entry at a time: each response
+ * is serialised and freed before the next request runs, so what a batch
+ * holds is its bytes, never a tree per entry (a tools/list tree is over a
+ * hundred KiB of jansson objects).  Once those bytes pass MCP_MAX_RESPONSE
+ * the remaining requests are not run and each gets a short error; the buffer
+ * refuses anything past the budget plus room for those errors, so the bound
+ * is enforced, not assumed.
+ */
+struct batch_out {
+	struct mb_buf	 b;
+	size_t		 budget;	/* MCP_MAX_RESPONSE */
+	size_t		 n;		/* entries written */
+	bool		 full;		/* the budget is spent: run nothing more */
+};
+
+/* Append resp (stolen; NULL: the request with id was not run) or, past the budget, an error. */
+static void
+batch_append(struct batch_out *o, json_t *resp, json_t *id)
+{
+	char *s = resp ? mcp_json_dumps(resp) : NULL;
+	size_t len = s ? strlen(s) : 0;
+
+	json_decref(resp);
+	if (s != NULL && o->b.len + len + 2 > o->budget) {
+		o->full = true;
+		free(s);
+		s = NULL;
+	}
+	if (s == NULL) {	/* this one did not fit or was not run: its error does fit */
+		json_t *e = mcp_rpc_error(id, MCP_RPC_SERVER, "response size limit reached: "
+		    "this request was not run; send it again in a smaller batch");
+
+		s = mcp_json_dumps(e);
+		len = strlen(s);
+		json_decref(e);
+	}
+	if ((o->n > 0 && mb_buf_add(&o->b, ",", 1) == -1) || mb_buf_add(&o->b, s, len) == -1)
+		mb_log_error("batch answer over its hard bound; entry dropped");	/* cannot happen */
+	else
+		o->n++;
+	free(s);
+}
+
 static void
 post_batch(struct mcp_server *srv, json_t *batch, struct mcp_post *post)
 {
 	const char *version = session_check(srv, post);
-	json_t *out, *m;
+	size_t max_batch = srv->conf->max_batch ? srv->conf->max_batch : MCP_DEFAULT_MAX_BATCH;
+	struct batch_out o = { .budget = srv->conf->max_response ? srv->conf->max_response :
+	    MCP_DEFAULT_MAX_RESPONSE };
+	char msg[160];
+	json_t *m;
 	size_t i;
 
 	if (version == NULL)
@@ -344,30 +433,44 @@ post_batch(struct mcp_server *srv, json_t *batch, struct mcp_post *post)
 		mcp_rpc_answer(post, 400, mcp_rpc_error(NULL, MCP_RPC_INVALID_REQUEST, "empty batch"));
 		return;
 	}
-	out = json_array();
+	if (json_array_size(batch) > max_batch) {
+		snprintf(msg, sizeof(msg), "Invalid Request: a batch of %zu entries is too long "
+		    "(limit %zu, MCP_MAX_BATCH): send fewer at a time", json_array_size(batch),
+		    max_batch);
+		mcp_rpc_answer(post, 400, mcp_rpc_error(NULL, MCP_RPC_INVALID_REQUEST, msg));
+		return;
+	}
+	/* the hard bound: the budget, then an error per entry, each echoing an id from the body */
+	mb_buf_init(&o.b, o.budget + max_batch * MCP_BATCH_ERROR_BYTES + MCP_MAX_BODY);
+	mb_buf_add(&o.b, "[", 1);
+	o.n = 0;
 	json_array_foreach(batch, i, m) {
 		const char *why = NULL;
 
 		switch (classify(m, &why)) {
 		case MSG_INVALID:
-			json_array_append_new(out, mcp_rpc_error(echo_id(m), MCP_RPC_INVALID_REQUEST,
-			    why));
+			batch_append(&o, mcp_rpc_error(echo_id(m), MCP_RPC_INVALID_REQUEST, why),
+			    NULL);
 			break;
 		case MSG_REQUEST:
-			json_array_append_new(out, dispatch(srv,
+			batch_append(&o, o.full ? NULL : dispatch(srv,
 			    json_string_value(json_object_get(m, "method")), json_object_get(m, "id"),
-			    json_object_get(m, "params"), post, true));
+			    json_object_get(m, "params"), post, true), json_object_get(m, "id"));
 			break;
 		case MSG_NOTIFICATION:
 		case MSG_RESPONSE:
 			break;
 		}
 	}
-	if (json_array_size(out) == 0) {
-		json_decref(out);
+	if (o.n == 0) {
+		mb_buf_release(&o.b);
 		mcp_rpc_answer(post, 202, NULL);
-	} else
-		mcp_rpc_answer(post, 200, out);
+		return;
+	}
+	mb_buf_add(&o.b, "]", 1);
+	post->status = 200;
+	free(post->body);
+	post->body = mb_buf_detach(&o.b, NULL);
 }
 
 /* A copy of header value h without the optional whitespace around it (RFC 9110 5.5). */
@@ -418,6 +521,7 @@ post_message(struct mcp_server *srv, const char *body, size_t len, struct mcp_po
 	post->status = 500;
 	post->body = NULL;
 	post->sse = false;
+	post->insufficient_scope = false;
 	post->new_session[0] = '\0';
 	if (mcp_json_depth(body, len, MCP_MAX_JSON_DEPTH) > MCP_MAX_JSON_DEPTH) {
 		mcp_rpc_answer(post, 400, mcp_rpc_error(NULL, MCP_RPC_INVALID_REQUEST,
@@ -478,7 +582,8 @@ post_message(struct mcp_server *srv, const char *body, size_t len, struct mcp_po
 				    "Invalid Request: Server already initialized"));
 				break;
 			}
-		} else if (session_check(srv, post) == NULL)
+		} else if (session_check(srv, post) == NULL ||
+		    mcp_rpc_scope_refused(srv, method, params, id, post))
 			break;
 		if (mcp_rpc_wants_progress(m))
 			mcp_rpc_sse(post, m, dispatch(srv, method, id, params, post, false));

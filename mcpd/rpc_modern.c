@@ -317,7 +317,7 @@ mcp_modern_post(struct mcp_server *srv, json_t *m, struct mcp_post *post)
 		    json_pack("{s:[s], s:O}", "supported", MCP_PROTO_2026_07_28, "requested", mv));
 		return;
 	}
-	if (!headers_ok(m, method, post))
+	if (!headers_ok(m, method, post) || mcp_rpc_scope_refused(srv, method, params, id, post))
 		return;
 	if (strcmp(method, "server/discover") == 0)
 		result = discover();

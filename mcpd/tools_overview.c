@@ -120,9 +120,13 @@ count_text(struct mcp_answer *a, const struct mb_count_page *pg, enum mb_count_g
 	    offset + (int64_t)pg->n, g == MB_COUNT_YEAR || g == MB_COUNT_MONTH ||
 	    g == MB_COUNT_DAY ? "newest first" : "largest first", from_mail ? " " MCP_FENCE_NOTE :
 	    "");
-	for (size_t i = 0; i < pg->n; i++)
-		mb_buf_addf(from_mail ? &list : &a->text, "%s: %" PRId64 "\n", pg->rows[i].key,
-		    pg->rows[i].count);
+	for (size_t i = 0; i < pg->n; i++) {
+		if (g == MB_COUNT_FOLDER)	/* a folder name is mail's: quoted (fence.c) */
+			mcp_fence_inline(&a->text, pg->rows[i].key);
+		else
+			mb_buf_adds(from_mail ? &list : &a->text, pg->rows[i].key);
+		mb_buf_addf(from_mail ? &list : &a->text, ": %" PRId64 "\n", pg->rows[i].count);
+	}
 	if (from_mail)
 		mcp_fence_add(&a->text, a->nonce, list.data, list.len);
 	mb_buf_release(&list);
@@ -312,13 +316,13 @@ await_text(struct mcp_answer *a, json_t *results, int64_t offset, long long days
 
 		mb_buf_addf(&a->text, "%lld. waiting on %s | thread %" JSON_INTEGER_FORMAT
 		    " (%" JSON_INTEGER_FORMAT " messages) | last: id %" JSON_INTEGER_FORMAT
-		    " | %s | %s\n", (long long)offset + (long long)i + 1,
+		    " | ", (long long)offset + (long long)i + 1,
 		    json_string_value(json_object_get(t, "waiting_on")),
 		    json_integer_value(json_object_get(t, "thread_id")),
 		    json_integer_value(json_object_get(t, "messages")),
-		    json_integer_value(json_object_get(t, "id")),
-		    json_string_value(json_object_get(t, "folder")),
-		    json_string_value(json_object_get(t, "date")));
+		    json_integer_value(json_object_get(t, "id")));
+		mcp_fence_inline(&a->text, json_string_value(json_object_get(t, "folder")));
+		mb_buf_addf(&a->text, " | %s\n", json_string_value(json_object_get(t, "date")));
 		mcp_add_fenced_fields(a, t, keys, labels, MB_ARRAY_LEN(keys));
 	}
 }

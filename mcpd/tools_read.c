@@ -112,7 +112,7 @@ message_answer(const struct mb_read_message *rm, long long offset, struct mcp_an
 		json_t *v;
 
 		mb_buf_addf(&a->text, "Message id %lld in folder ", (long long)rm->id);
-		mb_buf_adds(&a->text, json_string_value(json_object_get(m, "folder")));
+		mcp_fence_inline(&a->text, json_string_value(json_object_get(m, "folder")));
 		mb_buf_addf(&a->text, ", thread %" JSON_INTEGER_FORMAT ", flags: ",
 		    json_integer_value(json_object_get(m, "thread_id")));
 		mcp_add_flags_text(&a->text, json_object_get(m, "flags"));
@@ -252,10 +252,10 @@ mcp_tool_get_thread(struct mcp_server *srv, json_t *args, const struct mcp_calle
 		json_t *h = json_array_get(list, i);
 		json_t *d = json_object_get(h, "date");
 
-		mb_buf_addf(&a.text, "%lld. id %" JSON_INTEGER_FORMAT " | %s | %s\n",
-		    offset + (long long)i + 1, json_integer_value(json_object_get(h, "id")),
-		    json_string_value(json_object_get(h, "folder")),
-		    json_is_string(d) ? json_string_value(d) : "no date");
+		mb_buf_addf(&a.text, "%lld. id %" JSON_INTEGER_FORMAT " | ",
+		    offset + (long long)i + 1, json_integer_value(json_object_get(h, "id")));
+		mcp_fence_inline(&a.text, json_string_value(json_object_get(h, "folder")));
+		mb_buf_addf(&a.text, " | %s\n", json_is_string(d) ? json_string_value(d) : "no date");
 		if (json_is_null(json_object_get(h, "preview")))
 			json_object_set_new(h, "preview", json_string(""));
 		mcp_add_fenced_fields(&a, h, keys, labels, MB_ARRAY_LEN(keys));
@@ -299,10 +299,11 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 	json_array_foreach(list, i, f) {
 		json_t *role = json_object_get(f, "role"), *ls = json_object_get(f, "last_sync");
 
-		/* folder names come from the IMAP server: data, but short; quoted */
-		mb_buf_addf(&a.text, "- \"%s\"%s%s: %" JSON_INTEGER_FORMAT " messages, %"
+		/* folder names come from the IMAP server: data, quoted (fence.c) */
+		mb_buf_adds(&a.text, "- ");
+		mcp_fence_inline(&a.text, json_string_value(json_object_get(f, "name")));
+		mb_buf_addf(&a.text, "%s%s: %" JSON_INTEGER_FORMAT " messages, %"
 		    JSON_INTEGER_FORMAT " unread, last sync %s\n",
-		    json_string_value(json_object_get(f, "name")),
 		    json_is_string(role) ? " " : "", json_is_string(role) ?
 		    json_string_value(role) : "",
 		    json_integer_value(json_object_get(f, "messages")),

@@ -99,10 +99,10 @@ hit_json(const struct mb_search_hit *h)
 }
 
 /*
- * " | labels: a, b" when the hit has any.  Keywords are IMAP atoms set by
- * the user's mail clients, not text of the mail, so they stand outside the
- * fence; one that is not a short printable ASCII atom is left to
- * structuredContent, where it is data.
+ * " | labels: \"a\", \"b\"" when the hit has any.  Keywords are IMAP atoms set
+ * by the user's mail clients, not text of the mail, so they stand outside the
+ * fence, quoted as every mailbox string there is (fence.c); one that is not a
+ * short printable ASCII atom is left to structuredContent, where it is data.
  */
 static void
 labels_text(struct mb_buf *b, json_t *labels)
@@ -118,7 +118,8 @@ labels_text(struct mb_buf *b, json_t *labels)
 			;
 		if (s[k] != '\0')
 			continue;
-		mb_buf_addf(b, "%s%s", n++ == 0 ? " | labels: " : ", ", s);
+		mb_buf_adds(b, n++ == 0 ? " | labels: " : ", ");
+		mcp_fence_inline(b, s);	/* set by mail clients, from the mailbox: quoted */
 	}
 }
 
@@ -157,10 +158,10 @@ search_text(struct mcp_answer *a, json_t *results, int64_t offset,
 		json_t *d = json_object_get(h, "date");
 		json_t *att, *flat = NULL;
 
-		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | %s | %s | ",
-		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")),
-		    json_string_value(json_object_get(h, "folder")),
-		    json_is_string(d) ? json_string_value(d) : "no date");
+		mb_buf_addf(&a->text, "%zu. id %" JSON_INTEGER_FORMAT " | ",
+		    (size_t)offset + i + 1, json_integer_value(json_object_get(h, "id")));
+		mcp_fence_inline(&a->text, json_string_value(json_object_get(h, "folder")));
+		mb_buf_addf(&a->text, " | %s | ", json_is_string(d) ? json_string_value(d) : "no date");
 		mcp_add_flags_text(&a->text, json_object_get(h, "flags"));
 		labels_text(&a->text, json_object_get(h, "labels"));
 		mb_buf_addf(&a->text, " | attachments: %" JSON_INTEGER_FORMAT,

@@ -72,23 +72,31 @@ forward(struct mcp_server *srv, const struct mb_ctl_request_view *rq, struct mb_
 		mb_err_set(err, MB_E_TEMP, "the write could not be handed to syncd: %s", e.msg);
 		return NULL;
 	}
-	data = json_pack("{s:s, s:s, s:I}", "outcome", mb_ctl_outcome_name(rp.outcome),
-	    "detail", rp.detail, "write_log_id", (json_int_t)rp.log_id);
+	data = json_pack("{s:s, s:o, s:I}", "outcome", mb_ctl_outcome_name(rp.outcome),
+	    "detail", mcp_str_json(rp.detail), "write_log_id", (json_int_t)rp.log_id);
 	json_object_set_new(data, "id", rp.message_id ? json_integer(rp.message_id) : json_null());
-	json_object_set_new(data, "folder", rp.folder ? json_string(rp.folder) : json_null());
+	json_object_set_new(data, "folder", mcp_str_json(rp.folder));
 	if ((rq->op == MB_CTL_FLAG && rp.outcome == MB_CTL_OK) || rp.keywords != NULL)
 		/* the words search and get_message use, not the IMAP names */
 		json_object_set_new(data, "flags", mcp_flag_list(rp.flags));
 	if (rp.keywords != NULL)	/* label_message: as get_message shows them */
 		json_object_set_new(data, "labels", mcp_label_list(rp.keywords));
 	{
-		char text[1400];
+		struct mb_buf text = MB_BUF_INIT(4096);
 
-		snprintf(text, sizeof(text), "%s: %s: %s%s%s", mb_ctl_op_name(rq->op),
-		    mb_ctl_outcome_name(rp.outcome), rp.detail, rp.folder ? "; folder: " : "",
-		    rp.folder ? rp.folder : "");
-		r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
-		    "structuredContent", data, "isError", rp.outcome != MB_CTL_OK);
+		/* syncd's detail names folders, and folder names come from the mailbox:
+		 * both quoted (fence.c) */
+		mb_buf_addf(&text, "%s: %s: ", mb_ctl_op_name(rq->op),
+		    mb_ctl_outcome_name(rp.outcome));
+		mcp_fence_inline(&text, rp.detail);
+		if (rp.folder) {
+			mb_buf_adds(&text, "; folder: ");
+			mcp_fence_inline(&text, rp.folder);
+		}
+		r = json_pack("{s:[{s:s, s:s%}], s:o, s:b}", "content", "type", "text", "text",
+		    text.data, text.len, "structuredContent", data, "isError",
+		    rp.outcome != MB_CTL_OK);
+		mb_buf_release(&text);
 	}
 	mb_ctl_reply_release(&rp);
 	return r;

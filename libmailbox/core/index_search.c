@@ -106,14 +106,6 @@ static const char stale_sql[] =
 	"(SELECT id FROM messages WHERE folder_id = f.id ORDER BY uidvalidity DESC LIMIT 1)) "
 	"WHERE NOT " IDX_CURRENT("m", "f") ")";
 
-/*
- * One search reads in one transaction: a single snapshot for all its
- * statements (ids, rows and snippets agree), and one WAL read lock instead of
- * one per statement step -- a page is some 25 statements.
- */
-static const char begin_sql[] = "BEGIN";
-static const char commit_sql[] = "COMMIT";
-
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
 	"m.attachment_count, m.thread_id, m.body, m.keywords, m.message_id, m.from_name, "
@@ -462,21 +454,6 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 
 /* ---- one search */
 
-/* Step one of the transaction statements. */
-static int
-txn_step(struct mb_index *idx, const char *sql, struct mb_err *err)
-{
-	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
-	int rc;
-
-	if (st == NULL)
-		return -1;
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE)
-		idx_sqlerr(idx, rc, sql, err);
-	idx_stmt_done(st);
-	return rc == SQLITE_DONE ? 0 : -1;
-}
 
 /*
  * page->total.  What the page read is often the whole answer already: a
@@ -577,29 +554,26 @@ out:
 	return rc;
 }
 
+/*
+ * One search reads in one transaction: a single snapshot for all its
+ * statements (ids, rows and snippets agree), and one WAL read lock instead of
+ * one per statement step -- a page is some 25 statements.
+ */
 int
 mb_search_run(struct mb_index *idx, const struct mb_query *q, int64_t offset, size_t limit,
     struct mb_search_page *page, struct mb_err *err)
 {
-	struct mb_err ignored = { 0 };
 	int rc;
 
 	memset(page, 0, sizeof(*page));
-	if (limit < 1 || limit > MB_SEARCH_MAX_LIMIT)
-		return mb_err_set(err, MB_E_INVALID, "limit must be between 1 and %d",
-		    MB_SEARCH_MAX_LIMIT);
-	if (offset < 0 || offset > INT64_MAX / 2)
-		return mb_err_set(err, MB_E_INVALID, "offset out of range");
+	if (idx_page_check(offset, limit, MB_SEARCH_MAX_LIMIT, err) == -1)
+		return -1;
 	if (MB_NEVER(mb_query_empty(q)))
 		return mb_err_set(err, MB_E_INVALID, "nothing to search for");
-	/* a COMMIT that failed would leave the connection in the transaction */
-	if (!sqlite3_get_autocommit(idx->db))
-		(void)txn_step(idx, commit_sql, &ignored);
-	if (txn_step(idx, begin_sql, err) == -1)
+	if (idx_read_begin(idx, err) == -1)
 		return -1;
 	rc = search_in_txn(idx, q, offset, limit, page, err);
-	/* a read transaction: failing to end it loses nothing (retried above) */
-	(void)txn_step(idx, commit_sql, &ignored);
+	idx_read_end(idx);
 	return rc;
 }
 

@@ -64,8 +64,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	conf.max_sessions = 16;
 	if (mcp_server_init(&srv, &conf, &err) == -1)
 		mb_fatalx("fuzz setup: %s", err.msg);
-	if (mcp_session_create(srv.sessions, MCP_PROTO_2025_11_25, NULL, sid_new, sizeof(sid_new)) == -1 ||
-	    mcp_session_create(srv.sessions, MCP_PROTO_2025_03_26, NULL, sid_old, sizeof(sid_old)) == -1)
+	if (mcp_session_create(srv.sessions, MCP_PROTO_2025_11_25, NULL, NULL, sid_new, sizeof(sid_new)) == -1 ||
+	    mcp_session_create(srv.sessions, MCP_PROTO_2025_03_26, NULL, NULL, sid_old, sizeof(sid_old)) == -1)
 		mb_fatalx("fuzz setup: sessions");
 	return 0;
 }

@@ -3,7 +3,8 @@
 # oidc-provider (tests/integration/oauth_as.mjs) on 127.0.0.1 issues RFC 9068
 # JWT access tokens on the client_credentials grant; auth_check (the real
 # auth.c, jwt.c and jwks.c, fetching the JWKS over HTTP after discovery)
-# decides on each.  Asserts the status and the exact WWW-Authenticate value a
+# decides on each; then mcpd itself on the resource's port (step-up for the
+# write tools).  Asserts the status and the exact WWW-Authenticate value a
 # client would see, the JWKS refetch rules (key rotation, rate limit, periodic
 # refresh), and that no token ever reaches the log.
 set -euo pipefail
@@ -270,12 +271,59 @@ refused_fetch "a redirect is not followed" "HTTP status 302" \
 refused_fetch "discovery refuses metadata naming another issuer" "issuer is not '$issuer/'" \
 	MCP_OAUTH_ISSUER="$issuer/"
 
+# --- mcpd itself on the resource's port: a write tool with a read-scope token -------
+# MCP step-up authorization (docs/auth.md): HTTP 403 with the insufficient_scope
+# challenge naming the write scope, on the 2025 path and the 2026-07-28 one; the
+# same call with the write scope gets past the check (to a syncd that is not there).
+rport=${resource#http://127.0.0.1:}
+rport=${rport%/mcp}
+env MCP_AUTH=jwt MCP_LISTEN="127.0.0.1:$rport" MCP_RESOURCE_URL="$resource" \
+	MCP_OAUTH_ISSUER="$issuer" MCP_INDEX="$work/absent.db" SYNCD_SOCKET="$work/no-syncd.sock" \
+	MCP_PORT_FILE="$work/mcpd.port" "$build/mcpd" 2>>"$work/mcpd.log" &
+mcpd_pid=$!
+for _ in $(seq 100); do [ -s "$work/mcpd.port" ] && break; sleep 0.1; done
+mbase=http://127.0.0.1:$rport
+t_read=$(token es256 mail.read "$resource")
+t_write=$(token es256 "mail.read mail.write" "$resource")
+mcp() {	# token [curl args...]: POST to mcpd; sets code, hdr, body (see http above)
+	local tok=$1; shift
+	http -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' "$@" "$mbase/mcp"
+}
+init_body='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
+flag='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flag_message","arguments":{"id":1,"add":["flagged"]}}}'
+step_up="Bearer error=\"insufficient_scope\", scope=\"mail.write mail.read\", resource_metadata=\"$prm\""
+mcp "$t_read" -d "$init_body"
+msid=$(tr -d '\r' <"$work/h" | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+mcp "$t_read" -H "Mcp-Session-Id: $msid" -d "$flag"
+reply="$code | $hdr"
+check "mcpd: read token on flag_message (2025-11-25): 403 step-up" "403 | $step_up"
+case $body in *'"code":-32000'*'mail.write'*) ok "mcpd: the 403 body names the scope" ;;
+*) bad "mcpd: 403 body" "a -32000 error naming mail.write" ;; esac
+V=2026-07-28
+modern="{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"flag_message\",\"arguments\":{\"id\":1,\"add\":[\"flagged\"]},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"$V\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
+mcp "$t_read" -H "MCP-Protocol-Version: $V" -H 'Mcp-Method: tools/call' -H 'Mcp-Name: flag_message' \
+	-d "$modern"
+reply="$code | $hdr"
+check "mcpd: read token on flag_message (2026-07-28): 403 step-up" "403 | $step_up"
+mcp "$t_read" -H "Mcp-Session-Id: $msid" \
+	-d '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_folders","arguments":{}}}'
+reply=$code
+check "mcpd: read token on a read tool" "200"
+mcp "$t_write" -d "$init_body"
+msid=$(tr -d '\r' <"$work/h" | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+mcp "$t_write" -H "Mcp-Session-Id: $msid" -d "$flag"
+reply="$code | $hdr"
+check "mcpd: write token on flag_message gets past the scope check" "200 | "
+kill "$mcpd_pid"; wait "$mcpd_pid" 2>/dev/null || true
+
 # --- the log: refusals with reasons and sub, never a token ---------------------------
 leaked=0
-for t in "$t_es" "$t_new" "$t_w" "$t_opaque" "$(fact forged.expired)" "$(fact forged.good)"; do
-	grep -qF -- "$t" "$work/driver.log" && leaked=1
+for t in "$t_es" "$t_new" "$t_w" "$t_opaque" "$(fact forged.expired)" "$(fact forged.good)" \
+    "$t_read" "$t_write"; do
+	grep -qF -- "$t" "$work/driver.log" "$work/mcpd.log" && leaked=1
 	# Nor any of its three parts on their own (the signature is the secret part).
-	grep -qF -- "${t##*.}" "$work/driver.log" && leaked=1
+	grep -qF -- "${t##*.}" "$work/driver.log" "$work/mcpd.log" && leaked=1
 done
 reply="(token found in $work/driver.log)"
 [ $leaked = 0 ] && ok "no token in the log" || bad "tokens logged" "none"

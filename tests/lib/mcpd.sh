@@ -45,3 +45,29 @@ mcpd_start() {
 	port=$(cat "$work/port")
 	base=http://127.0.0.1:$port
 }
+
+# Requests by hand (set $base first):
+#	post BODY [curl args...]	POST BODY to /mcp; sets $status, $body, $headers
+#	expect_status WANT WHAT, expect_body REGEX WHAT	count a failure unless so
+#	init VERSION [curl args...]	initialize at VERSION; sets $sid
+ACCEPT='Accept: application/json, text/event-stream'
+CT='Content-Type: application/json'
+post() {
+	local data=$1; shift
+	status=$(curl -s -o "$work/body" -D "$work/headers" -w '%{http_code}' -X POST \
+	    "$@" --data-binary "$data" "$base/mcp")
+	body=$(cat "$work/body")
+	headers=$(cat "$work/headers")
+}
+expect_status() {	# want what
+	[ "$status" = "$1" ] || fail "$2: HTTP $status, want $1 (body: ${body:0:200})"
+}
+expect_body() {	# regex what
+	[[ $body =~ $1 ]] || fail "$2: body '${body:0:300}' does not match /$1/"
+}
+init() {	# version [curl args] -> $sid
+	local v=$1; shift
+	post "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"$v\",\"capabilities\":{},\"clientInfo\":{\"name\":\"curl\",\"version\":\"1\"}}}" \
+	    -H "$ACCEPT" -H "$CT" "$@"
+	sid=$(printf '%s' "$headers" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+}

@@ -162,7 +162,7 @@ legacy_clients_are_served_as_before(void **state)
 	json_decref(j);
 }
 
-/* With no session to hang a bucket on, a token subject's calls share one. */
+/* With no session to hang a bucket on, a caller's calls take from its one bucket. */
 static void
 sessionless_calls_are_rate_limited_per_owner(void **state)
 {
@@ -172,11 +172,57 @@ sessionless_calls_are_rate_limited_per_owner(void **state)
 	(void)state;
 	mcp_sessions_set_rate(s, 2);	/* bursts of 4 */
 	for (int i = 0; i < 10; i++)
-		allowed += mcp_session_allow(s, NULL, "alice");
+		allowed += mcp_session_allow(s, "sub:alice");
 	assert_int_equal(allowed, 4);
-	assert_true(mcp_session_allow(s, NULL, "bob"));
+	assert_true(mcp_session_allow(s, "sub:bob"));
 	assert_int_equal(mcp_session_count(s), 0);	/* buckets are not sessions */
 	mcp_sessions_free(&s);
+}
+
+/*
+ * docs/auth.md: a token without the write scope calling a write tool is told
+ * to step up, HTTP 403 (http.c adds the challenge), on both eras; a batch
+ * entry keeps its tool error, as one entry cannot change a batch's status.
+ */
+static void
+write_tool_without_the_write_scope_is_403(void **state)
+{
+	const char *legacy = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"flag_message\",\"arguments\":{\"id\":1}}}";
+	const char *modern = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"flag_message\",\"arguments\":{\"id\":1}," META "}}";
+	char sid[2 * MCP_SESSION_ID_BYTES + 1];
+	struct mcp_post p;
+
+	(void)state;
+	assert_int_equal(mcp_session_create(srv.sessions, MCP_PROTO_2025_11_25, "bob", "sub:bob",
+	    sid, sizeof(sid)), 0);
+	for (int era = 0; era < 2; era++) {
+		memset(&p, 0, sizeof(p));
+		p.owner = "bob";
+		p.caller = "sub:bob";
+		p.may_write = false;
+		p.session_id = era == 0 ? sid : NULL;
+		p.proto_header = era == 0 ? NULL : "2026-07-28";
+		p.method_header = era == 0 ? NULL : "tools/call";
+		p.name_header = era == 0 ? NULL : "flag_message";
+		mcp_rpc_post(&srv, era == 0 ? legacy : modern, strlen(era == 0 ? legacy : modern),
+		    &p);
+		assert_int_equal(p.status, 403);
+		assert_true(p.insufficient_scope);
+		assert_non_null(strstr(p.body, "\"code\":-32000"));
+		assert_non_null(strstr(p.body, "flag_message needs the scope"));
+		free(p.body);
+	}
+	/* the write scope, or a read tool: no 403 */
+	memset(&p, 0, sizeof(p));
+	p.owner = "bob";
+	p.session_id = sid;
+	p.may_write = true;
+	mcp_rpc_post(&srv, legacy, strlen(legacy), &p);
+	assert_int_equal(p.status, 200);
+	assert_false(p.insufficient_scope);
+	free(p.body);
 }
 
 static void
@@ -202,6 +248,7 @@ main(void)
 		cmocka_unit_test(modern_errors_are_the_ones_the_spec_names),
 		cmocka_unit_test(legacy_clients_are_served_as_before),
 		cmocka_unit_test(sessionless_calls_are_rate_limited_per_owner),
+		cmocka_unit_test(write_tool_without_the_write_scope_is_403),
 		cmocka_unit_test(null_output_fields_are_left_out),
 	};
 

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# mcpd's limits on what one request and one caller may take (docs/mcpd.md:
+# limits), against a real mcpd over a mkindex index:
+#   1. one request: the ~20,700-entry tools/list batch (just under the 1 MiB
+#      body cap) is refused within a stated RSS bound read from /proc; a batch
+#      at the length cap whose answer would pass MCP_MAX_RESPONSE stops with an
+#      error for each remaining entry; resources/read in a batch is counted by
+#      the rate limit like a tool call;
+#   2. callers: fresh sessions share their caller's rate limit; a flood of
+#      initialize calls from one address evicts only its own sessions; slow
+#      clients holding connections open are cut at MCP_REQUEST_TIMEOUT and
+#      capped per address, so /healthz still answers.  Callers are told apart
+#      by their loopback source address (127.0.0.2, 127.0.0.3).
+# Env: MB_BUILD_DIR, MB_SOURCE_DIR (set by ctest).  On failure the work
+# directory is kept and named.
+set -euo pipefail
+build=${MB_BUILD_DIR:?}
+src=${MB_SOURCE_DIR:?}
+work=$(mktemp -d /tmp/test_mcpd_limits.XXXXXX)
+# shellcheck source=../lib/mcpd.sh
+. "$src/tests/lib/mcpd.sh"
+mcpd_test_init test_mcpd_limits
+
+"$build/tests/mkindex" "$work/index.db" "$src/tests/fixtures/mcpd" >/dev/null
+
+# kB of a /proc/PID/status field (VmHWM: the peak resident set)
+proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# a batch of N copies of one message, with ids 1..N
+batch() {
+	python3 -c 'import sys
+n, m = int(sys.argv[1]), sys.argv[2]
+sys.stdout.write("[" + ",".join(m % i for i in range(1, n + 1)) + "]")' "$1" "$2"
+}
+# how many entries of the answer in $work/body match: total errors-with-text
+count() {
+	python3 -c 'import json, sys
+a = json.load(open(sys.argv[1]))
+print(len(a), sum(1 for e in a if "result" in e),
+      sum(1 for e in a if sys.argv[2] in json.dumps(e.get("error", {}))))' "$work/body" "$1"
+}
+
+# --- 1. one request's memory.  The address-space limit makes a server that
+# would need gigabytes fail fast instead of taking the machine's memory.
+RSS_BOUND_KB=$((128 * 1024))	# the stated bound: 128 MiB peak resident, the whole process
+sanitized=false
+grep -q '^MB_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && sanitized=true
+mcpd_start MCP_RATE_LIMIT=0 MCP_MAX_RESPONSE=262144
+if $sanitized; then
+	# ASan reserves terabytes of address space for its shadow, and its shadow and
+	# quarantine add to the resident set: no address-space limit, three times the bound
+	RSS_BOUND_KB=$((3 * RSS_BOUND_KB))
+else
+	prlimit --pid "$pid" --as=$((1536 * 1024 * 1024))
+fi
+init 2025-03-26
+S=(-H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid")
+batch 20700 '{"jsonrpc":"2.0","id":%d,"method":"tools/list"}' >"$work/big.json"
+size=$(stat -c %s "$work/big.json")
+((size > 1000000 && size < 1048576)) || fail "the big batch is $size bytes, want just under 1 MiB"
+status=$(curl -s -o "$work/body" -w '%{http_code}' -X POST "${S[@]}" \
+    --data-binary @"$work/big.json" "$base/mcp") || status=000
+body=$(head -c 300 "$work/body")
+kill -0 "$pid" 2>/dev/null || { fail "mcpd died on the 20,700-entry batch"; pid=; }
+if [ -n "$pid" ]; then
+	hwm=$(proc_kb "$pid" VmHWM)
+	echo "20,700-entry batch: HTTP $status, peak RSS ${hwm} kB (bound ${RSS_BOUND_KB} kB)"
+	((hwm < RSS_BOUND_KB)) || fail "peak RSS $hwm kB over the bound $RSS_BOUND_KB kB"
+	expect_status 400 "a batch past MCP_MAX_BATCH"
+	expect_body 'batch of 20700 entries.*limit 64' "the refusal names the length and the limit"
+	# at the cap: 64 tools/list answers are ~1.3 MB, over the 256 KiB budget
+	batch 64 '{"jsonrpc":"2.0","id":%d,"method":"tools/list"}' >"$work/cap.json"
+	status=$(curl -s -o "$work/body" -w '%{http_code}' -X POST "${S[@]}" \
+	    --data-binary @"$work/cap.json" "$base/mcp")
+	[ "$status" = 200 ] || fail "batch at the cap: HTTP $status"
+	read -r n ok over <<<"$(count 'response size limit')"
+	[ "$n" = 64 ] || fail "batch at the cap: $n answers, want 64"
+	((ok >= 1 && ok + over == 64 && over >= 1)) ||
+	    fail "batch at the cap: $ok results, $over size-limit errors"
+	bytes=$(stat -c %s "$work/body")
+	((bytes < 262144 + 64 * 256)) || fail "the answer is $bytes bytes, past the budget"
+	hwm=$(proc_kb "$pid" VmHWM)
+	((hwm < RSS_BOUND_KB)) || fail "peak RSS $hwm kB after the batch at the cap"
+	kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+fi
+
+# resources/read in a batch is rate limited (2 a second, bursts of 4)
+mcpd_start MCP_RATE_LIMIT=2
+init 2025-03-26
+S=(-H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid")
+batch 40 '{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"mail://message/1"}}' \
+    >"$work/rr.json"
+curl -s -o "$work/body" -X POST "${S[@]}" --data-binary @"$work/rr.json" "$base/mcp"
+read -r n ok limited <<<"$(count 'rate limit')"
+((n == 40 && ok <= 8 && limited >= 32)) ||
+    fail "resources/read in a batch: $ok of $n served, $limited rate limited"
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
+# --- 2. limits per caller.  Ten fresh sessions, a search on each: twenty
+# requests from one address, against 2 a second with bursts of 4.
+mcpd_start MCP_RATE_LIMIT=2
+served=0
+for _ in $(seq 1 10); do
+	init 2025-11-25
+	[[ $body =~ '"protocolVersion"' ]] && served=$((served + 1))
+	[ -n "$sid" ] || continue
+	post '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_messages","arguments":{"query":"invoice"}}}' \
+	    -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid"
+	[[ $body =~ '"isError":true' ]] || served=$((served + 1))
+done
+# at most the burst plus 2 a second for the (generous) 4 s the loop may take
+((served <= 12)) || fail "fresh sessions escape the rate limit: $served of 20 served"
+((served >= 4)) || fail "the burst was not served: $served of 20"
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
+# A flood of initialize calls from 127.0.0.3 against a map of 8, 4 a caller.
+mcpd_start MCP_RATE_LIMIT=0 MCP_MAX_SESSIONS=8 MCP_MAX_SESSIONS_PER_CALLER=4
+init 2025-11-25 --interface 127.0.0.2
+keep=$sid
+for _ in $(seq 1 30); do init 2025-11-25 --interface 127.0.0.3; done
+post '{"jsonrpc":"2.0","id":2,"method":"ping"}' -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $keep" \
+    --interface 127.0.0.2
+expect_status 200 "another caller's session survives a flood of initialize"
+post '{"jsonrpc":"2.0","id":2,"method":"ping"}' -H "$ACCEPT" -H "$CT" -H "Mcp-Session-Id: $sid" \
+    --interface 127.0.0.3
+expect_status 200 "the flooder's newest session lives"
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
+# Eight slow clients from 127.0.0.3 (a partial header, a byte every half
+# second) against 8 connections, 4 an address, a 2 s request deadline.
+mcpd_start MCP_MAX_CONNECTIONS=8 MCP_MAX_CONNECTIONS_PER_ADDRESS=4 MCP_REQUEST_TIMEOUT=2
+python3 - "$port" >"$work/slow.out" <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+socks = []
+for _ in range(8):
+    s = socket.socket()
+    s.bind(("127.0.0.3", 0))
+    try:
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        s.setblocking(False)
+        socks.append(s)
+    except OSError:
+        pass
+start, closed = time.time(), {}
+while time.time() - start < 8 and len(closed) < len(socks):
+    for i, s in enumerate(socks):
+        if i in closed:
+            continue
+        try:
+            if s.recv(4096) == b"":
+                closed[i] = time.time() - start
+                continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed[i] = time.time() - start
+            continue
+        try:
+            s.send(b"a")
+        except OSError:
+            closed[i] = time.time() - start
+    time.sleep(0.5)
+print(len(closed), max(closed.values()) if closed else 99)
+PY
+slow=$!
+sleep 1
+t0=$(date +%s%N)
+status=$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$base/healthz") || status=000
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$status" = 200 ] || fail "/healthz beside slow clients: HTTP $status after $ms ms"
+wait "$slow" || true
+read -r nclosed last <<<"$(cat "$work/slow.out")"
+# the four admitted are cut at the deadline (2 s, plus the reaper's tick and load)
+((nclosed >= 4)) || fail "slow connections closed by the server: $nclosed"
+python3 -c 'import sys; sys.exit(float(sys.argv[1]) > 6)' "$last" ||
+    fail "the last slow connection was cut after $last s, want about 2"
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
+exit $((fails > 0))
