@@ -479,6 +479,8 @@ json_t	*mcp_tool_create_draft(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
 json_t	*mcp_tool_list_recent_writes(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
+json_t	*mcp_tool_label_message(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
 
 /* ---- ctl_client.c: one request to syncd's control socket, blocking, with a timeout */
 

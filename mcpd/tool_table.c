@@ -31,6 +31,7 @@ static const struct mcp_tool tools[] = {
 	{ "find_contacts",	MCP_SCOPE_READ,		mcp_tool_find_contacts },
 	{ "awaiting_reply",	MCP_SCOPE_READ,		mcp_tool_awaiting_reply },
 	{ "get_attachment",	MCP_SCOPE_READ,		mcp_tool_get_attachment },
+	{ "label_message",	MCP_SCOPE_WRITE,	mcp_tool_label_message },
 };
 
 #define FENCE_MARK	"@FENCE_NOTE@"

@@ -1,6 +1,6 @@
 /*
  * The write tools (docs/writes.md): flag_message, move_message,
- * trash_message and create_draft are forwarded to syncd over its control socket (mcpd holds
+ * trash_message, create_draft and label_message are forwarded to syncd over its control socket (mcpd holds
  * no credential and cannot reach IMAP); list_recent_writes reads write_log.
  * With MCP_READ_ONLY=1 the write tools do not exist; a token without the
  * write scope does not see them and cannot call them (tool_table.c sees to
@@ -76,9 +76,11 @@ forward(struct mcp_server *srv, const struct mb_ctl_request_view *rq, struct mb_
 	    "detail", mcp_str_json(rp.detail), "write_log_id", (json_int_t)rp.log_id);
 	json_object_set_new(data, "id", rp.message_id ? json_integer(rp.message_id) : json_null());
 	json_object_set_new(data, "folder", mcp_str_json(rp.folder));
-	if (rq->op == MB_CTL_FLAG && rp.outcome == MB_CTL_OK)
+	if ((rq->op == MB_CTL_FLAG && rp.outcome == MB_CTL_OK) || rp.keywords != NULL)
 		/* the words search and get_message use, not the IMAP names */
 		json_object_set_new(data, "flags", mcp_flag_list(rp.flags));
+	if (rp.keywords != NULL)	/* label_message: as get_message shows them */
+		json_object_set_new(data, "labels", mcp_label_list(rp.keywords));
 	{
 		struct mb_buf text = MB_BUF_INIT(4096);
 
@@ -326,5 +328,59 @@ mcp_tool_create_draft(struct mcp_server *srv, json_t *args, const struct mcp_cal
 		r = forward(srv, &rq, err);
 	free(rq.to);	/* the arrays are ours, their strings are args' */
 	free(rq.cc);
+	return r;
+}
+
+/*
+ * An array of labels (borrowed strings of args) into *v_r (the caller's,
+ * also on error).  Their syntax is syncd's to check (a refusal is logged);
+ * here only what cannot go on the wire is refused.
+ */
+static int
+label_list(json_t *args, const char *key, const char ***v_r, uint32_t *n_r, struct mb_err *err)
+{
+	json_t *a = json_object_get(args, key), *v;
+	size_t i;
+
+	*v_r = NULL;
+	*n_r = 0;
+	if (a == NULL)
+		return 0;
+	if (json_array_size(a) > MB_CTL_LABELS_MAX)
+		return mb_err_set(err, MB_E_INVALID, "label_message: %s takes at most %d labels",
+		    key, MB_CTL_LABELS_MAX);
+	*v_r = mb_xcalloc(json_array_size(a) + 1, sizeof(**v_r));
+	json_array_foreach(a, i, v) {
+		const char *s = json_string_value(v);
+
+		if (s == NULL || *s == '\0' || json_string_length(v) > MB_CTL_LABEL_MAX ||
+		    strlen(s) != json_string_length(v))
+			return mb_err_set(err, MB_E_INVALID, "label_message: %s[%zu] must be a label "
+			    "of 1 to %d bytes", key, i, MB_CTL_LABEL_MAX);
+		(*v_r)[(*n_r)++] = s;
+	}
+	return 0;
+}
+
+json_t *
+mcp_tool_label_message(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
+    struct mb_err *err)
+{
+	struct mb_ctl_request_view rq;
+	char who_buf[MB_CTL_WHO_MAX + 1];
+	json_t *r = NULL;
+
+	write_request(&rq, who_buf, who, mcp_arg_int(args, "id"));
+	rq.op = MB_CTL_LABEL;
+	if (label_list(args, "add", &rq.labels_add, &rq.n_labels_add, err) == 0 &&
+	    label_list(args, "remove", &rq.labels_remove, &rq.n_labels_remove, err) == 0) {
+		if (rq.n_labels_add + rq.n_labels_remove == 0)
+			mb_err_set(err, MB_E_INVALID, "label_message: name at least one label to add "
+			    "or remove");
+		else
+			r = forward(srv, &rq, err);
+	}
+	free(rq.labels_add);	/* the arrays are ours, their strings are args' */
+	free(rq.labels_remove);
 	return r;
 }

@@ -10,35 +10,100 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "mailbox/ctl.h"
+#include "mailbox/labels.h"
 #include "mailbox/log.h"
 #include "mailbox/utf8.h"
 #include "syncd.h"
 #include "writes.h"
 
-/* A result frame from the write process: outcome, detail, flags, COPYUID. */
+/*
+ * A result frame from the write process: outcome, detail, flags, COPYUID,
+ * and (label_message; NULL otherwise or when too long for the frame) the
+ * keywords the verifying fetch saw.
+ */
 static void
-child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
-    uint32_t uid, bool used_move)
+child_send_kw(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
+    uint32_t uid, bool used_move, const char *keywords)
 {
 	struct mb_ipc_conn c;
 	struct mb_ipc_out o;
 	struct mb_err err = { 0 };
-	struct mb_ctl_result r = { .outcome = outcome, .flags = flags, .uidvalidity = uidv,
-	    .uid = uid, .used_move = used_move };
+	static struct mb_ctl_result r;	/* 5 KiB: off the stack */
 
+	r = (struct mb_ctl_result){ .outcome = outcome, .flags = flags, .uidvalidity = uidv,
+	    .uid = uid, .used_move = used_move };
 	snprintf(r.detail, sizeof(r.detail), "%.*s", (int)mb_utf8_boundary(detail,
 	    strlen(detail), MB_CTL_DETAIL_MAX), detail);
+	if (keywords != NULL && strlen(keywords) <= MB_CTL_KEYWORDS_MAX) {
+		r.keywords_known = true;
+		memcpy(r.keywords, keywords, strlen(keywords) + 1);
+	}
 	mb_ipc_conn_init(&c, fd, 0);
 	if (mb_ctl_put_result(&o, &r, &err) == 0)
 		mb_ipc_send(&c, &o, &err);
 	else
 		mb_ipc_out_release(&o);
 	mb_ipc_conn_release(&c);
+}
+
+static void
+child_send(int fd, uint32_t outcome, const char *detail, unsigned flags, uint32_t uidv,
+    uint32_t uid, bool used_move)
+{
+	child_send_kw(fd, outcome, detail, flags, uidv, uid, used_move, NULL);
+}
+
+/*
+ * label_message in the SELECTed folder: every keyword to add must be one
+ * its PERMANENTFLAGS allows (else refused, nothing sent), then UID STORE
+ * and a verifying UID FETCH FLAGS.  Ends the process.
+ */
+static _Noreturn void
+label_write(struct mb_imap **imapp, const struct sd_write_order *j, int fd)
+{
+	struct mb_err err = { 0 };
+	char detail[512], *kw = NULL;
+	unsigned flags = 0;
+	bool found = false;
+
+	for (uint32_t i = 0; i < j->n_labels_add; i++)
+		if (!mb_imap_keyword_permanent(*imapp, j->labels_add[i])) {
+			snprintf(detail, sizeof(detail), "the server does not keep the label '%s' "
+			    "in '%s' (its PERMANENTFLAGS has neither that keyword nor \\*, so it "
+			    "takes no custom labels there); nothing was changed",
+			    j->labels_add[i], j->folder);
+			child_send(fd, MB_CTL_REFUSED, detail, 0, 0, 0, false);
+			goto out;
+		}
+	if (mb_imap_store_keywords(*imapp, j->uid, j->labels_add, j->n_labels_add,
+	    j->labels_remove, j->n_labels_remove, &err) == -1 ||
+	    mb_imap_fetch_keywords(*imapp, j->uid, &flags, &kw, &found, &err) == -1) {
+		snprintf(detail, sizeof(detail), "%s; the labels may or may not have changed: "
+		    "check them", err.msg);
+		child_send(fd, MB_CTL_FAILED, detail, 0, 0, 0, false);
+		goto out;
+	}
+	for (uint32_t i = 0; found && i < j->n_labels_add; i++)
+		if (!mb_labels_has(kw, j->labels_add[i]))
+			found = false;
+	for (uint32_t i = 0; found && i < j->n_labels_remove; i++)
+		if (mb_labels_has(kw, j->labels_remove[i]))
+			found = false;
+	if (!found)
+		child_send_kw(fd, MB_CTL_FAILED, "the server did not apply the labels (checked "
+		    "with UID FETCH FLAGS)", flags, 0, 0, false, kw);
+	else
+		child_send_kw(fd, MB_CTL_OK, "labels set and verified", flags, 0, 0, false, kw);
+out:
+	free(kw);
+	mb_imap_close(imapp);
+	_exit(0);
 }
 
 void
@@ -111,6 +176,8 @@ sd_write_process(const struct sd_conf *conf, const char *password,
 		mb_imap_close(&imap);
 		_exit(0);
 	}
+	if (j->op == MB_CTL_LABEL)
+		label_write(&imap, j, fd);
 	sent = true;	/* from here a failure may come after the server acted */
 	if (j->op == MB_CTL_FLAG) {
 		if (mb_imap_store_flags(imap, j->uid, j->add, j->remove, &err) == -1)

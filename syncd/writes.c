@@ -28,6 +28,7 @@
 #include "mailbox/index_audit.h"
 #include "mailbox/index_writes.h"
 #include "mailbox/json.h"
+#include "mailbox/labels.h"
 #include "mailbox/log.h"
 #include "mailbox/mime.h"
 #include "mailbox/msg.h"
@@ -139,6 +140,12 @@ arguments_json(const struct mb_ctl_request *rq)
 		json_str(&b, rq->dest);
 	} else if (rq->op == MB_CTL_DRAFT)
 		draft_arguments(&b, rq);
+	else if (rq->op == MB_CTL_LABEL) {
+		mb_buf_adds(&b, "\"add\":");
+		json_strs(&b, rq->labels_add, rq->n_labels_add);
+		mb_buf_adds(&b, ",\"remove\":");
+		json_strs(&b, rq->labels_remove, rq->n_labels_remove);
+	}
 	mb_buf_adds(&b, "}");
 	s = mb_xstrdup(b.data ? b.data : "{}");
 	mb_buf_release(&b);
@@ -313,6 +320,37 @@ check_dest(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * label_message's labels: each an IMAP atom without a backslash (a system
+ * flag is flag_message's), none both added and removed.  Checked here, not
+ * in the decoder, so the refusal is logged like every other.
+ */
+static int
+check_labels(const struct mb_ctl_request *rq, char *buf, size_t len)
+{
+	for (uint32_t k = 0; k < 2; k++) {
+		char **v = k == 0 ? rq->labels_add : rq->labels_remove;
+		uint32_t n = k == 0 ? rq->n_labels_add : rq->n_labels_remove;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (!mb_label_valid(v[i], MB_CTL_LABEL_MAX)) {
+				snprintf(buf, len, "'%.*s' cannot be a label: a label is 1 to %d "
+				    "printable ASCII characters without spaces or any of "
+				    "( ) { %% * \" \\ ] (system flags such as \\Seen are "
+				    "flag_message's)", (int)mb_utf8_boundary(v[i], strlen(v[i]),
+				    200), v[i], MB_CTL_LABEL_MAX);
+				return -1;
+			}
+	}
+	for (uint32_t i = 0; i < rq->n_labels_add; i++)
+		for (uint32_t k = 0; k < rq->n_labels_remove; k++)
+			if (strcasecmp(rq->labels_add[i], rq->labels_remove[k]) == 0) {
+				snprintf(buf, len, "'%s' is both added and removed", rq->labels_add[i]);
+				return -1;
+			}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ drafts */
 
 /* DRAFT_FROM, else IMAP_USER when it is an address, else no From. */
@@ -482,7 +520,10 @@ sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 		if (j->rq.op != MB_CTL_DRAFT)
 			log_update(sd, j, NULL, NULL);
 	}
-	if (j->rq.op != MB_CTL_FLAG && check_dest(sd, j, why, sizeof(why)) == -1)
+	if (j->rq.op == MB_CTL_LABEL && check_labels(&j->rq, why, sizeof(why)) == -1)
+		goto refuse;
+	if (j->rq.op != MB_CTL_FLAG && j->rq.op != MB_CTL_LABEL &&
+	    check_dest(sd, j, why, sizeof(why)) == -1)
 		goto refuse;
 	if (j->rq.op == MB_CTL_DRAFT && compose_draft(sd, j, why, sizeof(why)) == -1)
 		goto refuse;
@@ -496,7 +537,11 @@ sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 		struct sd_write_order o = { .op = j->rq.op, .add = j->rq.add,
 		    .remove = j->rq.remove, .folder = j->folder, .uidvalidity = j->uidvalidity,
 		    .uid = j->uid, .dest = j->dest, .raw = j->raw, .raw_len = j->raw_len,
-		    .deadline_ms = j->deadline_ms };
+		    .deadline_ms = j->deadline_ms,
+		    .labels_add = (const char *const *)j->rq.labels_add,
+		    .n_labels_add = j->rq.n_labels_add,
+		    .labels_remove = (const char *const *)j->rq.labels_remove,
+		    .n_labels_remove = j->rq.n_labels_remove };
 
 		sd_write_process(sd->conf, sd->password, &o, fd);
 	}
@@ -543,9 +588,14 @@ apply_move(struct sd *sd, struct sd_wjob *j, uint32_t uidv, uint32_t uid, int64_
 }
 
 static void
-job_done(struct sd *sd, struct sd_wjob *j, uint32_t outcome, const char *detail,
-    unsigned flags, uint32_t uidv, uint32_t uid, struct sd_write_reply *out)
+job_done(struct sd *sd, struct sd_wjob *j, const struct mb_ctl_result *res,
+    struct sd_write_reply *out)
 {
+	uint32_t outcome = res->outcome, uidv = res->uidvalidity, uid = res->uid;
+	unsigned flags = res->flags;
+	const char *detail = res->detail;
+	/* label_message: the keywords the verifying fetch saw replace the index's */
+	const char *kw = j->rq.op == MB_CTL_LABEL && res->keywords_known ? res->keywords : NULL;
 	struct mb_err err = { 0 };
 	int64_t new_id = j->rq.message_id;
 	const char *where = j->folder;
@@ -553,9 +603,10 @@ job_done(struct sd *sd, struct sd_wjob *j, uint32_t outcome, const char *detail,
 
 	if (sd_begin(sd, &err) == -1)
 		goto index_fail;
-	if (outcome == MB_CTL_OK && j->rq.op == MB_CTL_FLAG) {
+	if (outcome == MB_CTL_OK && (j->rq.op == MB_CTL_FLAG || kw != NULL)) {
 		if (mb_index_update_flags(sd->idx, j->folder_id, j->uidvalidity, j->uid, flags,
-		    j->keywords, j->modseq, &err) == -1 && err.code != MB_E_NOTFOUND)
+		    kw != NULL ? kw : j->keywords, j->modseq, &err) == -1 &&
+		    err.code != MB_E_NOTFOUND)
 			goto rollback;
 	} else if (outcome == MB_CTL_OK && j->rq.op == MB_CTL_DRAFT) {
 		if (index_draft(sd, j, flags, uidv, uid, &new_id, &err) == -1)
@@ -570,6 +621,7 @@ job_done(struct sd *sd, struct sd_wjob *j, uint32_t outcome, const char *detail,
 	if (sd_commit(sd, &err) == -1)
 		goto index_fail;
 	finish(j, outcome, detail, new_id, flags, where, out);
+	out->rp.keywords = kw != NULL ? mb_xstrdup(kw) : NULL;
 	return;
 rollback:
 	mb_index_rollback(sd->idx);
@@ -578,6 +630,7 @@ index_fail:
 	    "tick catches up", detail, err.msg);
 	log_update(sd, j, mb_ctl_outcome_name(outcome), buf);
 	finish(j, outcome, buf, new_id, flags, where, out);
+	out->rp.keywords = kw != NULL ? mb_xstrdup(kw) : NULL;
 }
 
 /* The write process's answer, or its end: 1 and *out when j is over (freed), 0: more to come. */
@@ -594,11 +647,10 @@ job_input(struct sd *sd, struct sd_wjob *j, struct sd_write_reply *out)
 		return 0;
 	r = n == -1 ? -1 : mb_ipc_next(&j->conn, &f, &err);
 	if (r == 1) {
-		struct mb_ctl_result res;
+		static struct mb_ctl_result res;	/* 5 KiB: off the stack */
 
 		if (mb_ctl_get_result(&f.cur, &res, &err) == 0)
-			job_done(sd, j, res.outcome, res.detail, res.flags, res.uidvalidity,
-			    res.uid, out);
+			job_done(sd, j, &res, out);
 		else {
 			log_update(sd, j, "failed", "the write process sent a malformed answer");
 			finish(j, MB_CTL_FAILED, "internal error", j->rq.message_id, 0, NULL, out);

@@ -68,6 +68,8 @@ struct sd_write_order {
 	const char	*folder;	/* the message's folder; NULL for a draft */
 	uint32_t	 uidvalidity, uid;
 	const char	*dest;		/* move, trash, draft: the destination folder */
+	const char *const *labels_add, *const *labels_remove;	/* MB_CTL_LABEL: keywords */
+	uint32_t	 n_labels_add, n_labels_remove;
 	const char	*raw;		/* draft: the message to append */
 	size_t		 raw_len;
 	long long	 deadline_ms;	/* its IMAP watchdog fires 500 ms before (monotonic) */

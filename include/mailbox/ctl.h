@@ -19,6 +19,7 @@ enum mb_ctl_op {
 	MB_CTL_MOVE,		/* message_id, dest */
 	MB_CTL_TRASH,		/* message_id (to the \Trash folder) */
 	MB_CTL_DRAFT,		/* to, cc, subject, body; message_id: the original of a reply, or 0 */
+	MB_CTL_LABEL,		/* message_id, labels_add, labels_remove (IMAP keywords) */
 	MB_CTL_OP_MAX
 };
 
@@ -34,6 +35,9 @@ enum mb_ctl_outcome {
 #define MB_CTL_RCPT_MAX		100	/* recipients in to, and in cc */
 #define MB_CTL_LINE_MAX		998	/* bytes of one recipient, or of the subject */
 #define MB_CTL_BODY_MAX		(1u << 20)	/* bytes of a draft's body */
+#define MB_CTL_LABELS_MAX	32	/* labels in labels_add, and in labels_remove */
+#define MB_CTL_LABEL_MAX	128	/* bytes of one label */
+#define MB_CTL_KEYWORDS_MAX	4096	/* bytes of a result's keywords */
 
 /* A decoded request: every string is the struct's (mb_ctl_request_release()). */
 struct mb_ctl_request {
@@ -47,6 +51,9 @@ struct mb_ctl_request {
 	uint32_t	 n_to, n_cc;
 	char		*subject;	/* owned; NULL: none (a reply: the original's) */
 	char		*body;		/* owned; never NULL for a draft ("" allowed) */
+	/* MB_CTL_LABEL only (at least one label in all; empty otherwise) */
+	char		**labels_add, **labels_remove;	/* owned arrays of owned strings */
+	uint32_t	 n_labels_add, n_labels_remove;
 };
 
 /*
@@ -64,6 +71,8 @@ struct mb_ctl_request_view {
 	uint32_t	 n_to, n_cc;
 	const char	*subject;
 	const char	*body;
+	const char	**labels_add, **labels_remove;	/* arrays of borrowed strings */
+	uint32_t	 n_labels_add, n_labels_remove;
 };
 
 struct mb_ctl_reply {
@@ -73,6 +82,8 @@ struct mb_ctl_reply {
 	uint32_t	 flags;		/* MB_CTL_FLAG: the flags the server reported after */
 	char		*folder;	/* owned; where the message is now; may be NULL */
 	int64_t		 log_id;	/* write_log.id */
+	char		*keywords;	/* owned; MB_CTL_LABEL done: the message's keywords
+					 * after, as the server reported them; else NULL */
 };
 
 /*
@@ -86,6 +97,8 @@ struct mb_ctl_result {
 	uint32_t	 flags;		/* MB_CTL_FLAG: the flags the server reported after */
 	uint32_t	 uidvalidity, uid;	/* COPYUID/APPENDUID; 0 when unknown */
 	bool		 used_move;	/* the server did UID MOVE (not COPY + EXPUNGE) */
+	bool		 keywords_known;	/* MB_CTL_LABEL: keywords is the fetch's */
+	char		 keywords[MB_CTL_KEYWORDS_MAX + 1];	/* NUL-terminated, space-separated */
 };
 
 /* Build a request or reply frame with request id id (mb_ipc_out_finish is called). */
@@ -96,7 +109,9 @@ int	mb_ctl_put_reply(struct mb_ipc_out *o, uint32_t id, const struct mb_ctl_repl
 /*
  * Decode a payload (the frame's cursor), checking every field: the op, the
  * string lengths, no unknown flag bits, dest present exactly for a move,
- * recipients, subject and body exactly for a draft (within the limits).
+ * recipients, subject and body exactly for a draft, labels exactly for a
+ * label request (within the limits; their syntax is syncd's to check, so
+ * a bad one is refused and logged, not dropped as malformed).
  * -1 (MB_E_PROTO) on any failure; *rq is then released.
  */
 int	mb_ctl_get_request(struct mb_ipc_cur *c, struct mb_ctl_request *rq, struct mb_err *err);

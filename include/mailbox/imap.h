@@ -204,6 +204,25 @@ int	mb_imap_select(struct mb_imap *imap, const char *folder, struct mb_imap_stat
 /* UID STORE uid +FLAGS.SILENT (add), then -FLAGS.SILENT (remove); enum mb_flag bits. */
 int	mb_imap_store_flags(struct mb_imap *imap, uint32_t uid, unsigned add, unsigned remove,
 	    struct mb_err *err);
+/*
+ * Whether the SELECTed folder keeps keyword kw: its PERMANENTFLAGS names kw
+ * (any case) or \*.  A SELECT answer without PERMANENTFLAGS says every
+ * flag is permanent (RFC 3501, 7.1): true.  False without a selected folder.
+ */
+bool	mb_imap_keyword_permanent(struct mb_imap *imap, const char *kw);
+/*
+ * UID STORE uid +FLAGS.SILENT (add...), then -FLAGS.SILENT (remove...):
+ * keywords (checked by the caller: mb_label_valid), n_add/n_remove of them.
+ */
+int	mb_imap_store_keywords(struct mb_imap *imap, uint32_t uid, const char *const *add,
+	    size_t n_add, const char *const *remove, size_t n_remove, struct mb_err *err);
+/*
+ * UID FETCH uid (UID FLAGS) as mb_imap_fetch_flags, with the keywords too:
+ * *keywords_r (space-separated, as messages.keywords stores them; "" for
+ * none) is the caller's to free(), NULL when the UID is gone.
+ */
+int	mb_imap_fetch_keywords(struct mb_imap *imap, uint32_t uid, unsigned *flags_r,
+	    char **keywords_r, bool *found_r, struct mb_err *err);
 /* UID FETCH uid (UID FLAGS): *found_r false when the UID is gone. */
 int	mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool *found_r,
 	    struct mb_err *err);

@@ -25,9 +25,10 @@
 #include "mailbox/err.h"
 #include "mailbox/index.h"
 
-#define MB_IPC_VERSION	5		/* bump on ANY wire change (2: create_draft;
+#define MB_IPC_VERSION	6		/* bump on ANY wire change (2: create_draft;
 				   3: MB_IPC_WRITE_RESULT; 4: an address's group and the
-				   In-Reply-To ids; 5: attachment text, MB_IPC_WATCH) */
+				   In-Reply-To ids; 5: attachment text, MB_IPC_WATCH;
+				   6: label_message's labels and keywords) */
 #define MB_IPC_HDR_LEN	16u
 #define MB_IPC_MAX	(4u << 20)	/* header + payload: a 1 MiB body plus headers fits */
 #define MB_IPC_QUEUE_MAX (64u << 20)	/* bytes a writer may have waiting */

@@ -26,5 +26,15 @@ void	  mb_labels_free(char **labels, size_t n);	/* NULL-safe */
  * compiler builds it.  True when keywords passes every one of them.
  */
 bool	  mb_labels_test(const char *keywords, const char *tests);
+/* Whether keywords (as stored) holds label, in any ASCII case. */
+bool	  mb_labels_has(const char *keywords, const char *label);
+
+/*
+ * Whether s can be written as a label: a non-empty IMAP atom (RFC 3501
+ * flag-keyword: printable ASCII without space and without any of
+ * ( ) { % * " \ ]) of at most max bytes.  A leading backslash would name
+ * a system flag, and \ is refused anywhere.
+ */
+bool	  mb_label_valid(const char *s, size_t max);
 
 #endif

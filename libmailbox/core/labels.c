@@ -110,3 +110,25 @@ mb_labels_register(sqlite3 *db, struct mb_err *err)
 		    sqlite3_errmsg(db));
 	return 0;
 }
+
+bool
+mb_labels_has(const char *keywords, const char *label)
+{
+	return label != NULL && has_keyword(keywords, label, strlen(label));
+}
+
+bool
+mb_label_valid(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	for (; s[n] != '\0'; n++) {
+		unsigned char ch = (unsigned char)s[n];
+
+		if (n >= max || ch <= 0x20 || ch >= 0x7f || strchr("(){%*\"\\]", ch) != NULL)
+			return false;
+	}
+	return true;
+}

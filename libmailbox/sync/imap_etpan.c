@@ -1581,18 +1581,18 @@ flag_list(unsigned bits)
 	return fl;
 }
 
+/* One UID STORE uid +FLAGS.SILENT or -FLAGS.SILENT of fl (taken over). */
 static int
-store_one(struct mb_imap *c, uint32_t uid, unsigned bits, bool add, struct mb_err *err)
+store_list(struct mb_imap *c, uint32_t uid, struct mailimap_flag_list *fl, bool add,
+    struct mb_err *err)
 {
 	struct mailimap_set *set;
 	struct mailimap_store_att_flags *sa;
 	int r;
 
-	if (bits == 0)
-		return 0;
 	set = mailimap_set_new_single(uid);
-	sa = add ? mailimap_store_att_flags_new_add_flags_silent(flag_list(bits)) :
-	    mailimap_store_att_flags_new_remove_flags_silent(flag_list(bits));
+	sa = add ? mailimap_store_att_flags_new_add_flags_silent(fl) :
+	    mailimap_store_att_flags_new_remove_flags_silent(fl);
 	call_begin(c);
 	r = mailimap_uid_store(c->etpan, set, sa);
 	call_end(c);
@@ -1601,6 +1601,12 @@ store_one(struct mb_imap *c, uint32_t uid, unsigned bits, bool add, struct mb_er
 	if (r != MAILIMAP_NO_ERROR)
 		return etpan_fail(c, r, "UID STORE", err);
 	return 0;
+}
+
+static int
+store_one(struct mb_imap *c, uint32_t uid, unsigned bits, bool add, struct mb_err *err)
+{
+	return bits == 0 ? 0 : store_list(c, uid, flag_list(bits), add, err);
 }
 
 int
@@ -1616,9 +1622,69 @@ mb_imap_store_flags(struct mb_imap *imap, uint32_t uid, unsigned add, unsigned r
 	return store_one(imap, uid, remove, false, err);
 }
 
+bool
+mb_imap_keyword_permanent(struct mb_imap *imap, const char *kw)
+{
+	struct mailimap_selection_info *si;
+
+	if (imap == NULL || !imap->selected || imap->etpan == NULL)
+		return false;
+	si = imap->etpan->imap_selection_info;
+	if (si == NULL || si->sel_perm_flags == NULL)
+		return si != NULL;	/* no PERMANENTFLAGS: all are (RFC 3501, 7.1) */
+	for (clistiter *it = clist_begin(si->sel_perm_flags); it; it = clist_next(it)) {
+		struct mailimap_flag_perm *fp = clist_content(it);
+
+		if (fp == NULL)
+			continue;
+		if (fp->fl_type == MAILIMAP_FLAG_PERM_ALL)
+			return true;
+		if (fp->fl_type == MAILIMAP_FLAG_PERM_FLAG && fp->fl_flag != NULL &&
+		    fp->fl_flag->fl_type == MAILIMAP_FLAG_KEYWORD &&
+		    strcasecmp(fp->fl_flag->fl_data.fl_keyword, kw) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* One UID STORE of keywords: added (+FLAGS.SILENT) or removed (-FLAGS.SILENT). */
+static int
+store_keywords_one(struct mb_imap *c, uint32_t uid, const char *const *kw, size_t n, bool add,
+    struct mb_err *err)
+{
+	struct mailimap_flag_list *fl;
+
+	if (n == 0)
+		return 0;
+	fl = mailimap_flag_list_new_empty();
+	for (size_t i = 0; i < n; i++)
+		mailimap_flag_list_add(fl, mailimap_flag_new_flag_keyword(mb_xstrdup(kw[i])));
+	return store_list(c, uid, fl, add, err);
+}
+
+int
+mb_imap_store_keywords(struct mb_imap *imap, uint32_t uid, const char *const *add,
+    size_t n_add, const char *const *remove, size_t n_remove, struct mb_err *err)
+{
+	if (check_usable(imap, "UID STORE", err) == -1)
+		return -1;
+	if (!imap->selected)
+		return mb_err_set(err, MB_E_INVALID, "UID STORE without a selected folder");
+	if (store_keywords_one(imap, uid, add, n_add, true, err) == -1)
+		return -1;
+	return store_keywords_one(imap, uid, remove, n_remove, false, err);
+}
+
 int
 mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool *found_r,
     struct mb_err *err)
+{
+	return mb_imap_fetch_keywords(imap, uid, flags_r, NULL, found_r, err);
+}
+
+int
+mb_imap_fetch_keywords(struct mb_imap *imap, uint32_t uid, unsigned *flags_r,
+    char **keywords_r, bool *found_r, struct mb_err *err)
 {
 	struct mb_imap *c = imap;
 	struct mailimap_fetch_type *ft;
@@ -1629,6 +1695,8 @@ mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool 
 
 	*flags_r = 0;
 	*found_r = false;
+	if (keywords_r != NULL)
+		*keywords_r = NULL;
 	if (check_usable(c, "UID FETCH", err) == -1)
 		return -1;
 	if (!c->selected)
@@ -1671,6 +1739,8 @@ mb_imap_fetch_flags(struct mb_imap *imap, uint32_t uid, unsigned *flags_r, bool 
 	}
 	if (res != NULL)
 		mailimap_fetch_list_free(res);
+	if (keywords_r != NULL && *found_r)
+		*keywords_r = mb_xstrdup(f.kw.data != NULL ? f.kw.data : "");
 	mb_buf_release(&f.kw);
 	return 0;
 }

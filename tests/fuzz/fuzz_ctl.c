@@ -55,7 +55,10 @@ roundtrip(const struct mb_ctl_request *rq)
 		    back.remove != rq->remove || strcmp(back.who, rq->who) != 0 ||
 		    !str_eq(rq->dest, back.dest) || !str_eq(rq->subject, back.subject) ||
 		    !str_eq(rq->body, back.body) || !strs_eq(rq->to, rq->n_to, back.to, back.n_to) ||
-		    !strs_eq(rq->cc, rq->n_cc, back.cc, back.n_cc))
+		    !strs_eq(rq->cc, rq->n_cc, back.cc, back.n_cc) ||
+		    !strs_eq(rq->labels_add, rq->n_labels_add, back.labels_add,
+		    back.n_labels_add) || !strs_eq(rq->labels_remove, rq->n_labels_remove,
+		    back.labels_remove, back.n_labels_remove))
 			abort();
 		mb_ctl_request_release(&back);
 	} else
@@ -70,7 +73,7 @@ result_roundtrip(const struct mb_ctl_result *r)
 	struct mb_ipc_out o;
 	struct mb_ipc_conn c;
 	struct mb_ipc_frame f;
-	struct mb_ctl_result back;
+	static struct mb_ctl_result back;
 	struct mb_err err = { 0 };
 
 	if (mb_ctl_put_result(&o, r, &err) == -1) {
@@ -82,7 +85,8 @@ result_roundtrip(const struct mb_ctl_result *r)
 	    mb_ctl_get_result(&f.cur, &back, &err) == -1 || back.outcome != r->outcome ||
 	    strcmp(back.detail, r->detail) != 0 || back.flags != r->flags ||
 	    back.uidvalidity != r->uidvalidity || back.uid != r->uid ||
-	    back.used_move != r->used_move)
+	    back.used_move != r->used_move || back.keywords_known != r->keywords_known ||
+	    (r->keywords_known && strcmp(back.keywords, r->keywords) != 0))
 		abort();
 	mb_ipc_conn_release(&c);
 	mb_ipc_out_release(&o);

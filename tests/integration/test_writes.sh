@@ -232,6 +232,7 @@ def s(x):
 def req(rid, add, rem):
     p = struct.pack('=I', 1) + s('pipelined') + struct.pack('=QII', int(sys.argv[2]), add, rem) + b'\0'
     p += struct.pack('=II', 0, 0) + b'\0\0'   # no recipients, subject or body: not a draft
+    p += struct.pack('=II', 0, 0)             # no labels: not a label request
     return struct.pack('=IIII', 6, 16 + len(p), rid, int(sys.argv[3])) + p  # MB_IPC_VERSION
 c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.settimeout(20)
 c.sendall(req(41, 2, 0) + req(42, 0, 2))   # +\Answered, then -\Answered

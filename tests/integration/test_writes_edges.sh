@@ -231,8 +231,8 @@ write_token=$(token "mail.read mail.write")
 [ -n "$read_token" ] && [ -n "$write_token" ] || fail "no token from the AS"
 sub=$(python3 -c 'import base64,json,sys; p=sys.argv[1].split(".")[1]; print(json.loads(base64.urlsafe_b64decode(p+"==="))["sub"])' "$write_token")
 [ -n "$sub" ] && [ "$sub" != local ] || fail "token subject '$sub' would not tell a JWT write apart"
-# Which of the three write tools tools/list names (other tools may come and go).
-write_tools() { jq_ '" ".join(sorted({"flag_message", "move_message", "trash_message"} & {t["name"] for t in d}))'; }
+# Which of these write tools tools/list names (other tools may come and go).
+write_tools() { jq_ '" ".join(sorted({"flag_message", "label_message", "move_message", "trash_message"} & {t["name"] for t in d}))'; }
 MCP_BEARER_TOKEN=$read_token call "$jurl" list > "$work/read.list"
 [ -z "$(write_tools < "$work/read.list")" ] || fail "tools/list with mail.read: $(write_tools < "$work/read.list")"
 grep -q '"search_messages"' "$work/read.list" || fail "tools/list with mail.read lacks the read tools"
@@ -246,10 +246,16 @@ if MCP_BEARER_TOKEN=$read_token call "$jurl" flag_message "{\"id\":$id2,\"add\":
 fi
 grep -q "403" "$work/r.json" && grep -q "flag_message needs the scope mail.write" "$work/r.json" ||
     fail "mail.read call: $(cat "$work/r.json")"
+if MCP_BEARER_TOKEN=$read_token call "$jurl" label_message "{\"id\":$id2,\"add\":[\"project-x\"]}" \
+    > "$work/r.json" 2>&1; then
+	fail "mail.read label call answered: $(cat "$work/r.json")"
+fi
+grep -q "403" "$work/r.json" && grep -q "label_message needs the scope mail.write" "$work/r.json" ||
+    fail "mail.read label call: $(cat "$work/r.json")"
 [ "$(idx "SELECT count(*) FROM write_log")" = "$rows" ] || fail "a scope refusal reached syncd"
 dovecot_flags INBOX 2 | grep -q '\\Flagged' && fail "server: UID 2 \\Flagged by a mail.read token"
 MCP_BEARER_TOKEN=$write_token call "$jurl" list > "$work/write.list"
-[ "$(write_tools < "$work/write.list")" = "flag_message move_message trash_message" ] ||
+[ "$(write_tools < "$work/write.list")" = "flag_message label_message move_message trash_message" ] ||
     fail "tools/list with mail.write: $(write_tools < "$work/write.list")"
 MCP_BEARER_TOKEN=$write_token call "$jurl" flag_message "{\"id\":$id2,\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
 answered "$work/r.json" ok

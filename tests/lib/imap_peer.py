@@ -34,6 +34,8 @@ Modes (what goes wrong):
   echo_secret        like ok, but UID STORE gets NO with the password echoed in
                      plain, IMAP-quoted and base64 form (PEER_SECRET in the
                      environment), as a server quoting the LOGIN line would
+  no_keywords        like ok, but SELECT answers a PERMANENTFLAGS without \* (the
+                     system flags only): the folder keeps no custom keywords
   new_mail           like ok until the first body FETCH completes; then message
                      4 arrives.  As on Dovecot, a session sees it only after a
                      sync point: a later EXAMINE, or a NOOP (answered with
@@ -255,8 +257,10 @@ def serve(conn, mode):
                       + tag + b" OK List completed\r\n")
         elif cmd in (b"EXAMINE", b"SELECT"):
             view = list(mailbox)
+            perm = (b"* OK [PERMANENTFLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)] "
+                    b"Limited\r\n" if mode == "no_keywords" and cmd == b"SELECT" else b"")
             conn.send(b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)\r\n"
-                      b"* %d EXISTS\r\n* 0 RECENT\r\n" % len(view)
+                      + perm + b"* %d EXISTS\r\n* 0 RECENT\r\n" % len(view)
                       + b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % UIDVALIDITY
                       + tag + (b" OK [READ-ONLY] Examine completed\r\n" if cmd == b"EXAMINE"
                                else b" OK [READ-WRITE] Select completed\r\n"))
@@ -312,7 +316,7 @@ def main():
     ap.add_argument("--mode", default="ok", choices=[
         "ok", "auth_fail", "auth_fail_workers", "bye_mid_fetch", "close_mid_literal",
         "stall_mid_literal", "garbage", "silent", "stall_store", "new_mail", "keeps_expunged",
-        "store_refused", "echo_secret"] + list(IDLE_MODES))
+        "store_refused", "echo_secret", "no_keywords"] + list(IDLE_MODES))
     ap.add_argument("--port-file", required=True)
     a = ap.parse_args()
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -526,6 +526,48 @@ ctl_draft_request_round_trip_and_limits(void **state)
 	mb_ctl_request_release(&back);
 }
 
+/* label_message's labels cross the control socket whole, and only for a label request. */
+static void
+ctl_label_request_round_trip_and_limits(void **state)
+{
+	const char *add[MB_CTL_LABELS_MAX + 1], *rm[] = { "old" };
+	char too_long[MB_CTL_LABEL_MAX + 2];
+	struct mb_ctl_request_view rq = { .op = MB_CTL_LABEL, .who = "sub-1", .message_id = 9,
+	    .labels_add = add, .n_labels_add = 2, .labels_remove = rm, .n_labels_remove = 1 };
+	struct mb_ctl_request back;
+
+	(void)state;
+	for (size_t i = 0; i < MB_ARRAY_LEN(add); i++)
+		add[i] = "project-x";
+	add[1] = "a b";		/* syntax is syncd's to refuse (and log), not the decoder's */
+	assert_int_equal(ctl_round_trip(&rq, &back), 0);
+	assert_int_equal(back.op, MB_CTL_LABEL);
+	assert_int_equal(back.message_id, 9);
+	assert_int_equal(back.n_labels_add, 2);
+	assert_string_equal(back.labels_add[0], "project-x");
+	assert_string_equal(back.labels_add[1], "a b");
+	assert_int_equal(back.n_labels_remove, 1);
+	assert_string_equal(back.labels_remove[0], "old");
+	mb_ctl_request_release(&back);
+
+	rq.n_labels_add = MB_CTL_LABELS_MAX + 1;	/* too many */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	rq.n_labels_add = 1;
+	memset(too_long, 'k', sizeof(too_long) - 1);
+	too_long[sizeof(too_long) - 1] = '\0';
+	add[0] = too_long;				/* too long */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	add[0] = "";					/* empty */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	add[0] = "ok";
+	rq.n_labels_add = rq.n_labels_remove = 0;	/* a label request names a label */
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+	rq.n_labels_add = 1;
+	rq.op = MB_CTL_FLAG;				/* a flag request carries none */
+	rq.add = MB_FLAG_SEEN;
+	assert_int_equal(ctl_round_trip(&rq, &back), -1);
+}
+
 /* A decoded request encodes again, through its view, to the same fields. */
 static void
 ctl_decoded_request_encodes_again(void **state)
@@ -571,6 +613,25 @@ result_round_trip(const struct mb_ctl_result *r, struct mb_ctl_result *back, uin
 	mb_ipc_conn_release(&c);
 	mb_ipc_out_release(&o);
 	return rc;
+}
+
+/* A label write's keywords cross in the result, known or not, within the limit. */
+static void
+ctl_write_result_carries_keywords(void **state)
+{
+	static struct mb_ctl_result r, back;
+
+	(void)state;
+	r = (struct mb_ctl_result){ .outcome = MB_CTL_OK, .detail = "labels set and verified",
+	    .flags = MB_FLAG_SEEN, .keywords_known = true };
+	strcpy(r.keywords, "$Important project-x");
+	assert_int_equal(result_round_trip(&r, &back, MB_IPC_BIT(MB_IPC_WRITE_RESULT)), 0);
+	assert_true(back.keywords_known);
+	assert_string_equal(back.keywords, "$Important project-x");
+	r.keywords_known = false;	/* none sent: none read back */
+	assert_int_equal(result_round_trip(&r, &back, MB_IPC_BIT(MB_IPC_WRITE_RESULT)), 0);
+	assert_false(back.keywords_known);
+	assert_string_equal(back.keywords, "");
 }
 
 /*
@@ -619,6 +680,8 @@ main(void)
 		cmocka_unit_test(ctl_draft_request_round_trip_and_limits),
 		cmocka_unit_test(ctl_decoded_request_encodes_again),
 		cmocka_unit_test(ctl_write_result_has_its_own_frame),
+		cmocka_unit_test(ctl_label_request_round_trip_and_limits),
+		cmocka_unit_test(ctl_write_result_carries_keywords),
 		cmocka_unit_test_setup_teardown(ipc_fuzz_seed_stream_decodes, setup, teardown),
 	};
 

@@ -256,11 +256,12 @@ write_tools_follow_scope_and_read_only(void **state)
 	assert_int_equal(mcp_server_init(&srv, &conf, &err), 0);
 	l = mcp_tools_list(&srv, &writer);
 	assert_true(listed(l, "flag_message") && listed(l, "move_message") &&
-	    listed(l, "trash_message") && listed(l, "list_recent_writes"));
+	    listed(l, "trash_message") && listed(l, "label_message") &&
+	    listed(l, "list_recent_writes"));
 	json_decref(l);
 	l = mcp_tools_list(&srv, &reader);	/* a token without mail.write */
 	assert_false(listed(l, "flag_message") || listed(l, "move_message") ||
-	    listed(l, "trash_message"));
+	    listed(l, "trash_message") || listed(l, "label_message"));
 	assert_true(listed(l, "list_recent_writes"));
 	json_decref(l);
 	/* and a call is refused without reaching syncd */
@@ -270,10 +271,18 @@ write_tools_follow_scope_and_read_only(void **state)
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
 	    json_object_get(r, "content"), 0), "text")), "write scope"));
 	json_decref(r);
+	r = mcp_tools_call(&srv, "label_message", NULL, &reader, &err);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text")), "write scope"));
+	json_decref(r);
 	conf.read_only = true;
 	l = mcp_tools_list(&srv, &writer);
-	assert_false(listed(l, "flag_message"));
+	assert_false(listed(l, "flag_message") || listed(l, "label_message"));
 	json_decref(l);
+	r = mcp_tools_call(&srv, "label_message", NULL, &writer, &err);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text")), "read-only"));
+	json_decref(r);
 	r = mcp_tools_call(&srv, "flag_message", NULL, &writer, &err);
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
 	    json_object_get(r, "content"), 0), "text")), "read-only"));

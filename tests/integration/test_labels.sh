@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# label_message end to end (docs/writes.md): real Dovecot, syncd daemon,
+# mcpd, the official MCP SDK client.
+#   - a label added through the tool is seen by a separate IMAP session
+#     (imaplib), by get_message and by search's label:; the index row and
+#     write_log follow; removal likewise;
+#   - a bad keyword (a space, a backslash, a parenthesis) is refused and
+#     logged, and nothing reaches the server;
+#   - a server whose PERMANENTFLAGS lacks \* (the scripted peer, mode
+#     no_keywords) is refused clearly, logged, and no UID STORE is sent.
+set -euo pipefail
+src=$(cd "${MB_SOURCE_DIR:-$(dirname "$0")/../..}" && pwd)
+MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
+. "$src/tests/lib/dovecot.sh"
+. "$src/tests/lib/syncd.sh"
+deps=$src/.deps/npm
+python=python3
+if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; python3() { "$python" "$@"; }; fi
+
+work=$(mktemp -d)
+chmod 755 "$work"
+ok=0
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 40 "$SYNCD_LOG" >&2 || true; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+idx() { syncd_sql "$1"; }
+id_of() {	# folder uid -> messages.id
+	idx "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='$1' AND m.uid=$2"
+}
+last_log() { idx "SELECT $1 FROM write_log ORDER BY id DESC LIMIT 1"; }
+# answered FILE OUTCOME [PATTERN]: the answer in FILE and the newest write_log row have OUTCOME.
+answered() {
+	[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$1")" = "$2" ] || fail "want $2: $(cat "$1")"
+	[ -z "${3:-}" ] || grep -q -- "$3" "$1" || fail "want '$3': $(cat "$1")"
+	[ "$(last_log outcome)" = "$2" ] || fail "write_log: $(last_log outcome), want $2"
+	[ "$(last_log tool)" = label_message ] || fail "write_log: tool $(last_log tool)"
+}
+call() {	# url tool [args]
+	local url=$1; shift
+	node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"
+}
+until_ok() {
+	for _ in $(seq 300); do eval "$1" && return 0; sleep 0.1; done
+	return 1
+}
+start_syncd() {	# SOCKET
+	echo "=== syncd daemon" >> "$SYNCD_LOG"
+	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
+	daemon=$!
+	pids+=("$daemon")
+	local path=$1
+	until_ok '[ -S "$path" ]' || fail "no control socket at $path"
+}
+ticks_done() { grep -c "tick [0-9]* done" "$SYNCD_LOG" || true; }
+start_mcpd() {	# NAME INDEX SOCKET: sets url
+	local name=$1 index=$2 sock=$3
+	rm -f "$work/$name.port"
+	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$index" MCP_PORT_FILE="$work/$name.port" \
+	    SYNCD_SOCKET="$sock" MCP_RATE_LIMIT=1000 "$MB_BUILD_DIR/mcpd" 2>>"$work/$name.log" &
+	pids+=("$!")
+	until_ok '[ -s "$work/$name.port" ]' || fail "$name did not start: $(tail -3 "$work/$name.log")"
+	url=http://127.0.0.1:$(cat "$work/$name.port")/mcp
+}
+# imap_keywords UID: the keywords a separate IMAP session (imaplib) sees on INBOX UID.
+imap_keywords() {
+	python3 - "$1" <<'PY'
+import imaplib, os, re, sys
+m = imaplib.IMAP4("127.0.0.1", int(os.environ["DOVECOT_IMAP_PORT"]))
+m.login(os.environ["DOVECOT_USER"], open(os.environ["DOVECOT_PASSWORD_FILE"]).read().strip())
+m.select("INBOX", readonly=True)
+typ, data = m.uid("FETCH", sys.argv[1], "(FLAGS)")
+flags = re.search(rb"FLAGS \(([^)]*)\)", b" ".join(d if isinstance(d, bytes) else d[0] for d in data))
+print(" ".join(sorted(f for f in flags.group(1).decode().split() if not f.startswith("\\"))))
+m.logout()
+PY
+}
+# search_ids QUERY: the ids search_messages finds, sorted, space separated.
+search_ids() {
+	call "$url" search_messages "$(python3 -c 'import json,sys; print(json.dumps({"query": sys.argv[1]}))' "$1")" |
+	    jq_ '" ".join(str(h["id"]) for h in sorted(d["structuredContent"]["results"], key=lambda h: h["id"]))'
+}
+
+# ---------------------------------------------------------------- Dovecot
+mkdir "$work/srv"
+dovecot_start "$work/srv"
+python3 "$src/tests/lib/mkmail.py" "$work/inbox:3:in"
+dovecot_load_maildir INBOX "$work"/inbox/*.eml
+sock=$work/syncd.sock
+syncd_init "$work" SYNCD_SOCKET="$sock" SYNCD_ALLOWED_UIDS=0 SYNC_INTERVAL=3600
+syncd --backfill > /dev/null || fail "backfill"
+start_syncd "$sock"
+until_ok '[ "$(ticks_done)" -ge 1 ]' || fail "the first tick did not finish"
+start_mcpd mcpd "$SYNCD_DATA/index.db" "$sock"
+
+call "$url" list > "$work/list.json"
+[ "$(jq_ '[t for t in d if t["name"]=="label_message"][0]["annotations"]["destructiveHint"]' < "$work/list.json")" = False ] ||
+    fail "tools/list: label_message missing or destructive"
+
+# Add two labels to UID 2.
+id2=$(id_of INBOX 2)
+call "$url" label_message "{\"id\":$id2,\"add\":[\"project-x\",\"\$Important\"]}" > "$work/r.json"
+answered "$work/r.json" ok "verified"
+[ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/r.json")" = "['\$Important', 'project-x']" ] ||
+    fail "answer's labels: $(cat "$work/r.json")"
+[ "$(imap_keywords 2)" = '$Important project-x' ] || fail "IMAP session sees '$(imap_keywords 2)'"
+[ "$(imap_keywords 1)" = "" ] || fail "UID 1 got labels too: $(imap_keywords 1)"
+call "$url" get_message "{\"id\":$id2}" > "$work/g.json"
+[ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/g.json")" = "['\$Important', 'project-x']" ] ||
+    fail "get_message labels: $(cat "$work/g.json")"
+[ "$(search_ids 'label:project-x')" = "$id2" ] || fail "label:project-x finds '$(search_ids 'label:project-x')'"
+[ "$(search_ids 'label:PROJECT-X')" = "$id2" ] || fail "label: is not case-insensitive"
+[ "$(last_log "folder||'/'||uid||'/'||requested_by")" = "INBOX/2/local" ] || fail "write_log row: $(last_log "folder||'/'||uid")"
+last_log arguments | grep -q '"add":\["project-x","\$Important"\]' || fail "write_log arguments: $(last_log arguments)"
+
+# Remove one: the other stays, everywhere.
+call "$url" label_message "{\"id\":$id2,\"remove\":[\"Project-X\"]}" > "$work/r.json"
+answered "$work/r.json" ok
+[ "$(imap_keywords 2)" = '$Important' ] || fail "after removal IMAP sees '$(imap_keywords 2)'"
+[ "$(search_ids 'label:project-x')" = "" ] || fail "label:project-x still finds '$(search_ids 'label:project-x')'"
+[ "$(search_ids 'label:$Important')" = "$id2" ] || fail "label:\$Important lost"
+call "$url" get_message "{\"id\":$id2}" > "$work/g.json"
+[ "$(jq_ 'd["structuredContent"]["labels"]' < "$work/g.json")" = "['\$Important']" ] ||
+    fail "get_message labels after removal: $(cat "$work/g.json")"
+
+# Bad keywords: refused by syncd before the server, and logged.
+rawlog_before=$(cat "$DOVECOT_RAWLOG"/*.in 2>/dev/null | grep -c "UID STORE" || true)
+for bad in '"has space"' '"\\\\Seen"' '"a(b"' '"x*"' '"caf\u00e9"'; do
+	call "$url" label_message "{\"id\":$id2,\"add\":[$bad]}" > "$work/r.json"
+	answered "$work/r.json" refused "cannot be a label"
+done
+call "$url" label_message "{\"id\":$id2,\"add\":[\"a\"],\"remove\":[\"A\"]}" > "$work/r.json"
+answered "$work/r.json" refused "both added and removed"
+[ "$(imap_keywords 2)" = '$Important' ] || fail "a refused label reached the server: $(imap_keywords 2)"
+[ "$(cat "$DOVECOT_RAWLOG"/*.in 2>/dev/null | grep -c "UID STORE" || true)" = "$rawlog_before" ] ||
+    fail "a refused label sent a UID STORE"
+# No label at all is the tool's own error, and nothing is logged.
+n_log=$(idx "SELECT count(*) FROM write_log")
+call "$url" label_message "{\"id\":$id2}" > "$work/r.json" || true
+grep -q "at least one label" "$work/r.json" || fail "no labels: $(cat "$work/r.json")"
+[ "$(idx "SELECT count(*) FROM write_log")" = "$n_log" ] || fail "an empty request was logged"
+[ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "a pending row is left"
+syncd_log_clean "$SYNCD_LOG" "$work/mcpd.log" || fail "sanitizer report"
+
+# ----------------------------------- a server that keeps no custom keywords
+mkdir "$work/peer"
+"$python" "$src/tests/lib/imap_peer.py" --mode no_keywords --port-file "$work/peer/port" > /dev/null 2>&1 &
+pids+=("$!")
+until_ok '[ -s "$work/peer/port" ]' || fail "the peer did not start"
+transcript=$work/peer/port.log
+(umask 077; printf 'peer-pass-word' > "$work/peer/pw")
+psock=$work/peer.sock
+export SYNCD_LOG=$work/peer/syncd.log
+DOVECOT_IMAP_PORT=$(cat "$work/peer/port") DOVECOT_USER=alice DOVECOT_PASSWORD_FILE=$work/peer/pw \
+    syncd_init "$work/peer" SYNCD_SOCKET="$psock" SYNC_FOLDERS=INBOX SYNC_INTERVAL=3600
+syncd --backfill > /dev/null || fail "peer: backfill"
+start_syncd "$psock"
+until_ok '[ "$(ticks_done)" -ge 1 ]' || fail "peer: the first tick did not finish"
+start_mcpd mcpd-peer "$SYNCD_DATA/index.db" "$psock"
+pid1=$(id_of INBOX 1)
+call "$url" label_message "{\"id\":$pid1,\"add\":[\"project-x\"]}" > "$work/r.json"
+answered "$work/r.json" refused "does not keep the label 'project-x'"
+grep -q " SELECT " "$transcript" || fail "peer: the write process did not SELECT"
+! grep -q " UID STORE " "$transcript" || fail "peer: a UID STORE was sent: $(grep ' UID STORE ' "$transcript")"
+[ -z "$(idx "SELECT coalesce(keywords,'') FROM messages WHERE id=$pid1")" ] || fail "peer: the index got a label"
+syncd_log_clean "$SYNCD_LOG" "$work/mcpd-peer.log" || fail "sanitizer report (peer)"
+
+ok=1
+echo "test_labels: ok"
