@@ -22,14 +22,13 @@ def main():
         target = rnd.randint(100, 500) * 1024
         if i % 2 == 0:
             # Uncompressed streams: a PDF's size is about its text.
-            lines = [" ".join(rnd.choice(WORDS) for _ in range(12)).encode()
-                     for _ in range(target // 90)]
+            lines = [" ".join(rnd.choices(WORDS, k=12)).encode() for _ in range(target // 90)]
             pages = [lines[k:k + 50] for k in range(0, len(lines), 50)]
             data = mkattach.text_pdf(pages)
             name = "doc%04d.pdf" % i
         else:
             # DOCX deflates about 5x: write five times the text to reach the size.
-            paras = [" ".join(rnd.choice(WORDS) for _ in range(40)) for _ in range(target * 5 // 280)]
+            paras = [" ".join(rnd.choices(WORDS, k=40)) for _ in range(target * 5 // 280)]
             data = mkattach.docx(paras)
             name = "doc%04d.docx" % i
         open(os.path.join(d, name), "wb").write(data)
