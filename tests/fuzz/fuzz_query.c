@@ -26,14 +26,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	/* the index's columns, with the stock tokenizer (mb_cjk needs a file index) */
+	/* the index's columns (migration 0005's attachment names and text too), with the
+	 * stock tokenizer (mb_cjk needs a file index) */
 	if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
 	    sqlite3_exec(db, "CREATE VIRTUAL TABLE messages_fts USING fts5(subject, from_text, "
-	    "recipients, body, tokenize='porter unicode61 remove_diacritics 2');"
+	    "recipients, body, att_names, att_text, "
+	    "tokenize='porter unicode61 remove_diacritics 2');"
 	    "INSERT INTO messages_fts VALUES('Budget review', 'Alice <a@x>', 'Bob <b@y>', "
-	    "'quarterly budget, meeting at noon; 会議は月曜日です');", NULL, NULL, NULL) != SQLITE_OK ||
+	    "'quarterly budget, meeting at noon; 会議は月曜日です', 'invoice.pdf', "
+	    "'total due 120 EUR');", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1 "
-	    "AND rank MATCH 'bm25(10.0, 4.0, 2.0, 1.0)' ORDER BY rank", -1, &st, NULL) != SQLITE_OK)
+	    "AND rank MATCH 'bm25(10.0, 4.0, 2.0, 1.0, 4.0, 1.0)' ORDER BY rank", -1, &st, NULL) != SQLITE_OK)
 		mb_fatalx("fuzz_query setup: %s", sqlite3_errmsg(db));
 	return 0;
 }
