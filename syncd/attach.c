@@ -77,7 +77,7 @@ reextract(struct sd *sd)
 {
 	const struct mb_extract_limits *lim = &sd->conf->extract;
 	long long until = mb_now_ms() + ATTACH_TICK_MS;
-	struct mb_attachment_todo *v = NULL;
+	struct mb_attachment_backlog *v = NULL;
 	struct mb_err err = { 0 };
 	unsigned types = MB_EXTRACT_ALL;
 	int64_t left = 0;
@@ -85,10 +85,10 @@ reextract(struct sd *sd)
 
 	if (mb_extract_types_parse(lim->types, &types, &err) == -1 || types == 0)
 		return;	/* off: old rows stay "not tried", to be read when it is on */
-	if (mb_attachment_todo(sd->idx, sd->attach.after_id, ATTACH_TICK_MAX, &v, &n, &left,
+	if (mb_attachment_backlog(sd->idx, sd->attach.after_id, ATTACH_TICK_MAX, &v, &n, &left,
 	    &err) == -1) {
 		mb_log_warnx("attachments: %s", err.msg);
-		mb_attachment_todo_free(&v, n);
+		mb_attachment_backlog_free(&v, n);
 		return;
 	}
 	if (n == 0)
@@ -118,7 +118,7 @@ reextract(struct sd *sd)
 		mb_buf_release(&out.text);
 		done++;
 	}
-	mb_attachment_todo_free(&v, n);
+	mb_attachment_backlog_free(&v, n);
 	if (done > 0)
 		mb_log_info("attachments: extracted %zu stored attachment(s); %lld left", done,
 		    (long long)(left - (int64_t)done));

@@ -45,7 +45,7 @@ int	mb_attachment_read(struct mb_index *idx, int64_t id, size_t offset, size_t p
 void	mb_attachment_page_release(struct mb_attachment_page *a);	/* a becomes empty */
 
 /* An attachment whose blob is stored but whose text was never extracted. */
-struct mb_attachment_todo {
+struct mb_attachment_backlog {
 	int64_t		 id;
 	char		 sha256[65];
 	char		*type;		/* owned */
@@ -54,12 +54,12 @@ struct mb_attachment_todo {
 
 /*
  * Up to max such attachments with id > after_id, by id: *v (n_r of them)
- * is the caller's (mb_attachment_todo_free).  *left_r (may be NULL): how
+ * is the caller's (mb_attachment_backlog_free).  *left_r (may be NULL): how
  * many are waiting in all, for progress.
  */
-int	mb_attachment_todo(struct mb_index *idx, int64_t after_id, size_t max,
-	    struct mb_attachment_todo **v, size_t *n_r, int64_t *left_r, struct mb_err *err);
-void	mb_attachment_todo_free(struct mb_attachment_todo **v, size_t n);
+int	mb_attachment_backlog(struct mb_index *idx, int64_t after_id, size_t max,
+	    struct mb_attachment_backlog **v, size_t *n_r, int64_t *left_r, struct mb_err *err);
+void	mb_attachment_backlog_free(struct mb_attachment_backlog **v, size_t n);
 
 /*
  * Record the outcome of extracting attachment id (text may be NULL; status

@@ -40,10 +40,10 @@ static const char by_name_sql[] =
 	"SELECT id, filename FROM attachments WHERE message_id = ?1"
 	" AND instr(filename, ?2) > 0 ORDER BY ordinal LIMIT 1";
 
-static const char todo_sql[] =
+static const char backlog_sql[] =
 	"SELECT id, sha256, mime_type, filename FROM attachments"
 	" WHERE extract_status IS NULL AND sha256 IS NOT NULL AND id > ?1 ORDER BY id LIMIT ?2";
-static const char todo_count_sql[] =
+static const char backlog_count_sql[] =
 	"SELECT count(*) FROM attachments WHERE extract_status IS NULL AND sha256 IS NOT NULL";
 
 static const char set_sql[] =
@@ -260,8 +260,8 @@ idx_attachment_hits(struct mb_index *idx, const char *match, struct mb_search_hi
 /* ---- re-extraction */
 
 int
-mb_attachment_todo(struct mb_index *idx, int64_t after_id, size_t max,
-    struct mb_attachment_todo **v, size_t *n_r, int64_t *left_r, struct mb_err *err)
+mb_attachment_backlog(struct mb_index *idx, int64_t after_id, size_t max,
+    struct mb_attachment_backlog **v, size_t *n_r, int64_t *left_r, struct mb_err *err)
 {
 	sqlite3_stmt *st;
 	size_t n = 0;
@@ -269,7 +269,7 @@ mb_attachment_todo(struct mb_index *idx, int64_t after_id, size_t max,
 
 	*v = mb_xcalloc(max ? max : 1, sizeof(**v));
 	*n_r = 0;
-	if ((st = idx_stmt_sql(idx, todo_sql, err)) == NULL)
+	if ((st = idx_stmt_sql(idx, backlog_sql, err)) == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, after_id);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
@@ -292,7 +292,7 @@ mb_attachment_todo(struct mb_index *idx, int64_t after_id, size_t max,
 	idx_stmt_done(st);
 	*n_r = n;
 	if (left_r != NULL) {
-		if ((st = idx_stmt_sql(idx, todo_count_sql, err)) == NULL)
+		if ((st = idx_stmt_sql(idx, backlog_count_sql, err)) == NULL)
 			return -1;
 		rc = sqlite3_step(st);
 		*left_r = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
@@ -304,7 +304,7 @@ mb_attachment_todo(struct mb_index *idx, int64_t after_id, size_t max,
 }
 
 void
-mb_attachment_todo_free(struct mb_attachment_todo **v, size_t n)
+mb_attachment_backlog_free(struct mb_attachment_backlog **v, size_t n)
 {
 	if (*v == NULL)
 		return;
