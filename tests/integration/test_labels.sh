@@ -13,60 +13,17 @@ src=$(cd "${MB_SOURCE_DIR:-$(dirname "$0")/../..}" && pwd)
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
-deps=$src/.deps/npm
+. "$src/tests/lib/testenv.sh"
 python=python3
 if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; python3() { "$python" "$@"; }; fi
 
-work=$(mktemp -d)
+testenv_begin
 chmod 755 "$work"
-ok=0
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 40 "$SYNCD_LOG" >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
-idx() { syncd_sql "$1"; }
-id_of() {	# folder uid -> messages.id
-	idx "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='$1' AND m.uid=$2"
-}
-last_log() { idx "SELECT $1 FROM write_log ORDER BY id DESC LIMIT 1"; }
-# answered FILE OUTCOME [PATTERN]: the answer in FILE and the newest write_log row have OUTCOME.
-answered() {
-	[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$1")" = "$2" ] || fail "want $2: $(cat "$1")"
-	[ -z "${3:-}" ] || grep -q -- "$3" "$1" || fail "want '$3': $(cat "$1")"
-	[ "$(last_log outcome)" = "$2" ] || fail "write_log: $(last_log outcome), want $2"
+. "$src/tests/lib/writes.sh"
+# answered, and the newest write_log row is label_message's.
+label_answered() {
+	answered "$@"
 	[ "$(last_log tool)" = label_message ] || fail "write_log: tool $(last_log tool)"
-}
-call() {	# url tool [args]
-	local url=$1; shift
-	node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"
-}
-until_ok() {
-	for _ in $(seq 300); do eval "$1" && return 0; sleep 0.1; done
-	return 1
-}
-start_syncd() {	# SOCKET
-	echo "=== syncd daemon" >> "$SYNCD_LOG"
-	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
-	daemon=$!
-	pids+=("$daemon")
-	local path=$1
-	until_ok '[ -S "$path" ]' || fail "no control socket at $path"
-}
-ticks_done() { grep -c "tick [0-9]* done" "$SYNCD_LOG" || true; }
-start_mcpd() {	# NAME INDEX SOCKET: sets url
-	local name=$1 index=$2 sock=$3
-	rm -f "$work/$name.port"
-	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$index" MCP_PORT_FILE="$work/$name.port" \
-	    SYNCD_SOCKET="$sock" MCP_RATE_LIMIT=1000 "$MB_BUILD_DIR/mcpd" 2>>"$work/$name.log" &
-	pids+=("$!")
-	until_ok '[ -s "$work/$name.port" ]' || fail "$name did not start: $(tail -3 "$work/$name.log")"
-	url=http://127.0.0.1:$(cat "$work/$name.port")/mcp
 }
 # imap_keywords UID: the keywords a separate IMAP session (imaplib) sees on INBOX UID.
 imap_keywords() {
@@ -106,7 +63,7 @@ call "$url" list > "$work/list.json"
 # Add two labels to UID 2.
 id2=$(id_of INBOX 2)
 call "$url" label_message "{\"id\":$id2,\"add\":[\"project-x\",\"\$Important\"]}" > "$work/r.json"
-answered "$work/r.json" ok "verified"
+label_answered "$work/r.json" ok "verified"
 [ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/r.json")" = "['\$Important', 'project-x']" ] ||
     fail "answer's labels: $(cat "$work/r.json")"
 [ "$(imap_keywords 2)" = '$Important project-x' ] || fail "IMAP session sees '$(imap_keywords 2)'"
@@ -121,7 +78,7 @@ last_log arguments | grep -q '"add":\["project-x","\$Important"\]' || fail "writ
 
 # Remove one: the other stays, everywhere.
 call "$url" label_message "{\"id\":$id2,\"remove\":[\"Project-X\"]}" > "$work/r.json"
-answered "$work/r.json" ok
+label_answered "$work/r.json" ok
 [ "$(imap_keywords 2)" = '$Important' ] || fail "after removal IMAP sees '$(imap_keywords 2)'"
 [ "$(search_ids 'label:project-x')" = "" ] || fail "label:project-x still finds '$(search_ids 'label:project-x')'"
 [ "$(search_ids 'label:$Important')" = "$id2" ] || fail "label:\$Important lost"
@@ -133,10 +90,10 @@ call "$url" get_message "{\"id\":$id2}" > "$work/g.json"
 rawlog_before=$(cat "$DOVECOT_RAWLOG"/*.in 2>/dev/null | grep -c "UID STORE" || true)
 for bad in '"has space"' '"\\\\Seen"' '"a(b"' '"x*"' '"caf\u00e9"'; do
 	call "$url" label_message "{\"id\":$id2,\"add\":[$bad]}" > "$work/r.json"
-	answered "$work/r.json" refused "cannot be a label"
+	label_answered "$work/r.json" refused "cannot be a label"
 done
 call "$url" label_message "{\"id\":$id2,\"add\":[\"a\"],\"remove\":[\"A\"]}" > "$work/r.json"
-answered "$work/r.json" refused "both added and removed"
+label_answered "$work/r.json" refused "both added and removed"
 [ "$(imap_keywords 2)" = '$Important' ] || fail "a refused label reached the server: $(imap_keywords 2)"
 [ "$(cat "$DOVECOT_RAWLOG"/*.in 2>/dev/null | grep -c "UID STORE" || true)" = "$rawlog_before" ] ||
     fail "a refused label sent a UID STORE"
@@ -151,7 +108,7 @@ syncd_log_clean "$SYNCD_LOG" "$work/mcpd.log" || fail "sanitizer report"
 # ----------------------------------- a server that keeps no custom keywords
 mkdir "$work/peer"
 "$python" "$src/tests/lib/imap_peer.py" --mode no_keywords --port-file "$work/peer/port" > /dev/null 2>&1 &
-pids+=("$!")
+testenv_track "$!"
 until_ok '[ -s "$work/peer/port" ]' || fail "the peer did not start"
 transcript=$work/peer/port.log
 (umask 077; printf 'peer-pass-word' > "$work/peer/pw")
@@ -165,7 +122,7 @@ until_ok '[ "$(ticks_done)" -ge 1 ]' || fail "peer: the first tick did not finis
 start_mcpd mcpd-peer "$SYNCD_DATA/index.db" "$psock"
 pid1=$(id_of INBOX 1)
 call "$url" label_message "{\"id\":$pid1,\"add\":[\"project-x\"]}" > "$work/r.json"
-answered "$work/r.json" refused "does not keep the label 'project-x'"
+label_answered "$work/r.json" refused "does not keep the label 'project-x'"
 grep -q " SELECT " "$transcript" || fail "peer: the write process did not SELECT"
 ! grep -q " UID STORE " "$transcript" || fail "peer: a UID STORE was sent: $(grep ' UID STORE ' "$transcript")"
 [ -z "$(idx "SELECT coalesce(keywords,'') FROM messages WHERE id=$pid1")" ] || fail "peer: the index got a label"

@@ -21,21 +21,10 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 
-work=$(mktemp -d)
-ok=0
-daemon= mcpd= peer=
-cleanup() {
-	[ -z "$daemon" ] || kill -TERM "$daemon" 2>/dev/null || true
-	[ -z "$mcpd" ] || kill -TERM "$mcpd" 2>/dev/null || true
-	[ -z "$peer" ] || kill -KILL "$peer" 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else
-		echo "kept $work" >&2
-		grep -vE 'imap (<<<|>>>)' "$work/syncd.log" | tail -n 40 >&2 || true
-	fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+testenv_begin daemon:TERM mcpd:TERM peer:KILL
+TESTENV_LOG_DROP='imap (<<<|>>>)'
 
 # wait_for SECONDS WHAT CMD...: run CMD until it succeeds, at most SECONDS
 # (CMD is run again each time: give it a function, not a "$(...)" value).

@@ -17,25 +17,16 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 deps=$src/.deps/npm
 
-work=$(mktemp -d)
+testenv_begin daemon:TERM mcpd:TERM peer:KILL
 chmod 755 "$work"
-ok=0
-daemon= mcpd= peer=
 stop_daemons() {
 	[ -z "$daemon" ] || { kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; }
 	[ -z "$mcpd" ] || { kill -TERM "$mcpd" 2>/dev/null || true; wait "$mcpd" 2>/dev/null || true; }
 	daemon= mcpd=
 }
-cleanup() {
-	stop_daemons
-	[ -z "$peer" ] || kill -KILL "$peer" 2>/dev/null || true
-	wait 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 40 "$SYNCD_LOG" >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 call() { node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"; }
 outcome() { jq_ 'd["structuredContent"]["outcome"] + " " + d["structuredContent"]["detail"]'; }

@@ -24,85 +24,18 @@ src=$(cd "${MB_SOURCE_DIR:-$(dirname "$0")/../..}" && pwd)
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
-deps=$src/.deps/npm
+. "$src/tests/lib/testenv.sh"
 # The interpreter itself rather than a version manager's shim, when there is
 # one: pyenv's costs most of a second a call on a loaded machine, and this
 # test (and the helpers above) call python3 a few dozen times.
 python=python3
 if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; python3() { "$python" "$@"; }; fi
 
-work=$(mktemp -d)
+testenv_begin
 chmod 755 "$work"
-ok=0
-pids=()		# everything started here, stopped by cleanup
-daemon=
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 40 "$SYNCD_LOG" >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$src/tests/lib/writes.sh"
 
 [ -d "$deps/node_modules/oidc-provider" ] || fail "no oidc-provider: run scripts/deps"
-
-jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
-idx() { syncd_sql "$1"; }
-id_of() {	# folder uid -> messages.id
-	idx "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='$1' AND m.uid=$2"
-}
-last_log() { idx "SELECT $1 FROM write_log ORDER BY id DESC LIMIT 1"; }
-# answered FILE OUTCOME [PATTERN]: the tool's answer saved in FILE has that
-# outcome (and a text matching the grep pattern), and so has the newest
-# write_log row.
-answered() {
-	[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$1")" = "$2" ] || fail "want $2: $(cat "$1")"
-	[ -z "${3:-}" ] || grep -q "$3" "$1" || fail "want '$3': $(cat "$1")"
-	[ "$(last_log outcome)" = "$2" ] || fail "write_log: $(last_log outcome), want $2"
-}
-call() {	# url tool [args]: one SDK call (MCP_BEARER_TOKEN from the environment)
-	local url=$1; shift
-	node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"
-}
-# until_ok 'SHELL TEXT': evaluate it every 0.1 s until it succeeds, for at most 30 s.
-until_ok() {
-	for _ in $(seq 300); do eval "$1" && return 0; sleep 0.1; done
-	return 1
-}
-
-# start_syncd SOCKET: the daemon of $SYNCD_CONF; waits for its socket.
-start_syncd() {
-	echo "=== syncd daemon" >> "$SYNCD_LOG"
-	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
-	daemon=$!
-	pids+=("$daemon")
-	local path=$1
-	until_ok '[ -S "$path" ]' || fail "no control socket at $path"
-}
-stop_syncd() {
-	kill -TERM "$daemon"
-	wait "$daemon" || fail "syncd exited $? on SIGTERM"
-	daemon=
-}
-ticks_done() { grep -c "tick [0-9]* done" "$SYNCD_LOG" || true; }
-tick() {	# SIGHUP, then wait for the tick to finish
-	local before
-	before=$(ticks_done)
-	kill -HUP "$daemon"
-	until_ok '[ "$(ticks_done)" -gt "$before" ]' || fail "no tick after SIGHUP"
-}
-
-# start_mcpd NAME INDEX SOCKET [KEY=VALUE...]: sets url.  MCP_LISTEN may be given.
-start_mcpd() {
-	local name=$1 index=$2 sock=$3
-	shift 3
-	rm -f "$work/$name.port"
-	env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$index" MCP_PORT_FILE="$work/$name.port" \
-	    SYNCD_SOCKET="$sock" MCP_RATE_LIMIT=1000 "$@" "$MB_BUILD_DIR/mcpd" 2>>"$work/$name.log" &
-	pids+=("$!")
-	until_ok '[ -s "$work/$name.port" ]' || fail "$name did not start: $(tail -3 "$work/$name.log")"
-	url=http://127.0.0.1:$(cat "$work/$name.port")/mcp
-}
 
 # ---------------------------------------------------------------- Dovecot
 mkdir "$work/srv"
@@ -214,7 +147,7 @@ ln -s "$deps/node_modules" "$work/as/node_modules"
 jport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 resource=http://127.0.0.1:$jport/mcp
 RESOURCE=$resource OUT=$work/as/facts.json node "$work/as/oauth_as.mjs" 2>"$work/as/as.log" &
-pids+=("$!")
+testenv_track "$!"
 until_ok '[ -s "$work/as/facts.json" ]' || fail "the AS did not start: $(cat "$work/as/as.log")"
 issuer=$(jq_ 'd["issuer"]' < "$work/as/facts.json")
 endpoint=$(jq_ 'd["token_endpoint"]' < "$work/as/facts.json")
@@ -333,7 +266,7 @@ syncd_log_clean "$SYNCD_LOG" "$work/mcpd.log" "$work/mcpd-jwt.log" || fail "sani
 mkdir "$work/peer"
 # Not through the function: $! must be the peer itself, for cleanup to stop it.
 "$python" "$src/tests/lib/imap_peer.py" --mode stall_store --port-file "$work/peer/port" > /dev/null 2>&1 &
-pids+=("$!")
+testenv_track "$!"
 until_ok '[ -s "$work/peer/port" ]' || fail "the peer did not start"
 transcript=$work/peer/port.log
 (umask 077; printf 'peer-pass-word' > "$work/peer/pw")
