@@ -10,16 +10,9 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${MB_BUILD_DIR:-$src/build}
 probe=$build/tests/imap_probe
 . "$src/tests/lib/dovecot.sh"
+. "$src/tests/lib/testenv.sh"
 
-work=$(mktemp -d)
-ok=0
-peer_pid=
-cleanup() {
-	[ -z "$peer_pid" ] || { kill "$peer_pid" 2>/dev/null; wait "$peer_pid" 2>/dev/null || true; }
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+testenv_begin peer_pid:TERM
 pass() { echo "ok - $* [${SECONDS}s]"; }
 expect_line() {	# file, fixed line
 	grep -qxF -- "$2" "$1" || { cat "$1" >&2; fail "expected line '$2' in $1"; }

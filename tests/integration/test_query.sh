@@ -12,18 +12,11 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 deps=$src/.deps/npm
 
-work=$(mktemp -d)
+testenv_begin mcpd:TERM
 chmod 755 "$work"
-ok=0 mcpd=
-cleanup() {
-	[ -z "$mcpd" ] || kill -TERM "$mcpd" 2>/dev/null || true
-	wait 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir "$work/srv" "$work/in" "$work/sent"
 dovecot_start "$work/srv"

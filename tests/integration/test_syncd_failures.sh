@@ -15,11 +15,9 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 
-work=$(mktemp -d)
-ok=0
-trap 'if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work/syncd.log" >&2 || true; fi' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+testenv_begin
 
 # A password with the characters that change its quoted and base64 forms.
 export DOVECOT_PASSWORD='s3cr"et\Pw!x9'

@@ -14,16 +14,10 @@ set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 
-work=$(mktemp -d)
-ok=0
-peer=
-cleanup() {
-	[ -z "$peer" ] || kill -KILL "$peer" 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work"/*/syncd.log >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+testenv_begin peer:KILL
+TESTENV_LOGS="$work/*/syncd.log"
 
 (umask 077; printf 'peer-pass-word' > "$work/pw")
 
