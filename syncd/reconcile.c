@@ -10,25 +10,32 @@
  * The quiet tick stays quiet.  With CONDSTORE an unchanged HIGHESTMODSEQ
  * proves nothing changed, and expunges are checked by counting (EXISTS
  * against the rows the index has), which costs no command; only a
- * difference makes syncd list UIDs.  Sync still never changes the mailbox:
+ * difference makes syncd list UIDs.  Without CONDSTORE nothing proves it,
+ * so each tick asks for the flags of a window of each folder, within
+ * SYNC_FLAG_BUDGET messages over all folders, the window's place kept in
+ * folders.flag_cursor so that runs of --once go round the folder too.  Sync still never changes the mailbox:
  * UID FETCH (UID FLAGS) and UID SEARCH on an EXAMINEd folder.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mailbox/log.h"
 #include "syncd.h"
 
-/* Without CONDSTORE, a full flag rescan every this many daemon ticks (daily
- * at the default SYNC_INTERVAL) or when the folder's UIDNEXT moved. */
-#define SD_FLAG_RESCAN_TICKS	24
+/*
+ * Runs of UIDs in one flag window's UID FETCH, then the window ends early:
+ * about 22 bytes each, so the command stays under 5 KB (RFC 7162 asks
+ * clients for lines of at most 8,192 octets).
+ */
+#define SD_FLAG_RUNS_MAX	200
 
 struct recon {
 	struct sd			*sd;
 	const struct mb_folder_state	*st;
 	struct mb_err			*err;
 	const uint32_t			*have;	/* rescan: indexed uids, ascending */
-	bool				*seen;	/* rescan: have[i] was in the answer */
+	uint8_t				*mark;	/* rescan: have[i] is WIN_ASKED, WIN_SEEN or 0 */
 	size_t				 n_have;
 	unsigned			 changed;
 	unsigned			 deleted;
@@ -93,16 +100,26 @@ cmp_uid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* A full rescan answers for every message: mark it present, update it if it changed. */
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+enum { WIN_ASKED = 1, WIN_SEEN = 2 };
+
+/* A rescan answers for every message asked: mark it present, update it if it changed. */
 static int
 on_rescanned(const struct mb_imap_flags *m, void *ctx)
 {
 	struct recon *r = ctx;
 	const uint32_t *p = bsearch(&m->uid, r->have, r->n_have, sizeof(*r->have), cmp_uid);
 
-	if (p == NULL)
-		return 0;	/* not indexed (yet): the gap search fetches it whole */
-	r->seen[p - r->have] = true;
+	if (p == NULL || r->mark[p - r->have] == 0)
+		return 0;	/* not indexed (yet: fetched whole by a worker) or not asked */
+	r->mark[p - r->have] = WIN_SEEN;
 	return update_one(r, m);
 }
 
@@ -134,55 +151,170 @@ changes_since(struct recon *r, struct mb_imap *imap, uint32_t top, struct mb_err
 }
 
 /*
- * No usable mod-sequence: every indexed message's flags, one UID FETCH
- * 1:top (UID FLAGS), about 40 bytes a message; an indexed UID missing from
- * the answer has been expunged.
+ * The runs of a window: take UIDs of have[] in the order the scan covers
+ * them (from index p0 on, wrapping to 0), at most take of them, marking
+ * each WIN_ASKED.  Neighbours in have[] share a run when no UID lies between
+ * them, or when the UIDs between are at or below the watermark (every
+ * server UID there is indexed, so they are expunged ones and cost nothing)
+ * and SYNC_SINCE is not set (then older mail sits between).  More than
+ * SD_FLAG_RUNS_MAX runs end the window early.  whole: one run over all
+ * (the rescan when mod-sequences become usable must miss none; answers for
+ * UIDs not indexed are skipped).  Returns the UIDs taken; *last_r the index
+ * of the last one.
+ */
+static size_t
+window_runs(struct recon *r, size_t p0, size_t take, bool dated, bool whole,
+    struct mb_imap_uidrun *runs, size_t *n_runs_r, size_t *last_r)
+{
+	const uint32_t *h = r->have;
+	size_t taken = 0, n_runs = 0, prev = 0;
+
+	for (size_t k = 0; k < take; k++) {
+		size_t i = (p0 + k) % r->n_have;
+		bool joins = k > 0 && i == prev + 1 && (whole || h[i] == h[prev] + 1 ||
+		    (!dated && h[i] - 1 <= r->st->watermark));
+
+		if (joins)
+			runs[n_runs - 1].last = h[i];
+		else if (n_runs == SD_FLAG_RUNS_MAX)
+			break;
+		else
+			runs[n_runs++] = (struct mb_imap_uidrun){ h[i], h[i] };
+		r->mark[i] = WIN_ASKED;
+		prev = i;
+		taken++;
+	}
+	*n_runs_r = n_runs;
+	*last_r = prev;
+	return taken;
+}
+
+static int
+cmp_run(const void *a, const void *b)
+{
+	const struct mb_imap_uidrun *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * No usable mod-sequence: the flags of a window of at most budget indexed
+ * messages, one UID FETCH <set> (UID FLAGS), about 40 bytes a message.  The
+ * window starts above st->flag_cursor and wraps to the first UID, so over
+ * ticks every message is asked in turn; with a budget of the folder's size
+ * or more it is the whole folder, every tick.  An indexed UID asked and
+ * missing from the answer has been expunged.  *used_r: the UIDs asked.
  */
 static int
-rescan(struct recon *r, struct mb_imap *imap, uint32_t top, struct mb_err *err)
+rescan(struct recon *r, struct mb_imap *imap, struct mb_folder_state *st, uint64_t budget,
+    uint64_t *used_r, struct mb_err *err)
 {
 	struct mb_imap_changes cb = { .flags = on_rescanned, .ctx = r };
-	uint32_t *have, *gone;
-	size_t n_have, n_gone = 0;
+	struct mb_imap_uidrun *runs;
+	struct mb_imap_day since;
+	uint32_t *have, *gone, cursor;
+	size_t n_have, n_gone = 0, p0 = 0, take, taken, n_runs, last;
+	bool whole = budget == UINT64_MAX;
+	char how[128];
 	int rc = -1;
 
-	if (mb_index_uids(r->sd->idx, r->st->id, r->st->uidvalidity, 1, top, &have, &n_have,
+	if (budget == 0)
+		return 0;
+	if (mb_index_uids(r->sd->idx, st->id, st->uidvalidity, 1, UINT32_MAX, &have, &n_have,
 	    err) == -1)
 		return -1;
+	if (n_have == 0) {
+		st->flag_cursor = 0;
+		free(have);
+		return 0;
+	}
+	/* From above the cursor (0 after a whole pass: from the first UID); a
+	 * window cut short by SD_FLAG_RUNS_MAX goes on from where it stopped
+	 * even when the whole folder is within the budget. */
+	take = budget >= n_have ? n_have : (size_t)budget;
+	while (!whole && p0 < n_have && have[p0] <= st->flag_cursor)
+		p0++;
+	if (p0 == n_have)
+		p0 = 0;
 	r->have = have;
 	r->n_have = n_have;
-	r->seen = mb_xcalloc(n_have ? n_have : 1, sizeof(*r->seen));
-	if (mb_imap_fetch_changes(imap, 1, top, 0, &cb, err) == -1)
+	r->mark = mb_xcalloc(n_have, sizeof(*r->mark));
+	runs = mb_xcalloc(SD_FLAG_RUNS_MAX, sizeof(*runs));
+	taken = window_runs(r, p0, take, sd_conf_since(r->sd->conf, &since), whole, runs,
+	    &n_runs, &last);
+	qsort(runs, n_runs, sizeof(*runs), cmp_run);
+	if (mb_imap_fetch_flag_set(imap, runs, n_runs, &cb, err) == -1)
 		goto out;
-	gone = have;	/* compacted in place: the absent ones */
+	/* The next window starts above the last UID asked; after the top, at 1. */
+	cursor = last == n_have - 1 ? 0 : have[last];
+	gone = have;	/* compacted in place: the asked ones that did not answer */
 	for (size_t i = 0; i < n_have; i++)
-		if (!r->seen[i])
+		if (r->mark[i] == WIN_ASKED)
 			gone[n_gone++] = have[i];
 	if (delete_uids(r, gone, n_gone) == -1)
 		goto out;
-	log_result(r, "full flag rescan");
+	st->flag_cursor = cursor;
+	*used_r = taken;
+	if (taken == n_have)
+		snprintf(how, sizeof(how), "full flag rescan");
+	else
+		snprintf(how, sizeof(how), "flag window of %zu of %zu messages, next from UID %u",
+		    taken, n_have, st->flag_cursor + 1);
+	log_result(r, how);
 	rc = 0;
 out:
-	free(r->seen);
+	free(runs);
+	free(r->mark);
 	free(have);
-	r->seen = NULL;
+	r->mark = NULL;
 	r->have = NULL;
 	return rc;
 }
 
-/* Without a mod-sequence nothing proves a folder unchanged: rescan on a budget. */
-static bool
-rescan_due(const struct sd *sd, const struct mb_folder_state *st,
-    const struct mb_imap_status *ex)
+uint64_t
+sd_flag_share(uint64_t left, const uint64_t *demand, size_t n)
 {
-	if (ex->highestmodseq != 0)
-		return true;	/* mod-sequences just became usable: once, then CHANGEDSINCE */
-	return ex->uidnext != st->uidnext || sd->tick.ticks % SD_FLAG_RESCAN_TICKS == 0;
+	uint64_t *d, rem = left, level = UINT64_MAX;
+
+	if (n == 0)
+		return 0;
+	d = mb_xcalloc(n, sizeof(*d));
+	memcpy(d, demand, n * sizeof(*d));
+	qsort(d, n, sizeof(*d), cmp_u64);
+	/* Water-filling: the smaller demands are met whole while an equal
+	 * part of what remains covers them; the rest get that part. */
+	for (size_t k = 0; k < n; k++) {
+		if (d[k] <= rem / (n - k)) {
+			rem -= d[k];
+			continue;
+		}
+		level = (rem + (n - k) - 1) / (n - k);
+		break;
+	}
+	free(d);
+	level = level < demand[0] ? level : demand[0];
+	return level < left ? level : left;
+}
+
+uint64_t
+sd_reconcile_demand(struct sd *sd, const char *name, bool condstore)
+{
+	struct mb_folder_state st = { 0 };
+	struct mb_err err = { 0 };
+	uint64_t rows = 0;
+	uint32_t top;
+
+	if (mb_index_folder_get(sd->idx, name, &st, &err) == 0 && st.uidvalidity != 0 &&
+	    (!condstore || st.highestmodseq == 0) && mb_index_uid_count(sd->idx, st.id, st.uidvalidity, 1,
+	    UINT32_MAX, &rows, &top, &err) == -1)
+		rows = 0;
+	mb_folder_state_release(&st);
+	return rows;
 }
 
 int
-sd_reconcile_flags(struct sd *sd, struct mb_imap *imap, const struct mb_folder_state *st,
-    const struct mb_imap_status *ex, struct mb_err *err)
+sd_reconcile_flags(struct sd *sd, struct mb_imap *imap, struct mb_folder_state *st,
+    const struct mb_imap_status *ex, uint64_t budget, uint64_t *used_r, struct mb_err *err)
 {
 	struct recon r = { .sd = sd, .st = st, .err = err };
 	/* A HIGHESTMODSEQ that went down (a restored server) proves nothing. */
@@ -191,16 +323,22 @@ sd_reconcile_flags(struct sd *sd, struct mb_imap *imap, const struct mb_folder_s
 	uint64_t rows;
 	uint32_t top;
 
+	*used_r = 0;
 	if (modseq && ex->highestmodseq == st->highestmodseq)
 		return 0;	/* the quiet tick: nothing changed, nothing asked */
-	if (!modseq && !rescan_due(sd, st, ex))
-		return 0;
+	/* Without mod-sequences nothing proves a folder unchanged: a window. */
+	if (!modseq && ex->highestmodseq == 0)
+		return rescan(&r, imap, st, budget, used_r, err);
+	/* Mod-sequences just became usable: every flag once (the whole folder,
+	 * beyond the budget: it happens once), then CHANGEDSINCE. */
 	if (mb_index_uid_count(sd->idx, st->id, st->uidvalidity, 1, UINT32_MAX, &rows, &top,
 	    err) == -1)
 		return -1;
 	if (rows == 0)
 		return 0;	/* nothing indexed to reconcile */
-	return modseq ? changes_since(&r, imap, top, err) : rescan(&r, imap, top, err);
+	if (modseq)
+		return changes_since(&r, imap, top, err);
+	return rescan(&r, imap, st, UINT64_MAX, used_r, err);
 }
 
 /*

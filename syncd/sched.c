@@ -234,6 +234,7 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 	struct mb_imap_day since;
 	struct mb_err ferr = { 0 };
 	uint32_t *uids = NULL, top, base, wm, first_gap;
+	uint64_t flags = 0;
 	size_t n = 0, above;
 	int64_t id;
 	int r = -1, capped = 0, lowered;
@@ -268,8 +269,12 @@ sync_folder(struct sd *sd, struct mb_imap *imap, const char *name, const char *r
 	drop_queued(sd, st.id, name, ex.uidvalidity);	/* ranges of an old uidvalidity */
 	/* Against the state the last tick recorded; the new HIGHESTMODSEQ is
 	 * written below, in this same transaction as the changes. */
-	if (same_v && sd_reconcile_flags(sd, imap, &st, &ex, err) == -1)
+	if (!same_v)
+		st.flag_cursor = 0;
+	if (same_v && sd_reconcile_flags(sd, imap, &st, &ex, sd->sched.flag_share, &flags,
+	    err) == -1)
 		goto out;
+	sd->sched.flag_used += flags;
 	st.uidvalidity = ex.uidvalidity;
 	st.uidnext = ex.uidnext;
 	st.highestmodseq = ex.highestmodseq;
@@ -330,11 +335,13 @@ out:
 
 /*
  * Folders the index knows that the server no longer lists, or that are no
- * longer configured: drop their queued ranges.  An unlisted folder is hidden
- * from every reader at once (absent_ticks > 0) and purged, rows and all,
- * once SD_ABSENT_PURGE_TICKS ticks in a row have not listed it, so one bad
- * LIST cannot wipe an index; listed again before that, it is served again
- * as it was.  A folder only left out of SYNC_FOLDERS keeps its rows.
+ * longer configured: drop their queued ranges, hide them from every reader
+ * at once (absent_ticks > 0) and purge them, rows and all, once
+ * SD_ABSENT_PURGE_TICKS ticks in a row have not listed or not wanted them,
+ * so one bad LIST (or a SYNC_FOLDERS edited by mistake) cannot wipe an
+ * index; listed and wanted again before that, they are served again as
+ * they were.  A folder left out of SYNC_FOLDERS is not synced any more, so
+ * its rows would only grow stale: it is treated as gone.
  */
 static void
 forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char **want,
@@ -351,6 +358,7 @@ forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char
 	for (size_t i = 0; i < n_known; i++) {
 		const struct mb_folder_state *k = &known[i];
 		bool listed = false, wanted = false;
+		const char *why;
 		unsigned absent, purged;
 
 		for (size_t j = 0; j < n && !listed; j++)
@@ -359,25 +367,29 @@ forget_unwanted(struct sd *sd, const struct mb_imap_folder *list, size_t n, char
 			wanted = same_folder(k->name, want[j]);
 		if (!listed || !wanted)
 			drop_queued(sd, k->id, k->name, 0);
-		if (listed && k->absent_ticks == 0)
+		if (listed && wanted && k->absent_ticks == 0)
 			continue;
 		mb_err_clear(&err);
-		if (mb_index_folder_presence(sd->idx, k->id, listed, &absent, &err) == -1) {
+		if (mb_index_folder_presence(sd->idx, k->id, listed, wanted, &absent, &err) == -1) {
 			mb_log_warnx("folder '%s': %s", k->name, err.msg);
 			continue;
 		}
-		if (listed)
-			mb_log_info("folder '%s': listed again; served again", k->name);
+		why = listed ? "left out of SYNC_FOLDERS" : "absent";
+		if (listed && wanted)
+			mb_log_info("folder '%s': listed again and synced; served again", k->name);
+		else if (absent == 1 && listed)
+			mb_log_warnx("folder '%s': no longer in SYNC_FOLDERS; hidden, and purged if "
+			    "still left out after %u ticks", k->name, SD_ABSENT_PURGE_TICKS);
 		else if (absent == 1)
 			mb_log_warnx("folder '%s': no longer listed by the server; hidden, and "
 			    "purged if still absent after %u ticks", k->name, SD_ABSENT_PURGE_TICKS);
-		if (listed || absent < SD_ABSENT_PURGE_TICKS)
+		if ((listed && wanted) || absent < SD_ABSENT_PURGE_TICKS)
 			continue;
 		if (mb_index_purge_folder(sd->idx, k->id, &purged, &err) == -1)
 			mb_log_warnx("folder '%s': purge: %s", k->name, err.msg);
 		else
-			mb_log_info("folder '%s': absent for %u ticks; purged with its %u indexed "
-			    "message%s", k->name, absent, purged, purged == 1 ? "" : "s");
+			mb_log_info("folder '%s': %s for %u ticks; purged with its %u indexed "
+			    "message%s", k->name, why, absent, purged, purged == 1 ? "" : "s");
 	}
 	mb_folder_list_free(&known, n_known);
 }
@@ -410,11 +422,13 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	struct mb_imap *imap = NULL;
 	struct mb_imap_folder *list = NULL;
 	char **want = NULL;
+	uint64_t *demand = NULL, *rest = NULL;
 	size_t n_list = 0, n_want = 0, start;
 	bool converged = true, capped = false;
 	int r = -1;
 
 	sd->sched.tick_queued = 0;
+	sd->sched.flag_used = 0;
 	sd->sched.tick_converged = false;
 	sd_imap_conf(sd->conf, sd->password, &c);
 	c.qresync = true;	/* this session alone: VANISHED for the reconciliation */
@@ -439,6 +453,12 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	forget_unwanted(sd, list, n_list, want, n_want);
 	if (sd_commit(sd, err) == -1)
 		goto out;
+	/* What each folder's flag window would take (servers without CONDSTORE). */
+	demand = mb_xcalloc(n_want ? n_want : 1, sizeof(*demand));
+	rest = mb_xcalloc(n_want ? n_want : 1, sizeof(*rest));
+	for (size_t i = 0; i < n_want; i++)
+		demand[i] = sd_reconcile_demand(sd, want[i], mb_imap_has_capability(imap,
+		    "CONDSTORE"));
 	/*
 	 * The per-tick cap (SYNC_MAX_RANGES_PER_TICK) is shared: each folder may
 	 * queue an equal part of what is left for it and the folders after it,
@@ -456,6 +476,14 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 
 		sd->sched.folder_limit = sd->sched.tick_queued +
 		    (unsigned)((left + (n_want - o) - 1) / (n_want - o));
+		/* SYNC_FLAG_BUDGET is shared max-min fair: small folders are asked
+		 * whole, the large ones share the rest (each goes round by its
+		 * cursor), and what a folder leaves goes to those after it. */
+		for (size_t k = 0; k < n_want - o; k++)
+			rest[k] = demand[(start + o + k) % n_want];
+		sd->sched.flag_share = sd_flag_share(sd->conf->sync_flag_budget >
+		    sd->sched.flag_used ? sd->conf->sync_flag_budget - sd->sched.flag_used : 0,
+		    rest, n_want - o);
 
 		if (quit_requested(sd)) {
 			converged = false;
@@ -491,12 +519,18 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 		mb_log_info("queued %u ranges, the per-tick cap shared by the folders; the rest "
 		    "waits for the next tick",
 		    sd->sched.tick_queued);
+	if (sd->sched.flag_used > 0)
+		mb_log_info("flags of %llu indexed message%s asked without CONDSTORE "
+		    "(SYNC_FLAG_BUDGET %u)", (unsigned long long)sd->sched.flag_used,
+		    sd->sched.flag_used == 1 ? "" : "s", sd->conf->sync_flag_budget);
 	sd->sched.tick_converged = converged && sd->sched.tick_queued == 0;
 	sd_attach_tick(sd);
 	r = 0;
 out:
 	mb_imap_folders_free(&list, n_list);
 	sd_free_names(want, n_want);
+	free(demand);
+	free(rest);
 	mb_imap_close(&imap);
 	return r;
 }
@@ -526,6 +560,8 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	if (mb_imap_connect(&c, &imap, err) == -1)
 		goto out;
 	sd->sched.targeted = true;
+	/* One folder: the whole budget is its own. */
+	sd->sched.flag_share = sd->conf->sync_flag_budget;
 	if (sd_begin(sd, err) == -1)
 		goto out;
 	if (sync_folder(sd, imap, folder, role, role_by_name, &converged, err) == -1) {

@@ -40,6 +40,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "seconds per range, then the worker is killed"),
 	K("SYNC_MAX_MESSAGE_SIZE", MB_CONF_UINT, sync_max_message_size, "26214400", 1024,
 	    4294967295ULL, 0, NULL, "bytes; larger messages are indexed headers-only"),
+	K("SYNC_FLAG_BUDGET", MB_CONF_UINT, sync_flag_budget, "50000", 0, 100000000, 0, NULL,
+	    "messages whose flags a tick fetches on servers without CONDSTORE; 0: none"),
 	K("DATA_DIR", MB_CONF_PATH, data_dir, "/var/lib/imap-mcp", 0, 0, 0, NULL,
 	    "index.db and blobs/"),
 	K("LOG_LEVEL", MB_CONF_ENUM, log_level, "info", 0, 0, 0, level_choices, NULL),

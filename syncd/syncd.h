@@ -77,6 +77,7 @@ struct sd_conf {
 	unsigned	 sync_retry_backoff;	/* seconds; doubled per attempt */
 	unsigned	 sync_range_timeout;	/* seconds a worker has for one range */
 	unsigned	 sync_max_message_size;	/* bytes; larger messages are indexed headers-only */
+	unsigned	 sync_flag_budget;	/* flags fetched per tick without CONDSTORE */
 	char		*data_dir;
 	unsigned	 log_level;		/* index into sd_log_levels */
 	char		*syncd_socket;		/* the control socket (docs/writes.md) */
@@ -273,6 +274,8 @@ struct sd_sched_state {
 	unsigned		 rotate;	/* ticks so far: where this tick's folder order starts */
 	bool			 tick_converged;	/* every folder at the top, nothing queued */
 	bool			 targeted;	/* sd_sched_folder: queue only the new UIDs */
+	uint64_t		 flag_share;	/* flags the folder at hand may fetch (no CONDSTORE) */
+	uint64_t		 flag_used;	/* flags fetched so far this tick */
 };
 
 /* Written by attach.c only: where its slices of work got to. */
@@ -388,13 +391,31 @@ int	sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err);
  * Bring the flags of st's indexed rows (st: the state recorded by the last
  * tick, same uidvalidity as ex, this tick's EXAMINE) up to date, in the
  * caller's transaction: UID FETCH (CHANGEDSINCE) when HIGHESTMODSEQ moved,
- * with VANISHED under QRESYNC; without mod-sequences a full UID FLAGS
- * rescan when UIDNEXT moved or every 24th tick; nothing otherwise.  The
- * caller records ex's HIGHESTMODSEQ in the same transaction.  -1: IMAP or
- * index error (roll back).
+ * with VANISHED under QRESYNC, nothing when it did not; once a full UID
+ * FLAGS rescan when mod-sequences become usable.  Without them, the flags
+ * of a window of at most budget indexed messages, from st->flag_cursor on
+ * (wrapping to UID 1), with the indexed ones missing from the answer
+ * deleted as expunged; st->flag_cursor is advanced.  *used_r: the messages
+ * whose flags were asked for.  The caller records ex's HIGHESTMODSEQ and
+ * st in the same transaction.  -1: IMAP or index error (roll back).
  */
-int	sd_reconcile_flags(struct sd *sd, struct mb_imap *imap, const struct mb_folder_state *st,
-	    const struct mb_imap_status *ex, struct mb_err *err);
+int	sd_reconcile_flags(struct sd *sd, struct mb_imap *imap, struct mb_folder_state *st,
+	    const struct mb_imap_status *ex, uint64_t budget, uint64_t *used_r,
+	    struct mb_err *err);
+/*
+ * How many messages' flags the folder name would have fetched this tick if
+ * the budget were unlimited: its indexed rows when the server lacks
+ * CONDSTORE (condstore false) or the last tick recorded no HIGHESTMODSEQ for
+ * it, else 0.  Errors: 0.
+ */
+uint64_t	sd_reconcile_demand(struct sd *sd, const char *name, bool condstore);
+/*
+ * The budget share of the folder whose demand is demand[0], when demand[1..n)
+ * are those of the folders after it this tick and left is what remains of
+ * the budget: max-min fair, so a folder that needs less than an equal part
+ * gets all it needs and the rest is shared equally by the larger ones.
+ */
+uint64_t	sd_flag_share(uint64_t left, const uint64_t *demand, size_t n);
 /*
  * Expunges not yet seen: compare EXISTS (less above_wm, the server's UIDs
  * above st->watermark this tick listed) with the rows at or below the

@@ -239,8 +239,9 @@ check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	j->modseq = t.modseq;
 	folder_uidv = t.folder_uidvalidity;
 	if (t.folder_absent) {
-		snprintf(buf, len, "stale id: folder '%s' is no longer on the server (deleted or "
-		    "renamed); nothing was changed; search again", j->folder);
+		snprintf(buf, len, "stale id: folder '%s' is %s; nothing was changed; search again",
+		    j->folder, t.folder_left_out ? "no longer synced (left out of SYNC_FOLDERS)" :
+		    "no longer on the server (deleted or renamed)");
 		return -1;
 	}
 	if (j->uidvalidity != folder_uidv) {

@@ -183,6 +183,21 @@ struct mb_imap_changes {
 int	mb_imap_fetch_changes(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_t since,
 	    const struct mb_imap_changes *cb, struct mb_err *err);
 
+/* An interval of UIDs, first <= last. */
+struct mb_imap_uidrun {
+	uint32_t	first, last;
+};
+/*
+ * The flags of the examined folder's messages in a set of UIDs: one UID FETCH
+ * <set> (UID FLAGS), the set written from runs[0..n) (ascending, not
+ * overlapping, 1 <= n), so the server answers for at most the UIDs named.
+ * For servers without CONDSTORE, where a window of the folder is compared
+ * each tick (docs/syncd.md "Flags and expunges").  cb->vanished must be
+ * NULL.  Callbacks and errors as mb_imap_fetch_changes.
+ */
+int	mb_imap_fetch_flag_set(struct mb_imap *imap, const struct mb_imap_uidrun *runs, size_t n,
+	    const struct mb_imap_changes *cb, struct mb_err *err);
+
 /*
  * A hard deadline for the calls that follow (0 clears it), on mb_now_ms()'s
  * monotonic clock (e.g. mb_now_ms() + 120000): past it, a

@@ -81,7 +81,11 @@ struct mb_folder_state {
 	uint64_t	 highestmodseq;	/* 0: no CONDSTORE */
 	uint32_t	 watermark;	/* highest UID below the first gap */
 	int64_t		 last_sync;	/* unix seconds; 0 = never */
-	unsigned	 absent_ticks;	/* ticks LIST has not shown it; 0: listed */
+	unsigned	 absent_ticks;	/* ticks LIST has not shown it, or SYNC_FOLDERS
+					 * has left it out; 0: listed and synced */
+	bool		 left_out;	/* hidden because SYNC_FOLDERS left it out */
+	uint32_t	 flag_cursor;	/* without CONDSTORE: the highest UID the last
+					 * flag window covered; 0: start from the first */
 };
 void	mb_folder_state_release(struct mb_folder_state *st);	/* frees the strings */
 void	mb_folder_list_free(struct mb_folder_state **listp, size_t n);
@@ -96,8 +100,8 @@ int	mb_index_folder_ensure(struct mb_index *idx, const char *name, const char *r
 int	mb_index_folder_get(struct mb_index *idx, const char *name, struct mb_folder_state *st_r,
 	    struct mb_err *err);
 /*
- * Writes uidvalidity, uidnext, highestmodseq, watermark, last_sync, role and
- * where the role came from (role_by_name) by st->id.
+ * Writes uidvalidity, uidnext, highestmodseq, watermark, last_sync,
+ * flag_cursor, role and where the role came from (role_by_name) by st->id.
  */
 int	mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *st,
 	    struct mb_err *err);
@@ -105,11 +109,12 @@ int	mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *s
 int	mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size_t *n_r,
 	    struct mb_err *err);
 /*
- * Record whether this tick's LIST showed folder id: listed resets its
- * absent_ticks to 0, otherwise it grows by one; *absent_r is the new value.
- * A folder with absent_ticks > 0 is hidden from every reader at once.
+ * Record whether this tick's LIST showed folder id and SYNC_FOLDERS names
+ * it: both reset its absent_ticks to 0, otherwise it grows by one; *absent_r
+ * is the new value.  left_out is set when it is listed but not wanted.  A
+ * folder with absent_ticks > 0 is hidden from every reader at once.
  */
-int	mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed,
+int	mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed, bool wanted,
 	    unsigned *absent_r, struct mb_err *err);
 /*
  * Delete folder_id's rows of every UIDVALIDITY but keep_uidvalidity (the

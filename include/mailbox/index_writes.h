@@ -24,7 +24,9 @@ struct mb_write_target {
 	char		*keywords;		/* owned; NULL: none */
 	uint64_t	 modseq;
 	uint32_t	 folder_uidvalidity;	/* the folder's now: differs when stale */
-	bool		 folder_absent;		/* the server's LIST no longer shows it */
+	bool		 folder_absent;		/* the server's LIST no longer shows it,
+						 * or SYNC_FOLDERS left it out */
+	bool		 folder_left_out;	/* the latter: not synced any more */
 };
 /*
  * Message id and its folder.  MB_E_NOTFOUND when no row has that id.  On

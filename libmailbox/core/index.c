@@ -79,15 +79,15 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " RETURNING id",
 	[IDX_FOLDER_GET] =
 	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,"
-	    " absent_ticks, role_source FROM folders WHERE name = ?1",
+	    " absent_ticks, role_source, left_out, flag_cursor FROM folders WHERE name = ?1",
 	[IDX_FOLDER_UPDATE] =
 	    "UPDATE folders SET role = ?2, uidvalidity = ?3, uidnext = ?4, highestmodseq = ?5,"
-	    " watermark = ?6, last_sync = ?7,"
+	    " watermark = ?6, last_sync = ?7, flag_cursor = ?9,"
 	    " role_source = CASE WHEN ?2 IS NULL THEN NULL WHEN ?8 THEN 'name'"
 	    " ELSE 'special-use' END WHERE id = ?1",
 	[IDX_FOLDER_LIST] =
 	    "SELECT id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,"
-	    " absent_ticks, role_source FROM folders ORDER BY name",
+	    " absent_ticks, role_source, left_out, flag_cursor FROM folders ORDER BY name",
 	[IDX_MSG_FIND] =
 	    "SELECT id, thread_id FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",

@@ -33,7 +33,7 @@ mb_folder_list_free(struct mb_folder_state **listp, size_t n)
 }
 
 /* Columns id, name, role, uidvalidity, uidnext, highestmodseq, watermark, last_sync,
- * absent_ticks, role_source. */
+ * absent_ticks, role_source, left_out, flag_cursor. */
 static void
 folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
 {
@@ -48,6 +48,8 @@ folder_from_row(sqlite3_stmt *st, struct mb_folder_state *f)
 	f->absent_ticks = (unsigned)sqlite3_column_int64(st, 8);
 	f->role_by_name = f->role != NULL && sqlite3_column_text(st, 9) != NULL &&
 	    strcmp((const char *)sqlite3_column_text(st, 9), "name") == 0;
+	f->left_out = sqlite3_column_int(st, 10) != 0;
+	f->flag_cursor = (uint32_t)sqlite3_column_int64(st, 11);
 }
 
 int
@@ -115,6 +117,7 @@ mb_index_folder_update(struct mb_index *idx, const struct mb_folder_state *f,
 	sqlite3_bind_int64(st, 6, f->watermark);
 	sqlite3_bind_int64(st, 7, f->last_sync);
 	sqlite3_bind_int(st, 8, f->role_by_name);
+	sqlite3_bind_int64(st, 9, f->flag_cursor);
 	if (idx_step_done(idx, st, "folder update", err) == -1)
 		return -1;
 	if (sqlite3_changes(idx->db) == 0)
@@ -155,11 +158,12 @@ mb_index_folder_list(struct mb_index *idx, struct mb_folder_state **list_r, size
 }
 
 int
-mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed, unsigned *absent_r,
-    struct mb_err *err)
+mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed, bool wanted,
+    unsigned *absent_r, struct mb_err *err)
 {
-	static const char sql[] = "UPDATE folders SET absent_ticks = CASE WHEN ?2 THEN 0 "
-	    "ELSE absent_ticks + 1 END WHERE id = ?1 RETURNING absent_ticks";
+	static const char sql[] = "UPDATE folders SET absent_ticks = CASE WHEN ?2 AND ?3 THEN 0 "
+	    "ELSE absent_ticks + 1 END, left_out = ?2 AND NOT ?3 WHERE id = ?1 "
+	    "RETURNING absent_ticks";
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 	int rc;
 
@@ -168,6 +172,7 @@ mb_index_folder_presence(struct mb_index *idx, int64_t id, bool listed, unsigned
 		return -1;
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int(st, 2, listed);
+	sqlite3_bind_int(st, 3, wanted);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
 		idx_stmt_done(st);

@@ -57,8 +57,8 @@ static const char recent_sql[] =
 /* What became of a row that is not current (mb_read_gone). */
 static const char gone_sql[] =
 	"SELECT m.message_id, m.folder_id, f.name, m.uidvalidity = f.uidvalidity, "
-	IDX_CURRENT("m", "f") " FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE m.id = ?1";
+	IDX_CURRENT("m", "f") ", f.left_out FROM messages AS m JOIN folders AS f "
+	"ON f.id = m.folder_id WHERE m.id = ?1";
 /* Its current copy: the same Message-ID, in the same folder first. */
 static const char copy_sql[] =
 	"SELECT m.id FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
@@ -223,7 +223,8 @@ mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len, struct mb_
 	sqlite3_stmt *st;
 	char *mid = NULL, *folder = NULL;
 	int64_t folder_id = 0, copy = 0;
-	bool same_gen = false, current = false;
+	bool same_gen = false, current = false, left_out = false;
+	const char *where;
 	int rc;
 
 	if ((st = idx_stmt_sql(idx, gone_sql, err)) == NULL)
@@ -236,6 +237,7 @@ mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len, struct mb_
 		folder = idx_col_text(st, 2, NULL);
 		same_gen = sqlite3_column_int(st, 3) != 0;
 		current = sqlite3_column_int(st, 4) != 0;
+		left_out = sqlite3_column_int(st, 5) != 0;
 	} else if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "gone", err);
 	idx_stmt_done(st);
@@ -249,15 +251,20 @@ mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len, struct mb_
 		free(folder);
 		return -1;
 	}
-	/* Same UIDVALIDITY but not current: the folder is no longer listed. */
-	if (copy != 0)
-		snprintf(buf, len, "message %lld is an old copy: %s; the current copy is id %lld",
-		    (long long)id, same_gen ? "its folder is no longer on the server (deleted or "
-		    "renamed)" : "this folder was re-created on the server", (long long)copy);
+	/* Same UIDVALIDITY but not current: the folder is no longer listed, or
+	 * no longer synced (left out of SYNC_FOLDERS). */
+	where = left_out ? "is no longer synced (left out of SYNC_FOLDERS)" :
+	    "is no longer on the server";
+	if (copy != 0 && same_gen)
+		snprintf(buf, len, "message %lld is an old copy: its folder %s; the current copy "
+		    "is id %lld", (long long)id, left_out ? where : "is no longer on the server "
+		    "(deleted or renamed)", (long long)copy);
+	else if (copy != 0)
+		snprintf(buf, len, "message %lld is an old copy: this folder was re-created on the "
+		    "server; the current copy is id %lld", (long long)id, (long long)copy);
 	else
 		snprintf(buf, len, "message %lld is no longer in the mailbox (folder '%s' %s)",
-		    (long long)id, folder, same_gen ? "is no longer on the server" :
-		    "was re-created on the server");
+		    (long long)id, folder, same_gen ? where : "was re-created on the server");
 	free(mid);
 	free(folder);
 	return 1;

@@ -43,7 +43,8 @@ mb_index_write_target(struct mb_index *idx, int64_t id, struct mb_write_target *
     struct mb_err *err)
 {
 	static const char sql[] = "SELECT m.folder_id, f.name, m.uidvalidity, m.uid, "
-	    "m.keywords, m.modseq, f.uidvalidity, NOT " IDX_LISTED("f") " FROM messages m "
+	    "m.keywords, m.modseq, f.uidvalidity, NOT " IDX_LISTED("f") ", f.left_out "
+	    "FROM messages m "
 	    "JOIN folders f ON f.id = m.folder_id WHERE m.id = ?1";
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 
@@ -61,6 +62,7 @@ mb_index_write_target(struct mb_index *idx, int64_t id, struct mb_write_target *
 	t_r->modseq = (uint64_t)sqlite3_column_int64(st, 5);
 	t_r->folder_uidvalidity = (uint32_t)sqlite3_column_int64(st, 6);
 	t_r->folder_absent = sqlite3_column_int(st, 7) != 0;
+	t_r->folder_left_out = sqlite3_column_int(st, 8) != 0;
 	idx_stmt_done(st);
 	return 0;
 }

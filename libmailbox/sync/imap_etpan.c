@@ -1489,12 +1489,14 @@ report_other_vanished(struct mb_imap *c, struct changes *ch)
 	return 0;
 }
 
-/* The UID FETCH itself: plain, CHANGEDSINCE, or CHANGEDSINCE with VANISHED. */
+/*
+ * The UID FETCH itself over set (taken over): plain, CHANGEDSINCE, or
+ * CHANGEDSINCE with VANISHED.
+ */
 static int
-changes_fetch(struct mb_imap *c, struct changes *ch, uint64_t since,
+changes_fetch(struct mb_imap *c, struct changes *ch, struct mailimap_set *set, uint64_t since,
     struct mailimap_qresync_vanished **van_r)
 {
-	struct mailimap_set *set = mailimap_set_new_interval(ch->first, ch->last);
 	struct mailimap_fetch_type *ft = mailimap_fetch_type_new_fetch_att_list_empty();
 	clist *res = NULL;
 	int r;
@@ -1537,7 +1539,7 @@ mb_imap_fetch_changes(struct mb_imap *imap, uint32_t first, uint32_t last, uint6
 	/* VANISHED without QRESYNC on is a BAD, and a BAD kills the session. */
 	if (cb->vanished != NULL && (since == 0 || !c->qresync))
 		return mb_err_set(err, MB_E_INVALID, "VANISHED needs CHANGEDSINCE and QRESYNC");
-	r = changes_fetch(c, &ch, since, &van);
+	r = changes_fetch(c, &ch, mailimap_set_new_interval(first, last), since, &van);
 	if (r != MAILIMAP_NO_ERROR) {
 		/* Not van: on a tagged NO libetpan has freed it already (and left
 		 * the pointer set); on other errors it was never set. */
@@ -1554,6 +1556,43 @@ mb_imap_fetch_changes(struct mb_imap *imap, uint32_t first, uint32_t last, uint6
 	if (ch.stopped)
 		r = mb_err_set(err, MB_E_INTERNAL, "flag change callback failed");
 	return r;
+}
+
+int
+mb_imap_fetch_flag_set(struct mb_imap *imap, const struct mb_imap_uidrun *runs, size_t n,
+    const struct mb_imap_changes *cb, struct mb_err *err)
+{
+	struct mb_imap *c = imap;
+	struct changes ch = { .cb = cb, .kw = MB_BUF_INIT(IMAP_KEYWORDS_MAX) };
+	struct mailimap_set *set;
+	int r;
+
+	if (n == 0 || cb->vanished != NULL)
+		return mb_err_set(err, MB_E_INVALID, "flag fetch: no UID set, or VANISHED asked");
+	for (size_t i = 0; i < n; i++)
+		if (runs[i].first > runs[i].last || (i > 0 && runs[i].first <= runs[i - 1].last))
+			return mb_err_set(err, MB_E_INVALID, "flag fetch: bad UID set at run %zu", i);
+	if (fetch_usable(c, runs[0].first, runs[n - 1].last, err) == -1)
+		return -1;
+	/* Answers outside first:last (unsolicited) are not handed over; the
+	 * caller's set is exact, so one between two runs is merely current. */
+	ch.first = runs[0].first;
+	ch.last = runs[n - 1].last;
+	set = mailimap_set_new_empty();
+	for (size_t i = 0; i < n; i++)
+		if (mailimap_set_add_interval(set, runs[i].first, runs[i].last) !=
+		    MAILIMAP_NO_ERROR) {
+			mailimap_set_free(set);
+			mb_buf_release(&ch.kw);
+			return mb_err_set(err, MB_E_INTERNAL, "flag fetch: out of memory");
+		}
+	r = changes_fetch(c, &ch, set, 0, NULL);
+	mb_buf_release(&ch.kw);
+	if (r != MAILIMAP_NO_ERROR)
+		return etpan_fail(c, r, "UID FETCH", err);
+	if (ch.stopped)
+		return mb_err_set(err, MB_E_INTERNAL, "flag change callback failed");
+	return 0;
 }
 
 /* ------------------------------------------------------------------ writes */

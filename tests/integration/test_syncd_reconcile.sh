@@ -9,9 +9,15 @@
 #   An expunge the mod-sequence no longer tells of (an index older than this
 #   code) is found by counting, with one UID SEARCH, and only then; flags
 #   changed before the upgrade are found by one full rescan (migration 0002).
-#   Without CONDSTORE (a listener whose capabilities lack it): the flag
-#   rescan UID FETCH 1:n (UID FLAGS) when UIDNEXT moved, expunges from it,
-#   and again a quiet tick that sends nothing.
+#   Without CONDSTORE (a listener whose capabilities lack it): every tick
+#   asks for the flags of a window of each folder (SYNC_FLAG_BUDGET), so a
+#   flag set in another session with no new mail arrives with ONE --once;
+#   the whole folder is UID FETCH 1:n (UID FLAGS), expunges are found by
+#   it, and such a quiet tick sends one FLAGS fetch per folder and no
+#   SEARCH; with a budget smaller than the folder the window goes round
+#   over the following runs of --once (its cursor is kept in the index),
+#   and no tick is answered the flags of more messages than the budget
+#   (counted in Dovecot's rawlog).
 set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
@@ -148,10 +154,62 @@ grep -q "folder 'INBOX': full flag rescan: flags of 2 messages updated, 1 expung
     "$SYNCD_LOG" || fail "no rescan line"
 [ "$(dovecot_count_commands ' UID FETCH 1:30 \(UID FLAGS\)$')" = $((rescans + 1)) ] || fail "no flag rescan fetch"
 syncd --once || fail "settling tick exit"	# the new mail's watermark, as above
-quiet_tick "without CONDSTORE"
+
+# Flags answered to syncd so far (a FETCH of UID and FLAGS only: bodies come
+# with more items), over every session's rawlog.
+flags_answered() {
+	cat "$DOVECOT_RAWLOG"/*.out 2>/dev/null | tr -d '\r' |
+	    grep -cE '^[0-9.]+ \* [0-9]+ FETCH \(UID [0-9]+ FLAGS \([^)]*\)\)$' || true
+}
+# The quiet tick without CONDSTORE: nothing proves a folder unchanged, so
+# each folder's flags are asked (INBOX and Archive: one UID FLAGS fetch
+# each, nothing else fetched), and still no SEARCH.
+searches=$(dovecot_count_commands ' UID SEARCH ')
+fetches=$(dovecot_count_commands ' UID FETCH ')
+flag_fetches=$(dovecot_count_commands ' UID FETCH [0-9:,]+ \(UID FLAGS\)$')
+syncd --once || fail "quiet tick without CONDSTORE exit"
+[ "$(dovecot_count_commands ' UID SEARCH ')" = "$searches" ] || fail "no CONDSTORE: a quiet tick sent SEARCH"
+[ "$(dovecot_count_commands ' UID FETCH [0-9:,]+ \(UID FLAGS\)$')" = $((flag_fetches + 2)) ] ||
+    fail "no CONDSTORE: want one flag fetch per folder in a quiet tick"
+[ "$(dovecot_count_commands ' UID FETCH ')" = $((fetches + 2)) ] || fail "no CONDSTORE: a quiet tick fetched more than flags"
+
+# A flag set in another session, no new mail: ONE tick brings it (it waited
+# for new mail or the 24th daemon tick before, and for cron for ever).
+u flags add -u "$DOVECOT_USER" '\Flagged' mailbox INBOX uid 20
+u flags remove -u "$DOVECOT_USER" '\Seen' mailbox INBOX uid 3
+[ "$(row INBOX 20 'flags & 4')" = 0 ] || fail "UID 20 flagged before the tick"
+syncd --once || fail "flag tick without CONDSTORE exit"
+[ "$(row INBOX 20 'flags & 4')" = 4 ] || fail "no CONDSTORE: \\Flagged set in another session not in the index after one tick"
+[ "$(unread)" = "2,3,4,5,6" ] || fail "no CONDSTORE: is:unread after one tick: $(unread)"
+
+# A budget smaller than the folder (INBOX has 27 indexed, Archive 1): the
+# window goes round over the next runs of --once, never more than the
+# budget's flags answered per tick, and a change at the top arrives once
+# the window gets there.
+echo "SYNC_FLAG_BUDGET=12" >> "$SYNCD_CONF"
+inbox_n=$(syncd_sql "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder_id
+    WHERE f.name = 'INBOX' AND m.uidvalidity = f.uidvalidity")
+[ "$inbox_n" = 27 ] || fail "INBOX has $inbox_n rows, not 27"
+u flags add -u "$DOVECOT_USER" '\Flagged' mailbox INBOX uid 31
+seen_at=
+for t in 1 2 3; do
+	before=$(flags_answered)
+	syncd --once || fail "budget tick $t exit"
+	answered=$(($(flags_answered) - before))
+	[ "$answered" -le 12 ] || fail "budget tick $t: $answered flags answered, budget 12"
+	[ "$answered" -ge 11 ] || fail "budget tick $t: only $answered flags answered"
+	cursor=$(syncd_sql "SELECT flag_cursor FROM folders WHERE name = 'INBOX'")
+	[ -n "$seen_at" ] || [ "$(row INBOX 31 'flags & 4')" != 4 ] || seen_at=$t
+	if [ "$t" = 1 ]; then
+		[ "$cursor" -gt 0 ] || fail "budget tick 1: the cursor did not move ($cursor)"
+		[ -z "$seen_at" ] || fail "budget tick 1 already covered UID 31"
+	fi
+done
+[ -n "$seen_at" ] || fail "UID 31's \\Flagged not in the index after 3 budget ticks"
+grep -q "folder 'INBOX': flag window of 11 of 27 messages, next from UID" "$SYNCD_LOG" ||
+    fail "no flag window line"
 [ "$(dovecot_count_commands ' (SELECT|STORE|APPEND|EXPUNGE|MOVE|COPY) ')" = 0 ] ||
     fail "a writing command was sent"
-
 syncd_log_clean "$SYNCD_LOG" || fail "sanitizer report"
 ok=1
 echo PASS

@@ -16,7 +16,10 @@
 #   a LIST that misses a folder once ("Keep" renamed away and back): hidden
 #     for that tick, then served again with the same ids, nothing purged;
 #   writes on such ids are refused with the folder's decoded name ("Dröp"), also when
-#     the folder vanished after the last tick (the server's NO answer).
+#     the folder vanished after the last tick (the server's NO answer);
+#   a folder left out of SYNC_FOLDERS ("Memos", still listed): hidden at the
+#     next tick, served again with the same ids when put back, purged after
+#     3 ticks left out and indexed again from the server once put back.
 set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
@@ -203,6 +206,49 @@ grep -q "folder 'Gönë' no longer exists on the server" "$work/r.json" || fail 
 grep -q '??' "$work/r.json" && fail "question marks in the refusal"
 [ "$(idx "SELECT outcome||' '||detail FROM write_log ORDER BY id DESC LIMIT 1")" = "refused folder 'Gönë' no longer exists on the server (deleted or renamed); nothing was changed; search again" ] ||
     fail "write_log: $(idx "SELECT outcome||' '||detail FROM write_log ORDER BY id DESC LIMIT 1")"
+
+# ---- a folder left out of SYNC_FOLDERS (the server still lists it): hidden
+# at the next tick like a vanished one, purged after the same 3 ticks, and
+# served again once it is put back.
+kill -TERM "$daemon"
+wait "$daemon" || fail "daemon exit $?"
+daemon=
+memo_ids=$(idx "SELECT group_concat(m.id) FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='Memos'")
+[ "$(folder_count Memos)" = 2 ] || fail "Memos before: $(folder_count Memos)"
+echo "SYNC_FOLDERS=INBOX, Sent, Proj, Keep" >> "$SYNCD_CONF"
+syncd --once || fail "tick without Memos exit $?"
+[ "$(folder_count Memos)" = none ] || fail "a folder left out of SYNC_FOLDERS is still listed"
+[ "$(hits '{"query":"note","limit":50}')" = "" ] || fail "mail of a folder left out of SYNC_FOLDERS is searchable"
+call search_messages '{"query":"note","folder":"Memos"}' | text_of | grep -q 'no folder named' ||
+    fail "a folder: search of a folder left out of SYNC_FOLDERS answers"
+call get_message "{\"id\":${memo_ids%%,*}}" | text_of | grep -q "no longer in the mailbox (folder 'Memos' is no longer synced" ||
+    fail "get_message on a left-out folder's id: $(call get_message "{\"id\":${memo_ids%%,*}}" | text_of)"
+grep -q "folder 'Memos': no longer in SYNC_FOLDERS; hidden, and purged if still left out after 3 ticks" "$SYNCD_LOG" ||
+    fail "no line for the folder left out"
+[ "$(folder_count INBOX)" = 3 ] || fail "INBOX: $(folder_count INBOX)"
+# Put back before the purge: served again with the same ids, nothing fetched.
+sed -i '/^SYNC_FOLDERS=/d' "$SYNCD_CONF"
+fetches=$(dovecot_count_commands ' BODY.PEEK\[\]')
+syncd --once || fail "tick with Memos again exit $?"
+[ "$(folder_count Memos)" = 2 ] || fail "Memos not served again: $(folder_count Memos)"
+[ "$(idx "SELECT group_concat(m.id) FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='Memos'")" = "$memo_ids" ] ||
+    fail "Memos' rows changed"
+[ "$(dovecot_count_commands ' BODY.PEEK\[\]')" = "$fetches" ] || fail "Memos fetched again"
+[ "$(hits '{"query":"note","limit":50}' | wc -l)" = 2 ] || fail "Memos search after it was put back"
+# Left out for 3 ticks: purged; put back: indexed again from the server.
+echo "SYNC_FOLDERS=INBOX,Sent,Proj,Keep" >> "$SYNCD_CONF"
+for t in 1 2 3; do syncd --once || fail "left-out tick $t exit $?"; done
+[ "$(idx "SELECT count(*) FROM folders WHERE name='Memos'")" = 0 ] || fail "Memos not purged after 3 ticks"
+[ "$(idx "SELECT count(*) FROM messages WHERE message_id LIKE 'note-%'")" = 0 ] || fail "Memos' rows survive the purge"
+grep -q "folder 'Memos': left out of SYNC_FOLDERS for 3 ticks; purged with its 2 indexed messages" "$SYNCD_LOG" ||
+    fail "no purge line for Memos"
+[ "$(idx "SELECT count(*) FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='INBOX'")" = 3 ] ||
+    fail "INBOX touched by the purge"
+sed -i '/^SYNC_FOLDERS=/d' "$SYNCD_CONF"
+syncd --once || fail "re-sync of Memos exit $?"
+[ "$(folder_count Memos)" = 2 ] || fail "Memos not re-indexed: $(folder_count Memos)"
+[ "$(hits '{"query":"note","limit":50}' | wc -l)" = 2 ] || fail "Memos search after the re-sync"
+
 syncd_log_clean || fail "sanitizer"
 ok=1
 echo "PASS: test_syncd_shapes"

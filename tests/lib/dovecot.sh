@@ -348,6 +348,35 @@ open(seqfile, "w").write(str(seq))
 PY
 }
 
+# dovecot_cpu: seconds of CPU (user+system) the running Dovecot has used so
+# far: its master and every descendant, living or reaped (an exited imap
+# process's times move to the master's cutime/cstime and count once), to the
+# clock tick (10 ms).  For benchmarks (scripts/bench-syncd, bench-flags).
+dovecot_cpu() {
+	python3 - "$DOVECOT_PID" <<'PY'
+import os, sys
+root = int(sys.argv[1])
+parent, times = {}, {}
+for d in os.listdir("/proc"):
+    if not d.isdigit():
+        continue
+    try:
+        s = open("/proc/%s/stat" % d).read()
+    except OSError:
+        continue
+    f = s[s.rindex(")") + 2:].split()	# after "pid (comm) ": state is f[0]
+    parent[int(d)] = int(f[1])
+    times[int(d)] = sum(int(x) for x in f[11:15])	# utime stime cutime cstime
+def under(p):
+    while p > 1:
+        if p == root:
+            return True
+        p = parent.get(p, 0)
+    return False
+print("%.2f" % (sum(t for p, t in times.items() if under(p)) / os.sysconf("SC_CLK_TCK")))
+PY
+}
+
 # dovecot_append FOLDER FILE: save one message through Dovecot (doveadm save),
 # as a live delivery would; the folder's UIDNEXT moves at once.
 dovecot_append() {

@@ -466,7 +466,7 @@ only_the_current_generation_of_listed_folders_is_served(void **state)
 	assert_int_equal(mb_read_gone(reader(f), 999, why, sizeof(why), &err), 0);
 
 	/* Archive missing from LIST: hidden at once, served again when listed. */
-	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, &absent, &err), 0);
+	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, true, &absent, &err), 0);
 	assert_int_equal(absent, 1);
 	expect_ids(f, "walrus", NULL, NULL, 0);
 	assert_int_equal(listed_count(f, "Archive"), -1);
@@ -475,9 +475,9 @@ only_the_current_generation_of_listed_folders_is_served(void **state)
 	assert_int_equal(err.code, MB_E_NOTFOUND);
 	mb_query_release(&q);
 	err = (struct mb_err){ 0 };
-	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, &absent, &err), 0);
+	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, true, &absent, &err), 0);
 	assert_int_equal(absent, 2);
-	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, true, &absent, &err), 0);
+	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, true, true, &absent, &err), 0);
 	assert_int_equal(absent, 0);
 	expect_ids(f, "walrus", NULL, (int64_t[]){ copy }, 1);
 	assert_int_equal(listed_count(f, "Archive"), 1);
