@@ -23,14 +23,9 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 
-work=$(mktemp -d)
-ok=0
-cleanup() {
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work/syncd.log" >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+testenv_begin
 
 # 127.0.0.2 is the same server without CONDSTORE and QRESYNC (the last part).
 DOVECOT_EXTRA_CONF='local 127.0.0.2 {

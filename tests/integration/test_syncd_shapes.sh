@@ -25,20 +25,11 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 deps=$src/.deps/npm
 
-work=$(mktemp -d)
+testenv_begin daemon:TERM mcpd:TERM
 chmod 755 "$work"
-ok=0
-daemon= mcpd=
-cleanup() {
-	[ -z "$daemon" ] || kill -TERM "$daemon" 2>/dev/null || true
-	[ -z "$mcpd" ] || kill -TERM "$mcpd" 2>/dev/null || true
-	wait 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 40 "$work/syncd.log" >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir "$work/srv"
 dovecot_start "$work/srv"
