@@ -1,6 +1,6 @@
 /*
- * The search engine (include/mailbox/search.h): ranking, the ranking window,
- * ties, paging, snippets and totals over the index.  A page of filters alone
+ * The search engine (include/mailbox/search.h): ranking exact over every
+ * match, ties, paging, snippets and totals over the index.  A page of filters alone
  * is index_search_list.c's; the scope, the shared filter SQL and the count
  * are index_search_scope.c's (search-private.h).  Every statement is cached on
  * the handle (idx_stmt_sql) and every value reaches SQLite through a bind.
@@ -507,7 +507,7 @@ search_total(struct mb_index *idx, const struct mb_query *q, bool ranked, int64_
 		page->total = offset + (int64_t)pg->n;
 		return 0;
 	}
-	return idx_search_count(idx, q, folder_id, INT64_MAX, MB_SEARCH_COUNT_CAP, &page->total,
+	return idx_search_count(idx, q, folder_id, MB_SEARCH_COUNT_CAP, &page->total,
 	    &page->total_exact, err);
 }
 
