@@ -18,6 +18,9 @@
  *   bm25         FTS5's bm25() with the engine's column weights, every match
  *   bm25-plain   FTS5's bm25() with every column weighted 1
  *   newest       newest first (notmuch's default order)
+ *   prior        weighted BM25 plus a recency prior, ln(1 + age / 30 days)
+ *                with the age from the newest message (undated: the oldest),
+ *                the alternative docs/index.md "Ranking" weighs
  *
  * Ties are broken as the engine breaks them (date newest first, undated
  * last, then highest id).  The corpus of scripts/bench-mcpd is cloned to
@@ -28,6 +31,7 @@
  * statements are a benchmark's (mailbox/index_raw.h), not the engine's.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,12 +50,13 @@
 #define ENGINE_DEPTH	1000	/* engine ranks looked at; deeper counts as not found */
 #define WINDOW		500	/* the old engine's ranking window */
 
-enum { R_ENGINE, R_NEWEST500, R_BM25, R_PLAIN, R_NEWEST, R_COUNT };
+enum { R_ENGINE, R_NEWEST500, R_BM25, R_PLAIN, R_NEWEST, R_PRIOR, R_COUNT };
 static const char *const r_names[R_COUNT] = { "engine (exact weighted BM25)",
 	"newest-500 window (before)", "exact BM25, weighted (bm25())",
-	"exact BM25, unweighted", "newest first (notmuch)" };
+	"exact BM25, unweighted", "newest first (notmuch)",
+	"weighted BM25 + recency prior ln(1 + age / 30 days)" };
 
-static const char all_sql[] = "SELECT id, subject, body FROM messages";
+static const char all_sql[] = "SELECT id, subject, body, sort_date FROM messages";
 static const char one_sql[] =
 	"SELECT subject, coalesce(from_name, ''), substr(body, 1, 8000) FROM messages WHERE id = ?1";
 static const char df_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
@@ -77,11 +82,13 @@ struct doc {
 struct match {
 	int64_t		id;
 	double		w, u;	/* weighted and unweighted bm25() */
+	double		p;	/* w with the recency prior added */
 	int64_t		date;
 	bool		dated;
 };
 
 static uint64_t rng;
+static int64_t newest = INT64_MIN, oldest = INT64_MAX;	/* sort_date over the index */
 
 /* splitmix64: a fixed sequence for a fixed seed */
 static uint64_t
@@ -315,6 +322,14 @@ cmp_u(const void *pa, const void *pb)
 }
 
 static int
+cmp_p(const void *pa, const void *pb)
+{
+	const struct match *a = pa, *b = pb;
+
+	return a->p != b->p ? (a->p < b->p ? -1 : 1) : tie_cmp(a, b);
+}
+
+static int
 cmp_newest(const void *pa, const void *pb)
 {
 	return tie_cmp(pa, pb);
@@ -428,6 +443,11 @@ sql_ranks(struct match *m, size_t n, const struct doc *docs, size_t nd, uint64_t
 	rank[R_PLAIN] = first_copy(m, n, docs, nd, text);
 	qsort(m, n, sizeof(*m), cmp_newest);
 	rank[R_NEWEST] = first_copy(m, n, docs, nd, text);
+	for (size_t i = 0; i < n; i++)	/* bm25() is negative: better is lower, so add */
+		m[i].p = m[i].w + log1p((double)(newest - (m[i].dated ? m[i].date : oldest)) /
+		    (30.0 * 86400.0));
+	qsort(m, n, sizeof(*m), cmp_p);
+	rank[R_PRIOR] = first_copy(m, n, docs, nd, text);
 	/* the old window: the newest 500 by rowid ranked, the others after them */
 	qsort(m, n, sizeof(*m), cmp_rowid_desc);
 	qsort(m, w, sizeof(*m), cmp_w);
@@ -474,6 +494,12 @@ main(int argc, char **argv)
 		h = fnv(h, sqlite3_column_text(all, 1), (size_t)sqlite3_column_bytes(all, 1));
 		h = fnv(h, (const unsigned char *)"", 1);
 		h = fnv(h, sqlite3_column_text(all, 2), (size_t)sqlite3_column_bytes(all, 2));
+		if (sqlite3_column_type(all, 3) != SQLITE_NULL) {
+			int64_t t = sqlite3_column_int64(all, 3);
+
+			newest = t > newest ? t : newest;
+			oldest = t < oldest ? t : oldest;
+		}
 		docs[nd].id = sqlite3_column_int64(all, 0);
 		docs[nd++].text = h | 1;	/* never 0, which means "no such id" */
 	}
@@ -488,7 +514,7 @@ main(int argc, char **argv)
 	ms = prep(db, match_sql);
 	if (tsv)
 		fprintf(tsv, "target\tcopies\tmatches\tquery\tengine\tnewest500\tbm25\tbm25_plain\t"
-		    "newest\n");
+		    "newest\tprior\n");
 	for (size_t t = 0, tries = 0; t < targets && tries < 10 * targets; tries++) {
 		const struct doc *d = &docs[next_rand() % nd];
 		size_t rank[R_COUNT] = { 0 }, n, copies = 0;
@@ -517,9 +543,9 @@ main(int argc, char **argv)
 			at20[r] += rank[r] >= 1 && rank[r] <= 20;
 		}
 		if (tsv)
-			fprintf(tsv, "%lld\t%zu\t%zu\t%s\t%zu\t%zu\t%zu\t%zu\t%zu\n", (long long)d->id,
-			    copies, n, text, rank[R_ENGINE], rank[R_NEWEST500], rank[R_BM25],
-			    rank[R_PLAIN], rank[R_NEWEST]);
+			fprintf(tsv, "%lld\t%zu\t%zu\t%s\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\n",
+			    (long long)d->id, copies, n, text, rank[R_ENGINE], rank[R_NEWEST500],
+			    rank[R_BM25], rank[R_PLAIN], rank[R_NEWEST], rank[R_PRIOR]);
 		free(m);
 		mb_query_release(&q);
 		t++;
