@@ -202,12 +202,6 @@ search_answer(struct mcp_server *srv, const struct mb_search_page *pg, int64_t o
 	if (n == 0 && offset == 0)
 		json_object_set_new(a.data, "hint", json_string("no messages matched: try fewer "
 		    "words, a prefix (meet*), or another folder"));
-	if (pg->capped && n > 0) {
-		json_object_set_new(a.data, "ranked_newest", json_integer(MB_SEARCH_RANK_CAP));
-		mb_buf_addf(&a.text, "\nThese words match more than %d messages: only the newest "
-		    "%d matches were ranked. Add words or filters (after:, from:, folder:) to reach "
-		    "older mail.\n", MB_SEARCH_RANK_CAP, MB_SEARCH_RANK_CAP);
-	}
 	if (pg->more) {
 		char *c = mcp_cursor_make(srv, 's', pg->next_offset, qhash);
 

@@ -2,8 +2,8 @@
  * The search engine (libmailbox/core/index_search.c): a compiled query
  * (mailbox/query.h) in, one page of hits out, as plain C data.  Text terms
  * are ranked with BM25 (subject over sender over recipients over body), ties
- * newest first then highest id, over at most the newest MB_SEARCH_RANK_CAP
- * matches; a query of filters alone lists its mail newest first.  Each hit
+ * newest first then highest id, exactly over every match (docs/index.md,
+ * "Ranking"); a query of filters alone lists its mail newest first.  Each hit
  * carries a snippet with the matched words in **bold**.  docs/mcpd.md,
  * "Performance", says why it is built the way it is.
  */
@@ -17,7 +17,6 @@
 #include "mailbox/err.h"
 
 #define MB_SEARCH_MAX_LIMIT	50	/* hits per page at most */
-#define MB_SEARCH_RANK_CAP	500	/* matches ranked, newest first, at least */
 /*
  * Matches counted for a total, at most: counting reads an index entry per
  * match, about 0.8 microseconds; 10,000 cost a common word 7 ms of CPU at
@@ -103,14 +102,9 @@ struct mb_search_page {
 	bool		 more;		/* a next page exists; it starts at next_offset */
 	int64_t		 next_offset;	/* past the ids read, even if one was deleted since */
 	/*
-	 * More matches than the ranking window: only the newest
-	 * MB_SEARCH_RANK_CAP (or, on deep pages, the newest page end plus a
-	 * margin) were ranked.
-	 */
-	bool		 capped;
-	/*
 	 * How many messages match in all: exact when total_exact, else a lower
-	 * bound (MB_SEARCH_COUNT_CAP: the count stopped there).
+	 * bound (MB_SEARCH_COUNT_CAP: the count stopped there).  A query with
+	 * words ranks every match, so its total is always exact.
 	 */
 	int64_t		 total;
 	bool		 total_exact;

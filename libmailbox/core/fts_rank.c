@@ -20,6 +20,16 @@
  * The cache belongs to the connection (it is the function's user data,
  * freed when the connection closes) and is used by one thread at a time, as
  * the connection is.
+ *
+ *	mb_bm25_top(messages_fts, MATCH, FLOOR, w0, w1, ...)
+ *
+ * is the same score for a caller that keeps only the best rows (exact
+ * top-k, index_search.c): FLOOR is a struct idx_rank_floor passed with
+ * sqlite3_bind_pointer(), which the caller raises as its page fills.  A row
+ * whose score cannot reach the floor is answered NULL without reading its
+ * length (a docsize lookup, the dearest part of scoring a row once the
+ * positions are read): its bound is the score it would have at length 0,
+ * which is never below its real score, operation by operation (rank_score).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -200,24 +210,36 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 }
 
 /*
- * The row's score, as bm25() computes it: for each phrase, its IDF times
+ * A row's score, as bm25() computes it: for each phrase, its IDF times
  * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), where f sums the column
  * weights of the phrase's hits in the row and D is the row's length in
- * tokens; negated, so that better rows sort first.
+ * tokens; negated, so that better rows sort first.  Every operation is
+ * monotone in D (IEEE arithmetic rounds monotonically), so D = 0 gives a
+ * bound no row of these hits can beat, bit for bit.
  */
-static void
-mb_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
-    sqlite3_value **val)
+static double
+rank_score(const struct rank_query *q, double dl)
 {
 	const double k1 = 1.2, b = 0.75;
-	struct rank_query *q;
-	double score = 0.0, dl = 0.0;
-	int rc, n_inst = 0;
+	double score = 0.0;
 
-	if (n_val < 1) {
-		sqlite3_result_error(ctx, "mb_bm25: the MATCH text is missing", -1);
-		return;
-	}
+	for (int i = 0; i < q->n_phrase; i++)
+		score += q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
+		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl)));
+	return -1.0 * score;
+}
+
+/*
+ * Both functions: val[0] is the MATCH text, then (mb_bm25_top) the floor,
+ * then the column weights from val[w]: column col's weight is val[w + col].
+ */
+static void
+rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
+    sqlite3_value **val, const struct idx_rank_floor *floor, int w)
+{
+	struct rank_query *q;
+	int rc, n_inst = 0, n_tok;
+
 	q = rank_query_get(api, fts, ctx, val[0], &rc);
 	if (q != NULL) {
 		memset(q->freq, 0, (size_t)q->n_phrase * sizeof(double));
@@ -227,22 +249,42 @@ mb_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int
 		int phrase, col, off;
 
 		rc = api->xInst(fts, i, &phrase, &col, &off);
-		if (rc == SQLITE_OK)	/* the weights follow MATCH: column col's is val[col + 1] */
-			q->freq[phrase] += n_val - 1 > col ? sqlite3_value_double(val[col + 1]) : 1.0;
+		if (rc == SQLITE_OK)
+			q->freq[phrase] += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
 	}
-	if (rc == SQLITE_OK) {
-		int n_tok;
-
-		rc = api->xColumnSize(fts, -1, &n_tok);
-		dl = (double)n_tok;
+	if (rc == SQLITE_OK && floor != NULL && floor->set && rank_score(q, 0.0) > floor->score) {
+		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */
+		return;
 	}
-	for (int i = 0; rc == SQLITE_OK && i < q->n_phrase; i++)
-		score += q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
-		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl)));
 	if (rc == SQLITE_OK)
-		sqlite3_result_double(ctx, -1.0 * score);
+		rc = api->xColumnSize(fts, -1, &n_tok);
+	if (rc == SQLITE_OK)
+		sqlite3_result_double(ctx, rank_score(q, (double)n_tok));
 	else
 		sqlite3_result_error_code(ctx, rc);
+}
+
+static void
+mb_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
+    sqlite3_value **val)
+{
+	if (n_val < 1) {
+		sqlite3_result_error(ctx, "mb_bm25: the MATCH text is missing", -1);
+		return;
+	}
+	rank_row(api, fts, ctx, n_val, val, NULL, 1);
+}
+
+static void
+mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
+    sqlite3_value **val)
+{
+	if (n_val < 2) {
+		sqlite3_result_error(ctx, "mb_bm25_top: the MATCH text or the floor is missing",
+		    -1);
+		return;
+	}
+	rank_row(api, fts, ctx, n_val, val, sqlite3_value_pointer(val[1], IDX_RANK_FLOOR), 2);
 }
 
 int
@@ -261,5 +303,10 @@ mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25: %s",
 		    sqlite3_errstr(rc));
 	}
+	/* the same cache: the connection frees it once, with mb_bm25 */
+	rc = api->xCreateFunction(api, "mb_bm25_top", c, mb_bm25_top, NULL);
+	if (rc != SQLITE_OK)
+		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25_top: %s",
+		    sqlite3_errstr(rc));
 	return 0;
 }

@@ -195,7 +195,20 @@ fts5_api	*mb_fts5_api(sqlite3 *db);
 /* Register the mb_cjk FTS5 tokenizer on db (fts_cjk.c). */
 int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 
-/* Register the mb_bm25 FTS5 ranking function on db (fts_rank.c). */
+/*
+ * The floor of an exact top-k ranking (index_search.c, fts_rank.c): the
+ * score of the k-th best row so far (mb_bm25's scale: lower is better), once
+ * set.  mb_bm25_top() answers NULL for a row that cannot score as well,
+ * without finishing its score.  Passed to SQL by sqlite3_bind_pointer() with
+ * the type IDX_RANK_FLOOR; the caller owns it and raises it between steps.
+ */
+#define IDX_RANK_FLOOR	"mb_rank_floor"
+struct idx_rank_floor {
+	bool	set;
+	double	score;
+};
+
+/* Register the FTS5 ranking functions mb_bm25 and mb_bm25_top on db (fts_rank.c). */
 int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
 
 /* Register the SQL function mb_labels_test() on db (labels.c, mailbox/labels.h). */

@@ -21,25 +21,24 @@
 #include "search-private.h"
 
 /*
- * The total, counted only past what the page already told (search_total()
- * in index_search.c), and only up to ?19: beyond it the answer is a lower
- * bound.  A ranked search counts only below ?20, the oldest match its
- * ranking read, so the matches it read are not read twice (FTS5 starts its
- * walk at that rowid).  Counted over current rows (IDX_CURRENT), like
- * every count the index gives.
+ * The total of a list that the page does not know (search_total() in
+ * index_search.c; a ranked search counts as it ranks), and only up to ?19:
+ * beyond it the answer is a lower bound.  With text only for from:me and
+ * to:me alone, whose own addresses are phrases (idx_search_me_match).
+ * Counted over current rows (IDX_CURRENT), like every count the index gives.
  */
 static const char count_sql_match[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
 	"CROSS JOIN messages AS m ON m.id = messages_fts.rowid "
 	"JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid < ?20 AND " IDX_CURRENT("m", "f")
+	"WHERE messages_fts MATCH ?1 AND " IDX_CURRENT("m", "f")
 	" AND " SEARCH_FILTERS "AND " SEARCH_DATES "LIMIT ?19)";
 /* The same through messages_search_filter (search_sql_rank_ix says why). */
 static const char count_sql_match_ix[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
 	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
 	"JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid < ?20 AND " IDX_CURRENT("m", "f")
+	"WHERE messages_fts MATCH ?1 AND " IDX_CURRENT("m", "f")
 	" AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES "LIMIT ?19)";
 static const char count_sql_filter_ix[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS m INDEXED BY messages_search_filter "
@@ -187,7 +186,7 @@ idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *folder
 
 int
 idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-    int64_t below, int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err)
+    int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err)
 {
 	bool ix = idx_search_covered(q);
 	sqlite3_stmt *st = idx_stmt_sql(idx, !q->match ? (ix ? count_sql_filter_ix :
@@ -198,8 +197,6 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 		return -1;
 	idx_search_bind(st, q, folder_id);
 	sqlite3_bind_int64(st, 19, cap);
-	if (q->match)
-		sqlite3_bind_int64(st, 20, below);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*n_r = sqlite3_column_int64(st, 0);

@@ -105,10 +105,9 @@ int	idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t fold
 
 /*
  * The current messages q matches, counted up to cap (at least 1), into
- * *n_r; *exact_r false when the count stopped at the cap.  With text, only
- * the matches whose id is below below (INT64_MAX: all of them).
+ * *n_r; *exact_r false when the count stopped at the cap.
  */
 int	idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-	    int64_t below, int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err);
+	    int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err);
 
 #endif

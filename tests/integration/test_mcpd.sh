@@ -385,9 +385,8 @@ kill -TERM "$pid"
 wait "$pid" || fail "mcpd (no index) exit status"
 pid=
 
-# (The ranking window over the newest 500 matches, its note in the answer,
-# ties, filters, paging and snippets are pinned without HTTP, in
-# tests/unit/test_index_search.c and test_mcpd.c.)
+# (The ranking exact over every match, ties, filters, paging and snippets are
+# pinned without HTTP, in tests/unit/test_index_search.c and test_mcpd.c.)
 
 if [ $fails -ne 0 ]; then
 	echo "test_mcpd: $fails failure(s)"

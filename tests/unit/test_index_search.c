@@ -2,8 +2,9 @@
  * The search engine (mailbox/search.h) without HTTP: ranking (subject over
  * body), ties newest first then by id on every page, the structured
  * filters and their errors, paging, snippets (the excerpt, FTS5's snippet()
- * for stemmed words, the body's start for filters alone), the newest-500
- * ranking window, CJK words, and the cursor hash.  Each test builds a small
+ * for stemmed words, the body's start for filters alone), the ranking exact
+ * over every match of a frequent word (against FTS5's own bm25()), CJK
+ * words, and the cursor hash.  Each test builds a small
  * index with mb_index_upsert (support_index.c) and reads it read-only, as
  * mcpd does.
  */
@@ -17,8 +18,10 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "mailbox/index.h"
+#include "mailbox/index_raw.h"
 #include "mailbox/msg.h"
 #include "mailbox/query.h"
 #include "mailbox/read.h"
@@ -168,7 +171,6 @@ subject_outranks_body_and_hits_carry_the_row(void **state)
 	page_of(f, "budget", NULL, 0, 20, &pg);
 	assert_int_equal(pg.n, 2);
 	assert_false(pg.more);
-	assert_false(pg.capped);
 	h = &pg.hits[0];
 	assert_int_equal(h->id, 2);	/* the subject match, though older */
 	assert_string_equal(h->folder, "INBOX");
@@ -223,48 +225,121 @@ ties_are_newest_first_then_highest_id_on_every_page(void **state)
 }
 
 /*
- * More matches than MB_SEARCH_RANK_CAP: only the newest are ranked and the
- * page says so; the best of those (subject matches) still come first.  At
- * the cap or below, everything is ranked.
+ * The order a search promises, computed independently of the engine: FTS5's
+ * own bm25() with the engine's column weights over every match, then the
+ * date (newest first, undated last), then the id (highest first).  ids gets
+ * every match in that order; returns how many.
  */
-static void
-ranking_window_is_the_newest_matches(void **state)
+static size_t
+oracle_ids(struct fx *f, const char *text, int64_t *ids, size_t max)
 {
-	struct fx *f = *state;
+	static const char sql[] =
+	    "SELECT m.id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
+	    "WHERE messages_fts MATCH ?1 ORDER BY bm25(messages_fts, 10.0, 4.0, 2.0, 1.0, "
+	    "4.0, 1.0), m.sort_date DESC NULLS LAST, m.id DESC";
+	struct mb_query q;
+	sqlite3_stmt *st;
+	size_t n = 0;
+	int rc;
+
+	compile(&q, text, NULL);
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->rw), sql, -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		assert_true(n < max);
+		ids[n++] = sqlite3_column_int64(st, 0);
+	}
+	assert_int_equal(rc, SQLITE_DONE);
+	sqlite3_finalize(st);
+	mb_query_release(&q);
+	return n;
+}
+
+/*
+ * A frequent word (600 messages, more than the 500 the engine once ranked):
+ * every match is one of n, uid i dated T0 + i.  The best match is the
+ * oldest: the word twice in a short subject and once in a short body.
+ * Every seventh message has the word in its subject too, so many compete.
+ */
+#define KAYAKS	600
+static void
+put_kayaks(struct fx *f)
+{
 	struct mb_err err = { 0 };
-	struct mb_search_page pg;
 	char subject[64];
-	uint32_t n = MB_SEARCH_RANK_CAP + 100;
 
 	assert_int_equal(mb_index_begin(f->rw, &err), 0);
-	for (uint32_t i = 1; i <= n; i++) {
-		/* every tenth has the word in its subject; the oldest 100 all do */
-		snprintf(subject, sizeof(subject), "%s %u", i % 10 == 0 || i <= 100 ? "kayak" :
-		    "paddle", i);
+	put(f, f->inbox, 1, &(struct mb_test_msg){ .subject = "kayak kayak",
+	    .body = "kayak", .date = T0 + 1 });
+	for (uint32_t i = 2; i <= KAYAKS; i++) {
+		snprintf(subject, sizeof(subject), "%s trip report number %u",
+		    i % 7 == 0 ? "kayak" : "paddle", i);
 		put(f, f->inbox, i, &(struct mb_test_msg){ .subject = subject,
-		    .body = i <= 300 ? "kayak trip" : "kayak trip notes", .date = T0 + i });
+		    .body = i % 3 ? "a kayak trip along the coast with friends" :
+		    "notes from the kayak club meeting, kayak storage and the boat shed",
+		    .date = T0 + i });
 	}
 	assert_int_equal(mb_index_commit(f->rw, &err), 0);
+}
+
+/* The best match is on the first page, however many newer matches there are. */
+static void
+the_best_match_is_first_however_old(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	int64_t want[KAYAKS];
+
+	put_kayaks(f);
+	assert_int_equal(oracle_ids(f, "kayak", want, KAYAKS), KAYAKS);
+	assert_int_equal(want[0], 1);	/* the fixture is what it says */
 	page_of(f, "kayak", NULL, 0, 20, &pg);
-	assert_true(pg.capped);
+	assert_int_equal(pg.n, 20);
 	assert_true(pg.more);
+	for (size_t i = 0; i < pg.n; i++)
+		if (pg.hits[i].id != want[i])
+			fail_msg("position %zu is id %lld, want %lld", i,
+			    (long long)pg.hits[i].id, (long long)want[i]);
+	/* every match was ranked, so the total is exact */
+	assert_int_equal(pg.total, KAYAKS);
+	assert_true(pg.total_exact);
+	mb_search_page_release(&pg);
+	/* with a filter the engine joins messages: the same order */
+	page_of(f, "kayak", &(struct mb_search_filters){ .folder = "INBOX" }, 0, 20, &pg);
 	assert_int_equal(pg.n, 20);
-	for (size_t i = 0; i < pg.n; i++) {
-		/* the newest 500 are ids 101..600: none of the old subject matches */
-		assert_true(pg.hits[i].id > 100);
-		assert_non_null(strstr(pg.hits[i].subject, "kayak"));
+	for (size_t i = 0; i < pg.n; i++)
+		assert_int_equal(pg.hits[i].id, want[i]);
+	mb_search_page_release(&pg);
+}
+
+/*
+ * Paging by next_offset through a frequent word gives every match exactly
+ * once, in the promised order, at any page size.
+ */
+static void
+pages_of_a_frequent_word_hold_every_match_once(void **state)
+{
+	static const size_t limits[] = { 1, 7, 20, MB_SEARCH_MAX_LIMIT };
+	struct fx *f = *state;
+	int64_t want[KAYAKS], got[KAYAKS];
+	size_t n_want;
+
+	put_kayaks(f);
+	n_want = oracle_ids(f, "kayak", want, KAYAKS);
+	assert_int_equal(n_want, KAYAKS);
+	for (size_t l = 0; l < MB_ARRAY_LEN(limits); l++) {
+		size_t n = all_ids(f, "kayak", NULL, limits[l], got, KAYAKS);
+
+		assert_int_equal(n, n_want);
+		for (size_t i = 0; i < n; i++)
+			if (got[i] != want[i])
+				fail_msg("limit %zu: position %zu is id %lld, want %lld",
+				    limits[l], i, (long long)got[i], (long long)want[i]);
 	}
-	mb_search_page_release(&pg);
-	/* a word in fewer messages than the cap: all ranked */
-	page_of(f, "notes", NULL, 0, 20, &pg);
-	assert_false(pg.capped);
-	assert_int_equal(pg.n, 20);
-	mb_search_page_release(&pg);
-	/* a page past the cap widens the window: it is still a full page */
-	page_of(f, "kayak", NULL, 590, 10, &pg);
-	assert_int_equal(pg.n, 10);
-	assert_false(pg.more);
-	mb_search_page_release(&pg);
+	/* a rarer word of the same mail: the same promise */
+	n_want = oracle_ids(f, "meeting", want, KAYAKS);
+	assert_int_equal(all_ids(f, "meeting", NULL, 13, got, KAYAKS), n_want);
+	assert_memory_equal(got, want, n_want * sizeof(want[0]));
 }
 
 /* ---- filters */
@@ -642,8 +717,10 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(ties_are_newest_first_then_highest_id_on_every_page,
 		    setup, teardown),
-		cmocka_unit_test_setup_teardown(ranking_window_is_the_newest_matches, setup,
+		cmocka_unit_test_setup_teardown(the_best_match_is_first_however_old, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(pages_of_a_frequent_word_hold_every_match_once,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(structured_filters_narrow_the_query, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(bad_filters_say_what_to_change, setup, teardown),

@@ -857,20 +857,27 @@ search_cursor_pages_through_every_hit(void **state)
 	search_fixture_done(&srv, dir);
 }
 
-/* 600 messages with one word, some in the subject */
+/*
+ * 600 messages with one word; the oldest (id 1) is the best match: the word
+ * twice in its subject.  Every tenth of the rest has it once there.
+ */
 static void
 kayak_trips(size_t i, struct mb_test_msg *t)
 {
 	static const char *const subjects[] = { "kayak", "paddle" };
 
-	t->subject = subjects[i % 10 != 0];
+	t->subject = i == 0 ? "kayak kayak" : subjects[i % 10 != 0];
 	t->body = i < 300 ? "kayak trip" : "kayak trip notes";
 	t->date = 1700000000 + (int64_t)i;
 }
 
-/* More matches than the ranking window: the answer says so, in both forms. */
+/*
+ * A word in more messages than the engine once ranked: the answer ranks
+ * them all, so the best match is the first hit however old, the total is
+ * exact, and there is no note about a window any more.
+ */
 static void
-search_answer_says_when_ranking_was_bounded(void **state)
+search_answer_ranks_every_match(void **state)
 {
 	struct mcp_config conf = { .max_sessions = 4, .rate = 10 };
 	char dir[64], path[96];
@@ -879,24 +886,19 @@ search_answer_says_when_ranking_was_bounded(void **state)
 	const char *text;
 
 	(void)state;
-	search_fixture(&srv, &conf, dir, path, MB_SEARCH_RANK_CAP + 100, kayak_trips);
+	search_fixture(&srv, &conf, dir, path, 600, kayak_trips);
 	args = json_pack("{s:s, s:i}", "query", "kayak", "limit", 20);
-	r = search_call(&srv, args);
-	sc = json_object_get(r, "structuredContent");
-	assert_int_equal(json_integer_value(json_object_get(sc, "ranked_newest")),
-	    MB_SEARCH_RANK_CAP);
-	assert_int_equal(json_array_size(json_object_get(sc, "results")), 20);
-	text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0),
-	    "text"));
-	assert_non_null(strstr(text, "only the newest 500 matches were ranked"));
-	json_decref(r);
-	json_decref(args);
-	/* fewer matches than the window: no such note */
-	args = json_pack("{s:s, s:i}", "query", "notes", "limit", 20);
 	r = search_call(&srv, args);
 	sc = json_object_get(r, "structuredContent");
 	assert_null(json_object_get(sc, "ranked_newest"));
 	assert_int_equal(json_array_size(json_object_get(sc, "results")), 20);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+	    json_object_get(sc, "results"), 0), "id")), 1);
+	assert_int_equal(json_integer_value(json_object_get(sc, "total")), 600);
+	assert_true(json_is_true(json_object_get(sc, "total_exact")));
+	text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0),
+	    "text"));
+	assert_null(strstr(text, "were ranked"));
 	json_decref(r);
 	json_decref(args);
 	search_fixture_done(&srv, dir);
@@ -983,7 +985,7 @@ main(void)
 		cmocka_unit_test(tool_errors_are_mapped_once_at_the_dispatcher),
 		cmocka_unit_test(json_dumps_matches_jansson),
 		cmocka_unit_test(search_cursor_pages_through_every_hit),
-		cmocka_unit_test(search_answer_says_when_ranking_was_bounded),
+		cmocka_unit_test(search_answer_ranks_every_match),
 		cmocka_unit_test(get_message_says_when_the_body_was_not_indexed),
 	};
 
