@@ -4,14 +4,16 @@
 # passdb checks each one by introspection against it.
 #  1. syncd --oauth-login runs the device grant: a refusal exits 77 and
 #     stores nothing; an approval (scripted over HTTP) stores the refresh
-#     token, 0600;
+#     token, 0600; --check-config shows no secret; a group-readable token
+#     file is refused;
 #  2. syncd --once logs in with AUTHENTICATE OAUTHBEARER and indexes the
 #     mail; the rotated refresh token is written back;
 #  3. a daemon whose access tokens live 6 s refreshes them before they
 #     expire, and later ticks log in and index new mail;
 #  4. an access token revoked under a running daemon: the refused login is
 #     retried once after one refresh;
-#  5. a server offering only XOAUTH2 gets AUTHENTICATE XOAUTH2;
+#  5. a server offering only XOAUTH2 gets AUTHENTICATE XOAUTH2 (the client
+#     secret from $CREDENTIALS_DIRECTORY);
 #  6. a revoked refresh token stops the tick after one token request, with
 #     no IMAP login, and --once exits 77;
 #  7. the access tokens, refresh tokens and client secret, and the base64
@@ -105,6 +107,17 @@ grep -q "^Approved" "$work/login-approve.out" || fail "no 'Approved' line"
 first_rt=$(cat "$work/refresh-token")
 tokens refresh | grep -qxF "$first_rt" || fail "the stored refresh token is not the one issued"
 ls "$work" | grep -q "refresh-token.new" && fail "a temporary token file was left behind"
+# --check-config says the token can be read, never what it is.
+syncd --check-config > "$work/check.out" || fail "--check-config with OAuth: exit $?"
+grep -q "^# oauth: refresh token readable" "$work/check.out" || fail "no oauth line in --check-config"
+grep -qF "$first_rt" "$work/check.out" && fail "--check-config printed the refresh token"
+grep -qF "$client_secret" "$work/check.out" && fail "--check-config printed the client secret"
+# The password file's mode rule holds for the token file.
+chmod 640 "$work/refresh-token"
+rc=0; syncd --once || rc=$?
+[ "$rc" = 78 ] || fail "group-readable refresh token file: exit $rc, want 78"
+grep -q "refresh-token: mode 0640 lets group or others read it" "$SYNCD_LOG" || fail "no mode refusal line"
+chmod 600 "$work/refresh-token"
 
 # --- 2. OAUTHBEARER, one tick -------------------------------------------------
 before=$(logins OAUTHBEARER)
@@ -162,8 +175,12 @@ main_log=$DOVECOT_LOG
 mkdir "$work/srv2" "$work/x"
 DOVECOT_AUTH_MECHANISMS="plain login xoauth2" dovecot_start "$work/srv2"
 dovecot_load_maildir INBOX "$work"/m/oa000{01..12}.eml
+# From here the client secret comes as a systemd credential.
 sed -i -e "s|^IMAP_PORT=.*|IMAP_PORT=$DOVECOT_IMAP_PORT|" -e "s|^DATA_DIR=.*|DATA_DIR=$work/x/data|" \
-    "$SYNCD_CONF"
+    -e "/^IMAP_OAUTH_CLIENT_SECRET_FILE=/d" "$SYNCD_CONF"
+mkdir -m 700 "$work/creds"
+cp -p "$work/client-secret" "$work/creds/imap-oauth-client-secret"
+export CREDENTIALS_DIRECTORY=$work/creds
 SYNCD_DATA=$work/x/data
 syncd --once || fail "syncd --once against an XOAUTH2-only server: exit $?"
 [ "$(index_uids INBOX | wc -l)" = 12 ] || fail "XOAUTH2: indexed $(index_uids INBOX | wc -l) of 12"
