@@ -10,8 +10,9 @@
 #     mail; the rotated refresh token is written back;
 #  3. a daemon whose access tokens live 6 s refreshes them before they
 #     expire, and later ticks log in and index new mail;
-#  4. an access token revoked under a running daemon: the refused login is
-#     retried once after one refresh;
+#  4. a daemon's watcher logs in with the scheduler's token; an access token
+#     revoked under the daemon: the refused login is retried once after one
+#     refresh;
 #  5. a server offering only XOAUTH2 gets AUTHENTICATE XOAUTH2 (the client
 #     secret from $CREDENTIALS_DIRECTORY);
 #  6. a revoked refresh token stops the tick after one token request, with
@@ -157,9 +158,13 @@ grep -q "login refused" "$SYNCD_LOG" && fail "a login was refused with tokens re
 
 # --- 4. a revoked access token: one refresh, one more login -------------------
 as "ttl?access=3600"
-SYNC_INTERVAL=3600 syncd_daemon
 t1=$(ticks_done)
+# With push on: the watcher, forked after the tick, logs in with the
+# scheduler's token (the only credential syncd has) and holds IDLE.
+SYNC_INTERVAL=3600 SYNC_WATCH_MAX=1 syncd_daemon
 wait_for 30 "the daemon's first tick" ticks_above "$t1"
+idling() { (( $(dovecot_count_commands ' IDLE$') >= 1 )); }
+wait_for 30 "the watcher's IDLE" idling
 grants1=$(tokens refresh_grants)
 as revoke-access
 dovecot_load_maildir INBOX "$work"/m/oa000{36..40}.eml
