@@ -16,6 +16,7 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/log.h"
+#include "mailbox/url.h"
 #include "mailbox/util.h"
 #include "auth.h"
 #include "jwks.h"
@@ -83,7 +84,7 @@ token_ok(const char *s)
 static int
 url_check(const char *url, const char *key, struct mb_err *err)
 {
-	if (mcp_url_fetchable(url, key, err) == -1)
+	if (mb_url_fetchable(url, key, err) == -1)
 		return -1;
 	if (strpbrk(url, "?# \t\"\\") != NULL)
 		return mb_err_set(err, MB_E_CONFIG, "%s '%s': no query, fragment, space or quote allowed",
@@ -140,7 +141,7 @@ mcp_auth_conf_load(struct mcp_auth_conf *c, const char *(*lookup)(const char *),
 		c->issuer = mb_xstrdup(v);	/* iss is compared exactly: keep as given */
 	}
 	if ((v = get(lookup, "MCP_JWKS_URL")) != NULL) {
-		if (mcp_url_fetchable(v, "MCP_JWKS_URL", err) == -1)
+		if (mb_url_fetchable(v, "MCP_JWKS_URL", err) == -1)
 			return -1;
 		c->jwks_url = mb_xstrdup(v);
 	}
@@ -174,7 +175,7 @@ mcp_auth_listen_check(enum mcp_auth_mode mode, const char *listen, struct mb_err
 	}
 	if (end == NULL)
 		end = host + strlen(host);
-	if (mcp_host_is_loopback(host, (size_t)(end - host)))
+	if (mb_host_is_loopback(host, (size_t)(end - host)))
 		return 0;
 	return mb_err_set(err, MB_E_CONFIG,
 	    "MCP_AUTH=none would serve the mailbox to anyone who can reach '%s', which is not a "

@@ -6,7 +6,6 @@
  * current set, or wait on the condition variable when they have none that
  * can help them.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,7 +17,9 @@
 #include <jansson.h>
 
 #include "mailbox/buf.h"
+#include "mailbox/http.h"
 #include "mailbox/log.h"
+#include "mailbox/url.h"
 #include "mailbox/util.h"
 #include "jwks.h"
 
@@ -43,107 +44,26 @@ struct mcp_jwks {
 	char		 last_error[256];
 };
 
-bool
-mcp_host_is_loopback(const char *host, size_t len)
-{
-	char buf[64];
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (len == 0 || len >= sizeof(buf))
-		return false;
-	memcpy(buf, host, len);
-	buf[len] = '\0';
-	if (strcasecmp(buf, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, buf, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, buf, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-	return false;
-}
-
-int
-mcp_url_fetchable(const char *url, const char *what, struct mb_err *err)
-{
-	const char *auth, *end, *host, *hend;
-
-	if (strncasecmp(url, "https://", 8) == 0)
-		auth = url + 8;
-	else if (strncasecmp(url, "http://", 7) == 0)
-		auth = url + 7;
-	else
-		return mb_err_set(err, MB_E_CONFIG, "%s '%s' is not an https URL", what, url);
-	end = auth + strcspn(auth, "/?#");
-	if (memchr(auth, '@', (size_t)(end - auth)) != NULL)
-		return mb_err_set(err, MB_E_CONFIG, "%s: user info in the URL is not allowed", what);
-	host = auth;
-	if (*host == '[') {
-		host++;
-		hend = memchr(host, ']', (size_t)(end - host));
-		if (hend == NULL)
-			return mb_err_set(err, MB_E_CONFIG, "%s '%s': bad IPv6 literal", what, url);
-	} else {
-		hend = memchr(host, ':', (size_t)(end - host));
-		if (hend == NULL)
-			hend = end;
-	}
-	if (hend == host)
-		return mb_err_set(err, MB_E_CONFIG, "%s '%s' has no host", what, url);
-	if (url[4] == ':' && !mcp_host_is_loopback(host, (size_t)(hend - host)))
-		return mb_err_set(err, MB_E_CONFIG,
-		    "%s '%s': plain http is only allowed to a loopback host; use https", what, url);
-	return 0;
-}
-
 /* --- one HTTP GET ------------------------------------------------------- */
-
-struct sink {
-	struct mb_buf	 body;
-	bool		 toobig;
-};
-
-static size_t
-sink_write(char *p, size_t size, size_t n, void *arg)
-{
-	struct sink *s = arg;
-
-	if (mb_buf_add(&s->body, p, size * n) == -1) {
-		s->toobig = true;
-		return 0;	/* makes curl fail the transfer */
-	}
-	return size * n;
-}
 
 /* GET url into *body_r (caller mb_buf_release()s it); 0, or -1 with err set. */
 static int
 http_get(struct mcp_jwks *c, const char *url, struct mb_buf *body_r, struct mb_err *err)
 {
-	struct sink s = { .body = MB_BUF_INIT(c->max_bytes), .toobig = false };
+	struct mb_http_sink s = { .body = MB_BUF_INIT(c->max_bytes), .toobig = false };
 	char cerr[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
 	CURL *h;
 	CURLcode rc;
 	long status = 0;
 
-	if (mcp_url_fetchable(url, "jwks", err) == -1)
+	if (mb_url_fetchable(url, "jwks", err) == -1)
 		return -1;
-	if ((h = curl_easy_init()) == NULL)
+	if ((h = mb_http_new(url, &s, cerr, &hdrs)) == NULL)
 		return mb_err_set(err, MB_E_INTERNAL, "curl_easy_init failed");
-	hdrs = curl_slist_append(hdrs, "Accept: application/json");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, strncasecmp(url, "https:", 6) == 0 ?
-	    "https" : "http");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_bytes);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "imap-mcp-mcpd");
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(h);
@@ -223,7 +143,7 @@ discover(struct mcp_jwks *c, struct mb_err *err)
 			free(url);
 			return -1;
 		}
-		if (mcp_url_fetchable(uri, "jwks_uri", err) == -1) {
+		if (mb_url_fetchable(uri, "jwks_uri", err) == -1) {
 			json_decref(doc);
 			free(url);
 			return -1;
@@ -280,12 +200,12 @@ mcp_jwks_new(const struct mcp_jwks_conf *conf, struct mcp_jwks **jwks_r, struct 
 	struct mcp_jwks *c;
 
 	*jwks_r = NULL;
-	if (conf->jwks_url != NULL && mcp_url_fetchable(conf->jwks_url, "MCP_JWKS_URL", err) == -1)
+	if (conf->jwks_url != NULL && mb_url_fetchable(conf->jwks_url, "MCP_JWKS_URL", err) == -1)
 		return -1;
 	if (conf->jwks_url == NULL) {
 		if (conf->issuer == NULL)
 			return mb_err_set(err, MB_E_CONFIG, "MCP_OAUTH_ISSUER or MCP_JWKS_URL is needed");
-		if (mcp_url_fetchable(conf->issuer, "MCP_OAUTH_ISSUER", err) == -1)
+		if (mb_url_fetchable(conf->issuer, "MCP_OAUTH_ISSUER", err) == -1)
 			return -1;
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

@@ -78,13 +78,4 @@ int	mcp_jwks_refresh(struct mcp_jwks *jwks, struct mb_err *err);
 /* Fetches tried and failed since mcp_jwks_new(), for logs and tests. */
 void	mcp_jwks_stats(struct mcp_jwks *jwks, unsigned *fetches_r, unsigned *failures_r);
 
-/*
- * Whether url is https, or http to a loopback host.  Returns 0, or -1 with
- * err set (MB_E_CONFIG) saying why not; what names the setting.
- */
-int	mcp_url_fetchable(const char *url, const char *what, struct mb_err *err);
-
-/* Whether host (a name, an IPv4 or IPv6 literal without brackets) is loopback. */
-bool	mcp_host_is_loopback(const char *host, size_t len);
-
 #endif

@@ -10,6 +10,7 @@
  *	syncd --rebuild			empty the index, then backfill
  *	syncd --status			what is indexed, queued, dead-lettered
  *	syncd --check-config		print the effective settings; exit 0 or 78
+ *	syncd --oauth-login		IMAP_AUTH=oauth2: the device grant, stores the refresh token
  *
  * Exit statuses (SD_EXIT_* in syncd.h, docs/syncd.md "Commands"): 0, 1 any
  * other failure, 2 usage, 75 partial (ranges dead-lettered), 77 a LOGIN
@@ -34,14 +35,14 @@
 #include "syncd.h"
 
 enum command { CMD_DAEMON, CMD_ONCE, CMD_BACKFILL, CMD_REBUILD, CMD_STATUS, CMD_CHECK,
-    CMD_BACKUP };
+    CMD_BACKUP, CMD_OAUTH_LOGIN };
 static const char *backup_path;	/* --backup FILE */
 
 static void
 usage(FILE *out)
 {
 	fprintf(out, "usage: syncd [--config FILE] [--once | --backfill | --rebuild | --status | "
-	    "--check-config | --backup FILE]\n"
+	    "--check-config | --backup FILE | --oauth-login]\n"
 	    "  (no command)    run as a daemon: sync now, then every SYNC_INTERVAL seconds\n"
 	    "  --once          sync once and exit\n"
 	    "  --backfill      sync until every folder is indexed (no per-tick cap);\n"
@@ -51,9 +52,12 @@ usage(FILE *out)
 	    "  --check-config  print the effective settings (secrets hidden)\n"
 	    "  --backup FILE   a consistent copy of the index into FILE (SQLite online\n"
 	    "                  backup; works beside a running daemon)\n"
+	    "  --oauth-login   IMAP_AUTH=oauth2: sign in on another device (RFC 8628) and\n"
+	    "                  store the refresh token in IMAP_OAUTH_REFRESH_TOKEN_FILE\n"
 	    "Settings come from FILE (KEY=VALUE, see .env.example), overridden by the\n"
 	    "environment.  The password is read from IMAP_PASSWORD_FILE or\n"
-	    "$CREDENTIALS_DIRECTORY/imap-password, never from the command line.\n");
+	    "$CREDENTIALS_DIRECTORY/imap-password (OAuth: the refresh token from\n"
+	    "IMAP_OAUTH_REFRESH_TOKEN_FILE), never from the command line.\n");
 }
 
 static const char *
@@ -73,6 +77,7 @@ parse_args(int argc, char **argv, enum command *cmd_r, const char **config_r)
 		{ "status", no_argument, NULL, 's' },
 		{ "check-config", no_argument, NULL, 'n' },
 		{ "backup", required_argument, NULL, 'B' },
+		{ "oauth-login", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -90,6 +95,7 @@ parse_args(int argc, char **argv, enum command *cmd_r, const char **config_r)
 		case 's': *cmd_r = CMD_STATUS; commands++; break;
 		case 'n': *cmd_r = CMD_CHECK; commands++; break;
 		case 'B': *cmd_r = CMD_BACKUP; backup_path = optarg; commands++; break;
+		case 'L': *cmd_r = CMD_OAUTH_LOGIN; commands++; break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -164,6 +170,19 @@ check_config(const struct sd_conf *conf, const enum mb_conf_source *src)
 	char *pw = NULL;
 
 	mb_conf_print(sd_conf_keys, sd_conf_nkeys, conf, src, stdout);
+	if (conf->imap_auth == MB_IMAP_AUTH_OAUTH2) {
+		struct sd_oauth o;
+
+		/* Whether the secrets can be read, never what they are. */
+		if (sd_oauth_open(&o, conf, getenv("CREDENTIALS_DIRECTORY"), &err) == -1) {
+			printf("# oauth: %s\n", err.msg);
+			return SD_EXIT_CONFIG;
+		}
+		printf("# oauth: refresh token readable, not readable by group or others; "
+		    "client secret %s\n", o.client_secret ? "readable" : "none (public client)");
+		sd_oauth_close(&o);
+		return 0;
+	}
 	if (mb_conf_read_password(conf->imap_password_file, getenv("CREDENTIALS_DIRECTORY"), &pw,
 	    &err) == -1) {
 		printf("# password: %s\n", err.msg);
@@ -274,6 +293,7 @@ main(int argc, char **argv)
 	enum mb_conf_source *src = NULL;
 	struct mb_err err = { 0 };
 	struct sd sd = { .proc = { .sigfd = -1 } };
+	struct sd_oauth oauth = { 0 };
 	const char *config = NULL, *crash;
 	enum command cmd;
 	char *password = NULL, path[4200];
@@ -286,7 +306,7 @@ main(int argc, char **argv)
 		return SD_EXIT_USAGE;
 	src = mb_xcalloc(sd_conf_nkeys, sizeof(*src));
 	if (mb_conf_load(sd_conf_keys, sd_conf_nkeys, &conf, config, env_lookup, src, &err) == -1 ||
-	    sd_conf_check(&conf, &err) == -1) {
+	    sd_conf_check(&conf, &err) == -1 || sd_oauth_conf_check(&conf, &err) == -1) {
 		mb_log_error("%s", err.msg);
 		if (cmd == CMD_CHECK)
 			mb_conf_print(sd_conf_keys, sd_conf_nkeys, &conf, NULL, stdout);
@@ -310,14 +330,27 @@ main(int argc, char **argv)
 		rc = backup(&conf, backup_path);
 		goto out;
 	}
-
-	if (mb_conf_read_password(conf.imap_password_file, getenv("CREDENTIALS_DIRECTORY"),
-	    &password, &err) == -1) {
-		mb_log_error("%s", err.msg);
-		rc = SD_EXIT_CONFIG;
+	if (cmd == CMD_OAUTH_LOGIN) {
+		rc = sd_oauth_login(&conf, getenv("CREDENTIALS_DIRECTORY"));
 		goto out;
 	}
-	mb_log_add_secret(conf.imap_user, password);
+
+	if (conf.imap_auth == MB_IMAP_AUTH_OAUTH2) {
+		if (sd_oauth_open(&oauth, &conf, getenv("CREDENTIALS_DIRECTORY"), &err) == -1) {
+			mb_log_error("%s", err.msg);
+			rc = SD_EXIT_CONFIG;
+			goto out;
+		}
+		sd.oauth = &oauth;
+	} else {
+		if (mb_conf_read_password(conf.imap_password_file, getenv("CREDENTIALS_DIRECTORY"),
+		    &password, &err) == -1) {
+			mb_log_error("%s", err.msg);
+			rc = SD_EXIT_CONFIG;
+			goto out;
+		}
+		mb_log_add_secret(conf.imap_user, password);
+	}
 	if (make_dirs(conf.data_dir) == -1 || (lock = take_lock(conf.data_dir)) == -1)
 		goto out;
 	snprintf(path, sizeof(path), "%s/index.db", conf.data_dir);
@@ -350,9 +383,9 @@ main(int argc, char **argv)
 		if (mb_conf_parse_uint(crash, 1, 1000000, &n) == 0)
 			sd.writer.crash_at = (unsigned)n;
 	}
-	mb_log_info("started: %s, %s:%u as %s, data in %s", sd.mode == SD_DAEMON ? "daemon" :
+	mb_log_info("started: %s, %s:%u as %s%s, data in %s", sd.mode == SD_DAEMON ? "daemon" :
 	    sd.mode == SD_ONCE ? "one tick" : "backfill", conf.imap_host, conf.imap_port,
-	    conf.imap_user, conf.data_dir);
+	    conf.imap_user, sd.oauth ? " (OAuth 2.0)" : "", conf.data_dir);
 	rc = sd_run(&sd);
 	mb_log_info("stopped");
 out:
@@ -360,6 +393,7 @@ out:
 	sd_proc_close(&sd.proc);
 	mb_index_close(&sd.idx);
 	mb_conf_password_free(&password);
+	sd_oauth_close(&oauth);
 	mb_log_clear_secrets();
 	if (lock != -1)
 		close(lock);

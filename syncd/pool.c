@@ -91,11 +91,22 @@ static void worker_exited(void *arg, pid_t pid, int status);
 static void
 worker_spawn(struct sd *sd, struct sd_worker *w)
 {
-	struct sd_worker_args a = { sd->conf, sd->password, -1, w->slot, getpid() };
+	struct sd_worker_args a = { sd->conf, NULL, -1, w->slot, getpid() };
 	struct mb_err err = { 0 };
 	pid_t pid;
 	int fd;
 
+	/* With OAuth, a token with a while to live, inherited by the child. */
+	if ((a.password = sd_credential(sd, &err)) == NULL) {
+		if (!sd->pool.auth_blocked)
+			mb_log_error("worker[%u]: %s; no more logins until the next tick", w->slot,
+			    err.msg);
+		if (err.code == MB_E_AUTH)
+			sd->pool.auth_blocked = true;
+		else
+			sd->pool.spawn_failures++;
+		return;
+	}
 	/* The child holds nothing of its siblings, the signals, the lock, the
 	 * control socket or the index (proc.c): workers parse hostile mail, and
 	 * one outliving a killed scheduler must not keep the lock. */

@@ -418,7 +418,6 @@ roles_by_name(struct mb_imap *imap, struct mb_imap_folder *list, size_t n, struc
 int
 sd_sched_tick(struct sd *sd, struct mb_err *err)
 {
-	struct mb_imap_conf c;
 	struct mb_imap *imap = NULL;
 	struct mb_imap_folder *list = NULL;
 	char **want = NULL;
@@ -430,9 +429,8 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	sd->sched.tick_queued = 0;
 	sd->sched.flag_used = 0;
 	sd->sched.tick_converged = false;
-	sd_imap_conf(sd->conf, sd->password, &c);
-	c.qresync = true;	/* this session alone: VANISHED for the reconciliation */
-	if (mb_imap_connect(&c, &imap, err) == -1)
+	/* this session alone: VANISHED for the reconciliation */
+	if (sd_connect(sd, true, &imap, err) == -1)
 		return -1;
 	mb_imap_set_deadline(imap, mb_now_ms() + 1000LL * sd->conf->sync_range_timeout);
 	if (mb_imap_list(imap, &list, &n_list, err) == -1 ||
@@ -539,7 +537,6 @@ int
 sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 {
 	struct mb_folder_state known = { 0 };
-	struct mb_imap_conf c;
 	struct mb_imap *imap = NULL;
 	struct mb_err ferr = { 0 };
 	bool converged = true;
@@ -555,9 +552,7 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 		role_by_name = known.role_by_name;
 	}
 	mb_folder_state_release(&known);
-	sd_imap_conf(sd->conf, sd->password, &c);
-	c.qresync = true;
-	if (mb_imap_connect(&c, &imap, err) == -1)
+	if (sd_connect(sd, true, &imap, err) == -1)
 		goto out;
 	sd->sched.targeted = true;
 	/* One folder: the whole budget is its own. */

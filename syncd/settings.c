@@ -1,6 +1,6 @@
 /*
  * syncd's settings: one table (libmailbox/core/conf.c), in step with .env.example.  The
- * password is not a setting: main.c reads it from IMAP_PASSWORD_FILE or
+ * password (and an OAuth refresh token or client secret) is not a setting: main.c reads it from IMAP_PASSWORD_FILE or
  * systemd's credentials directory, never from the environment or argv.
  */
 #include <stddef.h>
@@ -12,6 +12,7 @@
 #include "syncd.h"
 
 static const char *const tls_choices[] = { "implicit", "starttls", "none", NULL };
+static const char *const auth_choices[] = { "password", "oauth2", NULL };
 static const char *const level_choices[] = { "error", "warning", "info", "debug", NULL };
 
 #define K(name, type, field, def, min, max, flags, choices, help) \
@@ -24,6 +25,19 @@ const struct mb_conf_key sd_conf_keys[] = {
 	K("IMAP_USER", MB_CONF_STR, imap_user, NULL, 0, 0, MB_CF_REQUIRED, NULL, NULL),
 	K("IMAP_PASSWORD_FILE", MB_CONF_PATH, imap_password_file, NULL, 0, 0, 0, NULL,
 	    "or $CREDENTIALS_DIRECTORY/imap-password"),
+	K("IMAP_AUTH", MB_CONF_ENUM, imap_auth, "password", 0, 0, 0, auth_choices,
+	    "oauth2: XOAUTH2/OAUTHBEARER with a token from IMAP_OAUTH_* (docs/setup.md)"),
+	K("IMAP_OAUTH_PROVIDER", MB_CONF_STR, oauth_provider, NULL, 0, 0, 0, NULL,
+	    "google or microsoft: fills in the URLs and scope below"),
+	K("IMAP_OAUTH_TOKEN_URL", MB_CONF_STR, oauth_token_url, NULL, 0, 0, 0, NULL, NULL),
+	K("IMAP_OAUTH_DEVICE_URL", MB_CONF_STR, oauth_device_url, NULL, 0, 0, 0, NULL,
+	    "for syncd --oauth-login"),
+	K("IMAP_OAUTH_CLIENT_ID", MB_CONF_STR, oauth_client_id, NULL, 0, 0, 0, NULL, NULL),
+	K("IMAP_OAUTH_CLIENT_SECRET_FILE", MB_CONF_PATH, oauth_client_secret_file, NULL, 0, 0,
+	    0, NULL, "or $CREDENTIALS_DIRECTORY/imap-oauth-client-secret; none: public client"),
+	K("IMAP_OAUTH_REFRESH_TOKEN_FILE", MB_CONF_PATH, oauth_refresh_token_file, NULL, 0, 0,
+	    0, NULL, "or $CREDENTIALS_DIRECTORY/imap-oauth-refresh-token (read-only there)"),
+	K("IMAP_OAUTH_SCOPE", MB_CONF_STR, oauth_scope, NULL, 0, 0, 0, NULL, NULL),
 	K("IMAP_CA_FILE", MB_CONF_PATH, imap_ca_file, NULL, 0, 0, 0, NULL, NULL),
 	K("SYNC_FOLDERS", MB_CONF_STR, sync_folders, NULL, 0, 0, 0, NULL,
 	    "empty: every selectable folder"),
@@ -101,6 +115,7 @@ sd_imap_conf(const struct sd_conf *conf, const char *password, struct mb_imap_co
 	c->port = conf->imap_port;
 	c->tls = (enum mb_imap_tls)conf->imap_tls;
 	c->user = conf->imap_user;
+	c->auth = (enum mb_imap_auth)conf->imap_auth;
 	c->password = password;
 	c->ca_file = conf->imap_ca_file;
 	/* One IMAP command waits at most a minute, or the range's whole timeout if shorter. */

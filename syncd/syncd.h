@@ -90,6 +90,15 @@ struct sd_conf {
 	char		*sync_watch;		/* comma-separated folders held in IDLE */
 	unsigned	 sync_watch_max;	/* connections the watch may hold; 0: off */
 	unsigned	 sync_watch_renew;	/* seconds between IDLE renewals */
+	/* OAuth 2.0 login (oauth.c, docs/syncd.md "OAuth 2.0") */
+	unsigned	 imap_auth;		/* enum mb_imap_auth, same order as the choices */
+	char		*oauth_provider;	/* a preset's name, or NULL */
+	char		*oauth_token_url;
+	char		*oauth_device_url;
+	char		*oauth_client_id;
+	char		*oauth_client_secret_file;	/* NULL: a public client (or credential) */
+	char		*oauth_refresh_token_file;
+	char		*oauth_scope;
 };
 
 extern const struct mb_conf_key	sd_conf_keys[];
@@ -114,6 +123,54 @@ int	sd_conf_check(const struct sd_conf *conf, struct mb_err *err);
  * sd_conf_check), false when every message is indexed.
  */
 bool	sd_conf_since(const struct sd_conf *conf, struct mb_imap_day *day);
+
+/* ---- oauth.c: the access token (docs/syncd.md "OAuth 2.0") */
+
+/*
+ * The scheduler's token state.  Only the scheduler refreshes: it makes sure
+ * the token has a while to live before it logs in itself and before it
+ * forks a worker, a watcher or a write process, which inherit the token in
+ * their copy of memory and never reach the token endpoint.
+ */
+struct sd_oauth {
+	char		*refresh_token;	/* owned, wiped */
+	char		*client_secret;	/* owned, wiped; NULL: public client */
+	char		*access_token;	/* owned, wiped; NULL: none yet */
+	long long	 expires_ms;	/* mb_now_ms() at which it expires; 0: not said */
+	long long	 lifetime_ms;	/* what the server gave the last one */
+	bool		 writable;	/* the refresh token's file can take a rotated one */
+	unsigned	 refreshes;	/* grants asked for, for the log */
+};
+
+/*
+ * Fill in the preset (IMAP_OAUTH_PROVIDER) under what is set, and check that
+ * IMAP_AUTH=oauth2 has its settings.  MB_E_CONFIG naming the key.
+ */
+int	sd_oauth_conf_check(struct sd_conf *conf, struct mb_err *err);
+/*
+ * Read the refresh token and client secret (file, or creds_dir's
+ * imap-oauth-refresh-token and imap-oauth-client-secret).  MB_E_CONFIG.
+ */
+int	sd_oauth_open(struct sd_oauth *o, const struct sd_conf *conf, const char *creds_dir,
+	    struct mb_err *err);
+void	sd_oauth_close(struct sd_oauth *o);	/* wipes; idempotent */
+/*
+ * The credential the IMAP login takes (the password, or an access token with
+ * a while to live, refreshed first if not), borrowed until the next call.
+ * NULL with err: the refresh failed (MB_E_AUTH: the grant was refused, e.g.
+ * a revoked refresh token; MB_E_TEMP: the token endpoint unreachable).
+ */
+struct sd;
+const char	*sd_credential(struct sd *sd, struct mb_err *err);
+/*
+ * The scheduler's login: sd_imap_conf, mb_imap_connect with the credential;
+ * with OAuth, a login refused with a token that was not fresh from the
+ * endpoint is retried once after a refresh (it may have been revoked or
+ * expired early).  As mb_imap_connect otherwise.
+ */
+int	sd_connect(struct sd *sd, bool qresync, struct mb_imap **imap_r, struct mb_err *err);
+/* syncd --oauth-login: the device authorization grant (RFC 8628); an exit status. */
+int	sd_oauth_login(const struct sd_conf *conf, const char *creds_dir);
 
 /* ---- queue.c: durable ranges in the index (libmailbox/core/index_queue.c) */
 
@@ -335,7 +392,8 @@ struct sd_watch;
 struct sd {
 	/* Set by main.c before sd_run, then only read. */
 	const struct sd_conf	*conf;
-	const char		*password;	/* borrowed, wiped by main */
+	const char		*password;	/* borrowed, wiped by main; NULL with OAuth */
+	struct sd_oauth		*oauth;		/* oauth.c; NULL: password login */
 	struct mb_index		*idx;
 	enum sd_mode		 mode;
 

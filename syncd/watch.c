@@ -255,11 +255,16 @@ static void
 spawn(struct sd *sd, struct watch_one *w)
 {
 	struct sd_watch *t = sd->watch;
-	struct sd_watch_args a = { sd->conf, sd->password, -1, w->folder, NULL, 0, getpid() };
+	struct sd_watch_args a = { sd->conf, NULL, -1, w->folder, NULL, 0, getpid() };
 	struct mb_err err = { 0 };
 	pid_t pid;
 	int fd;
 
+	if ((a.password = sd_credential(sd, &err)) == NULL) {
+		mb_log_warnx("watch '%s': %s; started again after the next tick", w->folder,
+		    err.msg);
+		return;
+	}
 	if (w == &t->w[0]) {
 		t->notify_seen = false;
 		if (t->n > 1 && t->notify != NOTIFY_NO) {

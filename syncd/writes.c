@@ -495,6 +495,7 @@ sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 	struct sd_wjob *j = mb_xcalloc(1, sizeof(*j));
 	struct mb_err err = { 0 };
 	char why[600];
+	const char *cred;
 	pid_t pid;
 	int fd;
 
@@ -529,6 +530,10 @@ sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 	if (j->rq.op == MB_CTL_DRAFT && compose_draft(sd, j, why, sizeof(why)) == -1)
 		goto refuse;
 	j->deadline_ms = mb_now_ms() + 1000LL * sd->conf->write_timeout;
+	if ((cred = sd_credential(sd, &err)) == NULL) {
+		snprintf(why, sizeof(why), "%s", err.msg);
+		goto failed;
+	}
 	/* The child holds nothing but its socket (proc.c); it is reaped there. */
 	if ((pid = sd_proc_fork(&sd->proc, "write process", NULL, NULL, &fd, &err)) == -1) {
 		snprintf(why, sizeof(why), "%s", err.msg);
@@ -544,7 +549,7 @@ sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 		    .labels_remove = (const char *const *)j->rq.labels_remove,
 		    .n_labels_remove = j->rq.n_labels_remove };
 
-		sd_write_process(sd->conf, sd->password, &o, fd);
+		sd_write_process(sd->conf, cred, &o, fd);
 	}
 	j->pid = pid;
 	mb_ipc_conn_init(&j->conn, fd, MB_IPC_BIT(MB_IPC_WRITE_RESULT));

@@ -87,6 +87,13 @@ int	mb_conf_parse_uint(const char *s, unsigned long long min, unsigned long long
  */
 int	mb_conf_read_password(const char *file, const char *creds_dir, char **pw_r,
 	    struct mb_err *err);
+/*
+ * The same for another secret (an OAuth client secret, a refresh token):
+ * from file, else creds_dir/cred; setting names the key in the error when
+ * neither is there.  Free with mb_conf_password_free().
+ */
+int	mb_conf_read_secret(const char *file, const char *creds_dir, const char *cred,
+	    const char *setting, char **s_r, struct mb_err *err);
 void	mb_conf_password_free(char **pwp);	/* NULL-safe; wipes, frees, *pwp = NULL */
 
 #endif

@@ -24,12 +24,20 @@ enum mb_imap_tls {
 	MB_IMAP_TLS_NONE,	/* plaintext: refused unless host is loopback */
 };
 
+enum mb_imap_auth {
+	MB_IMAP_AUTH_PASSWORD,	/* LOGIN */
+	MB_IMAP_AUTH_OAUTH2,	/* AUTHENTICATE OAUTHBEARER, else XOAUTH2 (SASL-IR) */
+};
+
 struct mb_imap_conf {
 	const char		*host;		/* borrowed */
 	unsigned		 port;
 	enum mb_imap_tls	 tls;
 	const char		*user;		/* borrowed */
-	const char		*password;	/* borrowed; only the login path reads it */
+	enum mb_imap_auth	 auth;
+	const char		*password;	/* borrowed; the password, or with
+						 * MB_IMAP_AUTH_OAUTH2 the access token;
+						 * only the login path reads it */
 	const char		*ca_file;	/* borrowed; extra trusted CAs (PEM); may be NULL */
 	unsigned		 timeout_s;	/* connect and per-read inactivity timeout */
 	bool			 qresync;	/* also ENABLE QRESYNC where offered (the

@@ -37,6 +37,16 @@ _Noreturn void	mb_fatalx(const char *fmt, ...) MB_PRINTF(1, 2);
  */
 int	mb_log_add_secret(const char *user, const char *secret);
 /*
+ * Hide an OAuth 2.0 token (access or refresh) in every later line: the forms
+ * of mb_log_add_secret, plus base64 of the whole SASL initial response of
+ * XOAUTH2 ("user=U^Aauth=Bearer T^A^A") and OAUTHBEARER ("n,a=U,^Aauth=Bearer
+ * T^A^A", and "n,,..." without the authzid), padded and not.  Tokens are
+ * replaced over a process's life: only the newest four stay registered (the
+ * older ones are long expired), so the table never fills.  Copies what it
+ * needs; user may be NULL.  Returns 0, or -1 when the table is full.
+ */
+int	mb_log_add_token(const char *user, const char *token);
+/*
  * Replace, in the NUL-terminated string s (a buffer of size bytes), every
  * registered secret in every form above with "<hidden>", for text that
  * leaves the process by another way than a log line (an error in the

@@ -26,7 +26,7 @@
 #include "mailbox/conf.h"
 
 #define CONF_FILE_MAX		(1u << 20)	/* a config file is small */
-#define CONF_PASSWORD_MAX	4096
+#define CONF_PASSWORD_MAX	8192	/* a Microsoft refresh token is ~2 KB */
 
 static char **
 str_slot(const struct mb_conf_key *k, void *conf)
@@ -362,9 +362,10 @@ mb_conf_print(const struct mb_conf_key *keys, size_t n, const void *conf,
 }
 
 int
-mb_conf_read_password(const char *file, const char *creds_dir, char **pw_r,
-    struct mb_err *err)
+mb_conf_read_secret(const char *file, const char *creds_dir, const char *cred,
+    const char *setting, char **pw_r, struct mb_err *err)
 {
+	const char *what = strcmp(cred, "imap-password") == 0 ? "password file" : "secret file";
 	char path[4096];
 	struct stat st;
 	char buf[CONF_PASSWORD_MAX + 1];
@@ -375,25 +376,25 @@ mb_conf_read_password(const char *file, const char *creds_dir, char **pw_r,
 	if (file != NULL)
 		snprintf(path, sizeof(path), "%s", file);
 	else if (creds_dir != NULL && *creds_dir != '\0')
-		snprintf(path, sizeof(path), "%s/imap-password", creds_dir);
+		snprintf(path, sizeof(path), "%s/%s", creds_dir, cred);
 	else
-		return mb_err_set(err, MB_E_CONFIG, "IMAP_PASSWORD_FILE: required setting is "
-		    "missing (or run under systemd with LoadCredential=imap-password:...)");
+		return mb_err_set(err, MB_E_CONFIG, "%s: required setting is missing (or run under "
+		    "systemd with LoadCredential=%s:...)", setting, cred);
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
 	if (fd == -1)
-		return mb_err_set(err, MB_E_CONFIG, "password file %s: %s", path, strerror(errno));
+		return mb_err_set(err, MB_E_CONFIG, "%s %s: %s", what, path, strerror(errno));
 	if (fstat(fd, &st) == -1) {
-		mb_err_set(err, MB_E_CONFIG, "password file %s: %s", path, strerror(errno));
+		mb_err_set(err, MB_E_CONFIG, "%s %s: %s", what, path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		mb_err_set(err, MB_E_CONFIG, "password file %s: not a regular file", path);
+		mb_err_set(err, MB_E_CONFIG, "%s %s: not a regular file", what, path);
 		goto out;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		mb_err_set(err, MB_E_CONFIG, "password file %s: mode %04o lets group or others "
-		    "read it; chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+		mb_err_set(err, MB_E_CONFIG, "%s %s: mode %04o lets group or others "
+		    "read it; chmod 600 it", what, path, (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
 	/* One fixed buffer, wiped: a growing buffer would leave copies behind in freed memory. */
@@ -403,14 +404,14 @@ mb_conf_read_password(const char *file, const char *creds_dir, char **pw_r,
 		if (got == -1 && errno == EINTR)
 			continue;
 		if (got == -1) {
-			mb_err_set(err, MB_E_CONFIG, "password file %s: %s", path, strerror(errno));
+			mb_err_set(err, MB_E_CONFIG, "%s %s: %s", what, path, strerror(errno));
 			goto out;
 		}
 		if (got == 0)
 			break;
 		len += (size_t)got;
 		if (len == sizeof(buf)) {
-			mb_err_set(err, MB_E_CONFIG, "password file %s: longer than %d bytes", path,
+			mb_err_set(err, MB_E_CONFIG, "%s %s: longer than %d bytes", what, path,
 			    CONF_PASSWORD_MAX);
 			goto out;
 		}
@@ -420,7 +421,7 @@ mb_conf_read_password(const char *file, const char *creds_dir, char **pw_r,
 	if (len > 0 && buf[len - 1] == '\r')
 		len--;
 	if (len == 0 || memchr(buf, '\0', len) != NULL || memchr(buf, '\n', len) != NULL) {
-		mb_err_set(err, MB_E_CONFIG, "password file %s: %s", path, len == 0 ?
+		mb_err_set(err, MB_E_CONFIG, "%s %s: %s", what, path, len == 0 ?
 		    "empty" : "holds more than one line or a NUL byte");
 		goto out;
 	}
@@ -430,6 +431,14 @@ out:
 	explicit_bzero(buf, sizeof(buf));
 	close(fd);
 	return r;
+}
+
+int
+mb_conf_read_password(const char *file, const char *creds_dir, char **pw_r,
+    struct mb_err *err)
+{
+	return mb_conf_read_secret(file, creds_dir, "imap-password", "IMAP_PASSWORD_FILE", pw_r,
+	    err);
 }
 
 void

@@ -19,18 +19,28 @@
 #include "mailbox/log.h"
 
 #define LOG_LINE_MAX	4096	/* longer lines are cut, never split */
-#define LOG_NEEDLES_MAX	32
+#define LOG_NEEDLES_MAX	128
+/* OAuth tokens are replaced for the life of the process (a daemon refreshes
+ * its access token hourly, and a rotating server replaces the refresh token
+ * each time): the forms of the last few are kept, older ones wiped, so the
+ * table never fills.  Four covers an access and a refresh token, current and
+ * previous. */
+#define LOG_TOKENS_KEPT	4
+#define LOG_TOKEN_FORMS	14	/* needles one token can add */
 
 static const char	*log_procname = "imap-mcp";
 static enum mb_log_level log_level = MB_LOG_INFO;
 static bool		 log_prefix_priority = true;
 
 struct needle {
-	char	*s;	/* owned; wiped on clear */
-	size_t	 len;
+	char		*s;	/* owned; wiped on clear */
+	size_t		 len;
+	unsigned	 token;	/* 0: kept for good; else the token's generation */
 };
 static struct needle	log_needles[LOG_NEEDLES_MAX];
 static size_t		log_n_needles;
+static unsigned		log_token_gen;	/* generation of the newest mb_log_add_token() */
+static unsigned		log_adding;	/* the generation add_needle() stamps */
 
 void
 mb_log_init(const char *procname, enum mb_log_level level)
@@ -80,6 +90,7 @@ add_needle(const void *p, size_t len)
 	log_needles[log_n_needles].s = mb_xmalloc(len);
 	memcpy(log_needles[log_n_needles].s, p, len);
 	log_needles[log_n_needles].len = len;
+	log_needles[log_n_needles].token = log_adding;
 	log_n_needles++;
 }
 
@@ -100,17 +111,15 @@ add_base64_needle(const unsigned char *p, size_t len)
 	mb_freezero(out, outlen);
 }
 
-int
-mb_log_add_secret(const char *user, const char *secret)
+/* The forms a password or token takes in LOGIN and AUTHENTICATE PLAIN. */
+static void
+add_secret_forms(const char *user, const char *secret)
 {
 	size_t slen = strlen(secret), ulen = user ? strlen(user) : 0;
 	struct mb_buf b = MB_BUF_INIT(SIZE_MAX);
-	int r = 0;
 
-	if (log_n_needles + 8 > LOG_NEEDLES_MAX)
-		r = -1;
 	add_needle(secret, slen);
-	/* The IMAP quoted-string form escapes '\' and '"'. */
+	/* The IMAP quoted-string form escapes '\\' and '"'. */
 	for (const char *p = secret; *p; p++) {
 		if (*p == '\\' || *p == '"')
 			mb_buf_addc(&b, '\\');
@@ -133,6 +142,66 @@ mb_log_add_secret(const char *user, const char *secret)
 		explicit_bzero(b.data, b.len);
 	}
 	mb_buf_release(&b);
+}
+
+int
+mb_log_add_secret(const char *user, const char *secret)
+{
+	int r = log_n_needles + 8 > LOG_NEEDLES_MAX ? -1 : 0;
+
+	log_adding = 0;
+	add_secret_forms(user, secret);
+	return r;
+}
+
+/* Wipe the needles of tokens older than the LOG_TOKENS_KEPT newest. */
+static void
+drop_old_tokens(void)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < log_n_needles; i++) {
+		struct needle *n = &log_needles[i];
+
+		if (n->token != 0 && n->token + LOG_TOKENS_KEPT <= log_token_gen) {
+			mb_freezero(n->s, n->len);
+			continue;
+		}
+		log_needles[kept++] = *n;
+	}
+	for (size_t i = kept; i < log_n_needles; i++)
+		log_needles[i] = (struct needle){ 0 };
+	log_n_needles = kept;
+}
+
+int
+mb_log_add_token(const char *user, const char *token)
+{
+	struct mb_buf b = MB_BUF_INIT(SIZE_MAX);
+	int r;
+
+	log_adding = ++log_token_gen;
+	drop_old_tokens();
+	r = log_n_needles + LOG_TOKEN_FORMS > LOG_NEEDLES_MAX ? -1 : 0;
+	add_secret_forms(user, token);
+	if (user != NULL) {
+		/* SASL XOAUTH2 (Google's, Microsoft's) and OAUTHBEARER (RFC 7628),
+		 * the latter with and without the authzid; whole initial responses,
+		 * as they are base64'd on the wire. */
+		mb_buf_addf(&b, "user=%s\001auth=Bearer %s\001\001", user, token);
+		add_base64_needle((const unsigned char *)b.data, b.len);
+		explicit_bzero(b.data, b.len);
+		mb_buf_reset(&b);
+		mb_buf_addf(&b, "n,a=%s,\001auth=Bearer %s\001\001", user, token);
+		add_base64_needle((const unsigned char *)b.data, b.len);
+		explicit_bzero(b.data, b.len);
+		mb_buf_reset(&b);
+	}
+	mb_buf_addf(&b, "n,,\001auth=Bearer %s\001\001", token);
+	add_base64_needle((const unsigned char *)b.data, b.len);
+	explicit_bzero(b.data, b.len);
+	mb_buf_release(&b);
+	log_adding = 0;
 	return r;
 }
 
@@ -141,9 +210,10 @@ mb_log_clear_secrets(void)
 {
 	for (size_t i = 0; i < log_n_needles; i++) {
 		mb_freezero(log_needles[i].s, log_needles[i].len);
-		log_needles[i].s = NULL;
+		log_needles[i] = (struct needle){ 0 };
 	}
 	log_n_needles = 0;
+	log_token_gen = 0;
 }
 
 /* Replace every needle in b with "<hidden>", longest first is not needed:

@@ -8,6 +8,15 @@
 #
 # DOVECOT_EXTRA_CONF, when set before dovecot_start, is appended to the
 # generated config (e.g. a "local 127.0.0.2 { ... }" block).
+# DOVECOT_OAUTH2_INTROSPECTION_URL, when set before dovecot_start, adds an
+# oauth2 passdb for the SASL mechanisms XOAUTH2 and OAUTHBEARER that checks
+# each token by RFC 7662 introspection (POST) at that URL (client credentials
+# as user:password@ in it; the username is the answer's "sub").  Password
+# logins keep the passwd-file passdb.
+# DOVECOT_AUTH_MECHANISMS, when set before dovecot_start, replaces the
+# mechanisms offered (default "plain login", and "oauthbearer xoauth2" too
+# with the oauth2 passdb): e.g. "plain login xoauth2" for a server without
+# OAUTHBEARER.
 # DOVECOT_NAMESPACE=courier, when set before dovecot_start, gives the
 # personal namespace Courier's shape instead of the default one: prefix
 # "INBOX.", separator ".", and no special-use mailboxes (none created either;
@@ -98,6 +107,24 @@ namespace inbox {
 NS
 }
 
+_dovecot_oauth2_passdb() {	# dir: the oauth2 passdb block (DOVECOT_OAUTH2_INTROSPECTION_URL)
+	[ -n "${DOVECOT_OAUTH2_INTROSPECTION_URL:-}" ] || return 0
+	cat > "$1/oauth2.conf.ext" <<EXT
+introspection_mode = post
+introspection_url = $DOVECOT_OAUTH2_INTROSPECTION_URL
+username_attribute = sub
+active_attribute = active
+active_value = true
+EXT
+	cat <<PASSDB
+passdb {
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = $1/oauth2.conf.ext
+}
+PASSDB
+}
+
 _dovecot_write_conf() {	# dir imap_port imaps_port
 	local d=$1 p=$2 ps=$3
 	cat > "$d/dovecot.conf" <<CONF
@@ -118,7 +145,7 @@ ssl = yes
 ssl_cert = <$d/ssl/server.pem
 ssl_key = <$d/ssl/server.key
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = ${DOVECOT_AUTH_MECHANISMS:-plain login${DOVECOT_OAUTH2_INTROSPECTION_URL:+ oauthbearer xoauth2}}
 auth_verbose = yes
 auth_verbose_passwords = no
 auth_debug_passwords = no
@@ -126,7 +153,9 @@ auth_failure_delay = 0
 passdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%u $d/users
+  mechanisms = plain login
 }
+$(_dovecot_oauth2_passdb "$d")
 userdb {
   driver = passwd-file
   args = username_format=%u $d/users
