@@ -1,9 +1,10 @@
 /*
  * count_messages and awaiting_reply over the index (mailbox/overview.h).
- * Counting reads the covering index messages_overview (migration 0007), the
- * threads' last messages messages_thread_last: neither reads the table's
- * pages, which hold the bodies.  Every statement tests IDX_CURRENT, so a
- * row of an older UIDVALIDITY generation is never counted.
+ * Counting reads the covering index messages_overview (migration 0007),
+ * awaiting_reply the summary rows of thread_stats (0011): neither reads the
+ * table's pages, which hold the bodies.  Every statement tests IDX_CURRENT,
+ * so a row of an older UIDVALIDITY generation or a hidden folder is never
+ * counted.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -343,28 +344,35 @@ mb_count_page_release(struct mb_count_page *page)
 /* ---- awaiting_reply */
 
 /*
- * Each thread's last dated current message outside drafts, trash and junk
- * (the bare columns of a max() aggregate come from the row that holds the
- * maximum), kept when it is older than ?1 and whose turn it is matches ?2
- * (enum mb_await_dir bits): from one of the account's addresses, or
- * addressed to one (message_addrs, roles To and Cc), from none and not
- * answered (?5: \\Answered's bit).  Newest first, then by thread.
+ * From thread_stats (migration 0011): per thread and folder generation, its
+ * last dated message and whose turn that message makes it (dir: 1 waiting
+ * on others, 2 waiting on me), which the triggers decide as the message is
+ * written.  A row speaks for its thread when its folder is current
+ * (IDX_CURRENT, tested here, so hiding a folder or a new UIDVALIDITY needs
+ * no rewrite), is not drafts, trash or junk, and no such row of the thread
+ * is later (ties: the greater message id).  One turn is walked newest
+ * first on thread_stats_turn, which stops at the page; both are the merge
+ * of the two walks.  Only the page's threads are counted and described.
  */
-#define AWAIT_ME_SQL	"(SELECT address FROM account_addresses)"
-static const char await_sql[] =
-	"WITH last AS (SELECT m.thread_id AS tid, max(m.sort_date) AS date, m.id AS id, "
-	"lower(coalesce(m.from_addr, '')) AS sender, m.flags AS flags, count(*) AS n "
-	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE " IDX_CURRENT("m", "f") " AND m.sort_date IS NOT NULL "
-	"AND coalesce(f.role, '') NOT IN ('\\Drafts', '\\Trash', '\\Junk') "
-	"GROUP BY m.thread_id), "
-	"turn AS (SELECT tid, date, id, n, CASE WHEN sender IN " AWAIT_ME_SQL " THEN 1 "
-	"WHEN (flags & ?5) = 0 AND EXISTS (SELECT 1 FROM message_addrs AS a "
-	"WHERE a.msg = last.id AND a.role > 0 AND a.addr IN " AWAIT_ME_SQL ") THEN 2 "
-	"ELSE 0 END AS dir FROM last WHERE date < ?1) "
-	"SELECT t.tid, t.dir, t.id, t.date, t.n, fo.name, m.from_text, m.recipients, m.subject "
-	"FROM turn AS t JOIN messages AS m ON m.id = t.id JOIN folders AS fo ON fo.id = m.folder_id "
-	"WHERE (t.dir & ?2) <> 0 ORDER BY t.date DESC, t.tid DESC LIMIT ?3 OFFSET ?4";
+#define AWAIT_FOLDER(t) \
+	"EXISTS (SELECT 1 FROM folders AS f WHERE f.id = " t ".folder_id AND " \
+	IDX_CURRENT(t, "f") " AND coalesce(f.role, '') NOT IN ('\\Drafts', '\\Trash', " \
+	"'\\Junk'))"
+#define AWAIT_ARM(dir) \
+	"SELECT t.thread_id AS tid, t.dir AS dir, t.last_msg AS id, t.last_date AS date " \
+	"FROM thread_stats AS t WHERE t.dir = " dir " AND t.last_date < ?1 AND " \
+	AWAIT_FOLDER("t") " AND NOT EXISTS (SELECT 1 FROM thread_stats AS o " \
+	"WHERE o.thread_id = t.thread_id AND (o.last_date > t.last_date OR " \
+	"(o.last_date = t.last_date AND o.last_msg > t.last_msg)) AND " AWAIT_FOLDER("o") ")"
+#define AWAIT_PAGE \
+	" ORDER BY date DESC, tid DESC LIMIT ?3 OFFSET ?4) " \
+	"SELECT w.tid, w.dir, w.id, w.date, (SELECT sum(o.n) FROM thread_stats AS o " \
+	"WHERE o.thread_id = w.tid AND " AWAIT_FOLDER("o") "), fo.name, m.from_text, " \
+	"m.recipients, m.subject FROM w JOIN messages AS m ON m.id = w.id " \
+	"JOIN folders AS fo ON fo.id = m.folder_id ORDER BY w.date DESC, w.tid DESC"
+static const char await_one_sql[] = "WITH w AS (" AWAIT_ARM("?2") AWAIT_PAGE;
+static const char await_both_sql[] =
+	"WITH w AS (" AWAIT_ARM("1") " UNION ALL " AWAIT_ARM("2") AWAIT_PAGE;
 static const char own_count_sql[] = "SELECT count(*) FROM account_addresses";
 
 /* Whether the index knows any address of the account. */
@@ -399,13 +407,15 @@ await_rows(struct mb_index *idx, unsigned dirs, int64_t before, int64_t offset, 
 		return mb_err_set(err, MB_E_CONFIG, "the index knows none of the account's own "
 		    "addresses: syncd records them from IMAP_USER (when it is an address), "
 		    "DRAFT_FROM and MY_ADDRESSES");
-	if ((st = idx_stmt_sql(idx, await_sql, err)) == NULL)
+	st = idx_stmt_sql(idx, dirs == (MB_AWAIT_OTHERS | MB_AWAIT_ME) ? await_both_sql :
+	    await_one_sql, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, before);
-	sqlite3_bind_int(st, 2, (int)dirs);
+	if (dirs != (MB_AWAIT_OTHERS | MB_AWAIT_ME))
+		sqlite3_bind_int(st, 2, (int)dirs);
 	sqlite3_bind_int64(st, 3, (int64_t)limit + 1);
 	sqlite3_bind_int64(st, 4, offset);
-	sqlite3_bind_int(st, 5, MB_FLAG_ANSWERED);
 	page->list = mb_xcalloc(limit, sizeof(*page->list));
 	while ((rc = idx_page_step(st, page->n, limit, &page->more)) == SQLITE_ROW) {
 		struct mb_await_thread *t = &page->list[page->n++];
