@@ -1,6 +1,7 @@
--- 0011_overview_summaries: summary rows for find_contacts and awaiting_reply
--- (docs/index.md "Overviews"), so that each reads a few thousand rows
--- instead of every message_addrs row or every thread's messages.
+-- 0011_overview_summaries: summary rows for find_contacts, awaiting_reply
+-- and count_messages without a query (docs/index.md "Overviews"), so that
+-- each reads a few thousand rows instead of every message_addrs row, every
+-- thread's messages or every message.
 --
 -- Both tables are kept per folder and UIDVALIDITY generation, never per
 -- "current" state: whether a folder is listed or hidden, which generation is
@@ -71,6 +72,10 @@ CREATE INDEX thread_stats_turn ON thread_stats(dir, last_date, last_msg);
 -- the rebuild after the account's addresses change, and (thread_stats_of,
 -- filtered by its grouping columns, which SQLite pushes into the
 -- aggregate) one thread's row in a folder generation for the triggers.
+-- thread_stats_of names its index: left to itself the planner seeks the
+-- folder generation on messages_overview and reads all of it for each
+-- message written, which made a 100,000-message backfill quadratic;
+-- messages_thread_last holds every column the aggregate reads.
 CREATE VIEW contact_stats_of AS
 SELECT addr, folder_id, uidvalidity, sum(role = 0), sum(role > 0 AND sender IN
     (SELECT address FROM account_addresses)), count(*), min(date), max(date)
@@ -91,7 +96,7 @@ SELECT g.thread_id AS thread_id, g.folder_id AS folder_id, g.uidvalidity AS uidv
         '"addr":"' || a.address || '"') > 0) THEN 2
     ELSE 0 END AS dir
 FROM (SELECT thread_id, folder_id, uidvalidity, count(*) AS n, max(sort_date) AS last_date,
-    id AS last_msg FROM messages WHERE sort_date IS NOT NULL
+    id AS last_msg FROM messages INDEXED BY messages_thread_last WHERE sort_date IS NOT NULL
     GROUP BY thread_id, folder_id, uidvalidity) AS g
 JOIN messages AS m ON m.id = g.last_msg;
 
@@ -177,7 +182,98 @@ BEGIN
 	    AND folder_id = new.folder_id AND uidvalidity = new.uidvalidity;
 END;
 
+-- Counts of messages per folder generation by day, by sender and by
+-- keywords (the whole keywords text: count_messages splits it into labels),
+-- for count_messages without a query.  A day is sort_date's UTC day
+-- (floor(sort_date / 86400)), -2147483648 for a message without a date; a
+-- sender is the lower-cased From address, '' for none; keywords '' for none.
+ALTER TABLE messages ADD COLUMN sort_day INTEGER GENERATED ALWAYS AS (
+	CASE WHEN sort_date IS NULL THEN -2147483648 WHEN sort_date >= 0 THEN sort_date / 86400
+	ELSE (sort_date - 86399) / 86400 END) VIRTUAL;
+CREATE TABLE count_days (
+	folder_id	INTEGER NOT NULL,
+	uidvalidity	INTEGER NOT NULL,
+	day		INTEGER NOT NULL,
+	n		INTEGER NOT NULL,
+	PRIMARY KEY (folder_id, uidvalidity, day)
+) WITHOUT ROWID;
+CREATE TABLE count_senders (
+	folder_id	INTEGER NOT NULL,
+	uidvalidity	INTEGER NOT NULL,
+	sender		TEXT NOT NULL,
+	n		INTEGER NOT NULL,
+	PRIMARY KEY (folder_id, uidvalidity, sender)
+) WITHOUT ROWID;
+CREATE TABLE count_labels (
+	folder_id	INTEGER NOT NULL,
+	uidvalidity	INTEGER NOT NULL,
+	keywords	TEXT NOT NULL,
+	n		INTEGER NOT NULL,
+	PRIMARY KEY (folder_id, uidvalidity, keywords)
+) WITHOUT ROWID;
+
+CREATE TRIGGER count_stats_insert AFTER INSERT ON messages BEGIN
+	INSERT INTO count_days VALUES (new.folder_id, new.uidvalidity, new.sort_day, 1)
+	    ON CONFLICT DO UPDATE SET n = n + 1;
+	INSERT INTO count_senders VALUES (new.folder_id, new.uidvalidity,
+	    lower(coalesce(new.from_addr, '')), 1) ON CONFLICT DO UPDATE SET n = n + 1;
+	INSERT INTO count_labels VALUES (new.folder_id, new.uidvalidity,
+	    coalesce(new.keywords, ''), 1) ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER count_stats_delete AFTER DELETE ON messages BEGIN
+	UPDATE count_days SET n = n - 1 WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND day = old.sort_day;
+	DELETE FROM count_days WHERE folder_id = old.folder_id AND uidvalidity = old.uidvalidity
+	    AND day = old.sort_day AND n <= 0;
+	UPDATE count_senders SET n = n - 1 WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND sender = lower(coalesce(old.from_addr, ''));
+	DELETE FROM count_senders WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND sender = lower(coalesce(old.from_addr, ''))
+	    AND n <= 0;
+	UPDATE count_labels SET n = n - 1 WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND keywords = coalesce(old.keywords, '');
+	DELETE FROM count_labels WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND keywords = coalesce(old.keywords, '') AND n <= 0;
+END;
+
+-- A change of what is counted: the old values out, the new in (a flag
+-- update that changes only flags does not fire it).  Its statements repeat
+-- the two triggers above: a trigger cannot call another.
+CREATE TRIGGER count_stats_update AFTER UPDATE OF folder_id, uidvalidity, date, internaldate,
+    from_addr, keywords ON messages
+WHEN old.folder_id IS NOT new.folder_id OR old.uidvalidity IS NOT new.uidvalidity
+    OR old.date IS NOT new.date OR old.internaldate IS NOT new.internaldate
+    OR old.from_addr IS NOT new.from_addr OR old.keywords IS NOT new.keywords
+BEGIN
+	UPDATE count_days SET n = n - 1 WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND day = old.sort_day;
+	DELETE FROM count_days WHERE folder_id = old.folder_id AND uidvalidity = old.uidvalidity
+	    AND day = old.sort_day AND n <= 0;
+	UPDATE count_senders SET n = n - 1 WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND sender = lower(coalesce(old.from_addr, ''));
+	DELETE FROM count_senders WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND sender = lower(coalesce(old.from_addr, ''))
+	    AND n <= 0;
+	UPDATE count_labels SET n = n - 1 WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND keywords = coalesce(old.keywords, '');
+	DELETE FROM count_labels WHERE folder_id = old.folder_id
+	    AND uidvalidity = old.uidvalidity AND keywords = coalesce(old.keywords, '') AND n <= 0;
+	INSERT INTO count_days VALUES (new.folder_id, new.uidvalidity, new.sort_day, 1)
+	    ON CONFLICT DO UPDATE SET n = n + 1;
+	INSERT INTO count_senders VALUES (new.folder_id, new.uidvalidity,
+	    lower(coalesce(new.from_addr, '')), 1) ON CONFLICT DO UPDATE SET n = n + 1;
+	INSERT INTO count_labels VALUES (new.folder_id, new.uidvalidity,
+	    coalesce(new.keywords, ''), 1) ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+
 -- The mail indexed before this migration.
+INSERT INTO count_days SELECT folder_id, uidvalidity, sort_day, count(*) FROM messages
+    GROUP BY folder_id, uidvalidity, sort_day;
+INSERT INTO count_senders SELECT folder_id, uidvalidity, lower(coalesce(from_addr, '')),
+    count(*) FROM messages GROUP BY 1, 2, 3;
+INSERT INTO count_labels SELECT folder_id, uidvalidity, coalesce(keywords, ''), count(*)
+    FROM messages GROUP BY 1, 2, 3;
 INSERT INTO contact_stats SELECT * FROM contact_stats_of;
 INSERT INTO contact_names SELECT * FROM contact_names_of;
 INSERT INTO thread_stats SELECT * FROM thread_stats_of;

@@ -82,6 +82,30 @@ static const char *const count_sql[][2] = {
 };
 
 /*
+ * Without a query (no words, no filter) the counts come from the summary
+ * rows of migration 0011 instead: per folder generation and day, sender or
+ * keywords text, a few thousand rows at most, grouped here exactly as the
+ * per-message rows are (a day as its first second; '' and the undated day
+ * are no key).  Their folders are tested with IDX_CURRENT like messages.
+ */
+#define SUMMARY_SQL(key, table, group) \
+	"SELECT " key ", sum(c.n) FROM " table " AS c JOIN folders AS f ON f.id = c.folder_id " \
+	"WHERE " IDX_CURRENT("c", "f") " GROUP BY " group
+#define SUMMARY_DAYS \
+	SUMMARY_SQL("nullif(c.day, -2147483648) * 86400", "count_days", "c.day")
+#define SUMMARY_SENDERS	SUMMARY_SQL("nullif(c.sender, '')", "count_senders", "c.sender")
+
+static const char *const summary_sql[] = {
+	[MB_COUNT_FOLDER] = SUMMARY_SQL("f.name", "count_days", "f.id"),
+	[MB_COUNT_YEAR] = SUMMARY_DAYS,
+	[MB_COUNT_MONTH] = SUMMARY_DAYS,
+	[MB_COUNT_DAY] = SUMMARY_DAYS,
+	[MB_COUNT_SENDER] = SUMMARY_SENDERS,
+	[MB_COUNT_SENDER_DOMAIN] = SUMMARY_SENDERS,
+	[MB_COUNT_LABEL] = SUMMARY_SQL("nullif(c.keywords, '')", "count_labels", "c.keywords"),
+};
+
+/*
  * The groups found so far (every group: the page is cut after sorting),
  * with an open-addressing table of their indexes by key (slot[i] - 1; 0
  * empty), kept under half full.
@@ -181,13 +205,13 @@ date_key(enum mb_count_group g, int64_t t, char buf[16], int64_t *last_day, size
 }
 
 /*
- * One row of a date or sender grouping (column 0 of st) into gs; lower is
- * the caller's scratch buffer for the lower-cased address.  False when the
- * row has no key.
+ * One row of a date or sender grouping (column 0 of st, count messages)
+ * into gs; lower is the caller's scratch buffer for the lower-cased
+ * address.  False when the row has no key.
  */
 static bool
-count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_buf *lower,
-    char datebuf[16], int64_t *last_day, size_t *last_len)
+count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, int64_t count,
+    struct mb_buf *lower, char datebuf[16], int64_t *last_day, size_t *last_len)
 {
 	const char *a, *at;
 	size_t len;
@@ -198,7 +222,7 @@ count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_
 		if ((len = date_key(g, sqlite3_column_int64(st, 0), datebuf, last_day,
 		    last_len)) == 0)
 			return false;
-		groups_add(gs, datebuf, len, 1);
+		groups_add(gs, datebuf, len, count);
 		return true;
 	}
 	a = (const char *)sqlite3_column_text(st, 0);
@@ -212,7 +236,7 @@ count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_
 	mb_buf_reset(lower);
 	for (size_t i = 0; i < len; i++)
 		mb_buf_addc(lower, a[i] >= 'A' && a[i] <= 'Z' ? (char)(a[i] - 'A' + 'a') : a[i]);
-	groups_add(gs, lower->data, lower->len, 1);
+	groups_add(gs, lower->data, lower->len, count);
 	return true;
 }
 
@@ -271,16 +295,19 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 
 	if (idx_search_scope(idx, q, &fid, err) == -1)
 		return -1;
-	if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) == NULL)
+	if (q->match == NULL && !idx_search_filtered(q))
+		st = idx_stmt_sql(idx, summary_sql[g], err);
+	else if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) != NULL)
+		idx_search_bind(st, q, fid);
+	if (st == NULL)
 		return -1;
-	idx_search_bind(st, q, fid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		int64_t count = sqlite3_column_int64(st, 1);
 
 		page->total += count;
 		if (g != MB_COUNT_FOLDER && g != MB_COUNT_LABEL) {
-			if (!count_row(gs, g, st, &lower, datebuf, &last_day, &last_len))
+			if (!count_row(gs, g, st, count, &lower, datebuf, &last_day, &last_len))
 				page->ungrouped += count;
 		} else if (key == NULL)
 			page->ungrouped += count;
