@@ -77,8 +77,8 @@ CREATE INDEX thread_stats_turn ON thread_stats(dir, last_date, last_msg);
 -- message written, which made a 100,000-message backfill quadratic;
 -- messages_thread_last holds every column the aggregate reads.
 CREATE VIEW contact_stats_of AS
-SELECT addr, folder_id, uidvalidity, sum(role = 0), sum(role > 0 AND sender IN
-    (SELECT address FROM account_addresses)), count(*), min(date), max(date)
+SELECT addr, folder_id, uidvalidity, sum(role = 0), sum(role > 0 AND coalesce(sender IN
+    (SELECT address FROM account_addresses), 0)), count(*), min(date), max(date)
 FROM message_addrs WHERE addr NOT IN (SELECT address FROM account_addresses)
 GROUP BY addr, folder_id, uidvalidity;
 
@@ -102,14 +102,18 @@ JOIN messages AS m ON m.id = g.last_msg;
 
 -- Contacts follow message_addrs, which changes only by INSERT and DELETE
 -- (0007's triggers rewrite a message's rows by deleting and inserting them).
+-- A message without a From has a NULL sender, and NULL IN (...) is NULL:
+-- hence the coalesce, without which the row would break the NOT NULL of
+-- sent, and 0007's INSERT OR IGNORE, whose conflict rule reaches into
+-- these statements, would drop the contact without a word.
 CREATE TRIGGER contact_stats_insert AFTER INSERT ON message_addrs
 WHEN new.addr NOT IN (SELECT address FROM account_addresses)
 BEGIN
 	INSERT INTO contact_stats (addr, folder_id, uidvalidity, received, sent, n, first_date,
 	    last_date)
 	VALUES (new.addr, new.folder_id, new.uidvalidity, new.role = 0,
-	    new.role > 0 AND new.sender IN (SELECT address FROM account_addresses), 1, new.date,
-	    new.date)
+	    new.role > 0 AND coalesce(new.sender IN (SELECT address FROM account_addresses), 0),
+	    1, new.date, new.date)
 	ON CONFLICT (addr, folder_id, uidvalidity) DO UPDATE SET
 	    received = received + excluded.received, sent = sent + excluded.sent, n = n + 1,
 	    first_date = CASE WHEN first_date IS NULL OR excluded.first_date < first_date
@@ -128,7 +132,8 @@ CREATE TRIGGER contact_stats_delete AFTER DELETE ON message_addrs
 WHEN old.addr NOT IN (SELECT address FROM account_addresses)
 BEGIN
 	UPDATE contact_stats SET received = received - (old.role = 0),
-	    sent = sent - (old.role > 0 AND old.sender IN (SELECT address FROM account_addresses)),
+	    sent = sent - (old.role > 0 AND coalesce(old.sender IN
+		(SELECT address FROM account_addresses), 0)),
 	    n = n - 1,
 	    first_date = CASE WHEN old.date <= first_date THEN (SELECT min(date) FROM message_addrs
 		WHERE addr = old.addr AND folder_id = old.folder_id

@@ -39,7 +39,7 @@ mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid, const struct mb_
 	struct mb_err err = { 0 };
 
 	m->subject = mb_xstrdup(t->subject);
-	m->from.addr = mb_xstrdup(t->from ? t->from : "alice@example.com");
+	m->from.addr = mb_xstrdup(t->from == NULL ? "alice@example.com" : *t->from ? t->from : NULL);
 	m->from.name = mb_xstrdup(t->from_name);
 	if (t->to) {
 		m->to = mb_xcalloc(1, sizeof(*m->to));

@@ -46,7 +46,7 @@ int64_t	mb_test_index_int(struct mb_test_index *t, const char *sql);
 
 struct mb_test_msg {
 	const char	*subject;
-	const char	*from;		/* an address; NULL: alice@example.com */
+	const char	*from;		/* an address; NULL: alice@example.com; "": no From */
 	const char	*from_name;	/* NULL: none */
 	const char	*to, *to_name;	/* one To address and its name, or NULL */
 	const char	*cc;		/* one Cc address, or NULL */

@@ -318,6 +318,9 @@ mailbox(struct fx *f)
 	    .from = "nodate@acme.example", .to = ME, .message_id = "t4@x" });
 	mb_test_put(x, f->lists, 1, &(struct mb_test_msg){ .subject = "news", .from = "list@l.example",
 	    .to = "all@l.example", .date = T0 + 6 * DAY, .message_id = "t5@x" });
+	/* no From at all: its recipients are contacts all the same */
+	mb_test_put(x, f->inbox, 5, &(struct mb_test_msg){ .subject = "anonymous", .from = "",
+	    .to = "gil@g.example", .cc = ME, .date = T0 + 8 * DAY, .message_id = "t6@x" });
 	mb_test_put(x, f->lists, 2, &(struct mb_test_msg){ .subject = "re: news", .from = "bob@b.example",
 	    .to = "all@l.example", .cc = ME, .date = T0 + 7 * DAY, .message_id = "t5b@x",
 	    .in_reply_to = "t5@x" });
@@ -357,6 +360,8 @@ test_upsert_flags_expunge(void **state)
 	check(f, "expunged oldest");
 	assert_int_equal(mb_index_delete(x, f->sent, 1, 1, &err), 0);
 	check(f, "expunged a thread's last");
+	assert_int_equal(mb_index_delete(x, f->inbox, 1, 5, &err), 0);
+	check(f, "expunged the message without a sender");
 }
 
 static void
@@ -410,7 +415,7 @@ test_generations_and_hidden_folders(void **state)
 	    .to = ME, .uidvalidity = 2, .date = T0, .message_id = "t1a@x" });
 	check(f, "new generation refilled");
 	assert_int_equal(mb_index_purge_generations(x, f->inbox, 2, &n, &err), 0);
-	assert_int_equal(n, 4);
+	assert_int_equal(n, 5);
 	check(f, "old generation purged");
 	assert_int_equal(mb_index_purge_generations(x, f->inbox, 2, &n, &err), 0);
 	assert_int_equal(n, 0);
