@@ -1,8 +1,9 @@
 /*
  * count_messages and awaiting_reply over the index (mailbox/overview.h).
- * Counting reads the covering index messages_overview (migration 0007),
- * awaiting_reply the summary rows of thread_stats (0011): neither reads the
- * table's pages, which hold the bodies.  Every statement tests IDX_CURRENT,
+ * Counting a query reads the covering index messages_overview (migration
+ * 0007), counting everything the summaries count_days, count_senders and
+ * count_labels (0011), awaiting_reply the summary rows of thread_stats
+ * (0011): none reads the table's pages, which hold the bodies.  Every statement tests IDX_CURRENT,
  * so a row of an older UIDVALIDITY generation or a hidden folder is never
  * counted.
  */
