@@ -153,11 +153,26 @@ END;
 -- Threads follow messages: a change recomputes the row of each thread and
 -- folder generation it touches, from that group's messages (a thread's
 -- rows in one folder are few; messages_thread_last finds them).
-CREATE TRIGGER thread_stats_insert AFTER INSERT ON messages BEGIN
-	DELETE FROM thread_stats WHERE thread_id = new.thread_id AND folder_id = new.folder_id
-	    AND uidvalidity = new.uidvalidity;
-	INSERT INTO thread_stats SELECT * FROM thread_stats_of WHERE thread_id = new.thread_id
-	    AND folder_id = new.folder_id AND uidvalidity = new.uidvalidity;
+-- A new message is arithmetic: one more in its group, and the last when
+-- it is later (ties: the greater id) than the group's last.  Its turn is
+-- the same test as thread_stats_of's, on the new row.  Recomputing the
+-- group here instead doubled the writer's CPU (docs/benchmarks.md).
+CREATE TRIGGER thread_stats_insert AFTER INSERT ON messages WHEN new.sort_date IS NOT NULL
+BEGIN
+	INSERT INTO thread_stats (thread_id, folder_id, uidvalidity, n, last_msg, last_date, dir)
+	SELECT new.thread_id, new.folder_id, new.uidvalidity, 1, new.id, new.sort_date,
+	    CASE WHEN lower(new.from_addr) IN (SELECT address FROM account_addresses) THEN 1
+	    WHEN (new.flags & 2) = 0 AND EXISTS (SELECT 1 FROM account_addresses AS a WHERE
+		instr(lower(coalesce(new.to_json, '') || coalesce(new.cc_json, '')),
+		'"addr":"' || a.address || '"') > 0) THEN 2
+	    ELSE 0 END
+	WHERE true
+	ON CONFLICT (thread_id, folder_id, uidvalidity) DO UPDATE SET n = n + 1,
+	    last_msg = CASE WHEN excluded.last_date > last_date OR (excluded.last_date = last_date
+		AND excluded.last_msg > last_msg) THEN excluded.last_msg ELSE last_msg END,
+	    dir = CASE WHEN excluded.last_date > last_date OR (excluded.last_date = last_date
+		AND excluded.last_msg > last_msg) THEN excluded.dir ELSE dir END,
+	    last_date = max(last_date, excluded.last_date);
 END;
 
 CREATE TRIGGER thread_stats_delete AFTER DELETE ON messages BEGIN
