@@ -21,6 +21,8 @@ struct mb_account_address {
 /*
  * Replace the stored set with list[0..n) in one transaction (lower-cased;
  * duplicates keep the first source; entries without '@' are skipped).
+ * When the set changes, the overview summaries that depend on it are
+ * rebuilt in the same transaction (migration 0011).
  * syncd only (a read-write handle).  Returns 0, or -1 with err.
  */
 int	mb_account_set_addresses(struct mb_index *idx, const struct mb_account_address *list,

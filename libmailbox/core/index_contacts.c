@@ -1,11 +1,11 @@
 /*
  * find_contacts over the index (mailbox/overview.h): the people in From,
- * To and Cc, from message_addrs (migration 0007), which triggers keep beside
- * messages.  That table is ordered by address and carries copies of each
- * message's sender, date, folder and UIDVALIDITY, so a contact's counts are
- * one ordered walk of it, without reading a messages row; IDX_CURRENT is
- * tested on those copies, which the triggers rewrite whenever a row's key
- * changes.
+ * To and Cc, from contact_stats and contact_names (migration 0011), the
+ * summary rows triggers keep beside message_addrs: one row per contact and
+ * folder generation, so everyone is ranked from a few thousand rows instead
+ * of a walk of every address of every message.  Those rows are joined to
+ * folders and tested with IDX_CURRENT, like messages, so an old generation
+ * or a hidden folder never counts.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,30 +22,32 @@
 #define OWN	"(SELECT address FROM account_addresses)"
 
 /*
- * Each contact's counts: received_from (rows as sender), sent_to (messages
- * from the account naming them in To or Cc), messages naming them, first
- * and last dates: one row per message and address (migration 0007), so
- * sums, not counts of distinct messages, which cost a sort per contact.  With a fragment (?1, lower-cased) only the addresses one
- * of whose rows contains it in the address or a name are counted, but with
- * all their rows.
+ * Each contact's counts over its current rows: received_from, sent_to,
+ * messages naming them, first and last dates.  The summary holds no own
+ * address (the triggers skip them); the test here keeps a stale row out in
+ * the moment between a change of the account's addresses and its rebuild,
+ * which share one transaction, so never in practice.  With a fragment (?1,
+ * lower-cased) only the addresses that contain it, or one of whose names
+ * does, are counted, but with all their rows.
  */
 #define CONTACTS_SELECT \
-	"SELECT a.addr, sum(a.role = 0) AS received, " \
-	"sum(a.role > 0 AND a.sender IN " OWN ") AS sent, count(*) AS n, min(a.date), max(a.date) " \
-	"FROM message_addrs AS a JOIN folders AS f ON f.id = a.folder_id " \
-	"WHERE " IDX_CURRENT("a", "f") " AND a.addr NOT IN " OWN " "
+	"SELECT c.addr, sum(c.received), sum(c.sent), sum(c.n), min(c.first_date), " \
+	"max(c.last_date) " \
+	"FROM contact_stats AS c JOIN folders AS f ON f.id = c.folder_id " \
+	"WHERE " IDX_CURRENT("c", "f") " AND c.addr NOT IN " OWN " "
 #define CONTACTS_ORDER \
-	"GROUP BY a.addr ORDER BY received + sent DESC, n DESC, a.addr LIMIT ?2 OFFSET ?3"
+	"GROUP BY c.addr ORDER BY sum(c.received) + sum(c.sent) DESC, sum(c.n) DESC, c.addr " \
+	"LIMIT ?2 OFFSET ?3"
 static const char contacts_sql[] = CONTACTS_SELECT CONTACTS_ORDER;
 static const char contacts_sql_like[] = CONTACTS_SELECT
-	"AND a.addr IN (SELECT addr FROM message_addrs WHERE instr(addr, ?1) > 0 "
-	"OR instr(lower(name), ?1) > 0) " CONTACTS_ORDER;
+	"AND c.addr IN (SELECT addr FROM contact_stats WHERE instr(addr, ?1) > 0 "
+	"UNION SELECT addr FROM contact_names WHERE instr(lower(name), ?1) > 0) " CONTACTS_ORDER;
 
 /* The names shown beside an address, most used first. */
 static const char names_sql[] =
-	"SELECT a.name FROM message_addrs AS a JOIN folders AS f ON f.id = a.folder_id "
-	"WHERE a.addr = ?1 AND a.name IS NOT NULL AND " IDX_CURRENT("a", "f") " "
-	"GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT ?2";
+	"SELECT c.name FROM contact_names AS c JOIN folders AS f ON f.id = c.folder_id "
+	"WHERE c.addr = ?1 AND " IDX_CURRENT("c", "f") " "
+	"GROUP BY c.name ORDER BY sum(c.n) DESC, c.name LIMIT ?2";
 
 static int
 contact_names(struct mb_index *idx, struct mb_contact *c, struct mb_err *err)

@@ -1,9 +1,11 @@
 /*
  * count_messages and awaiting_reply over the index (mailbox/overview.h).
- * Counting reads the covering index messages_overview (migration 0007), the
- * threads' last messages messages_thread_last: neither reads the table's
- * pages, which hold the bodies.  Every statement tests IDX_CURRENT, so a
- * row of an older UIDVALIDITY generation is never counted.
+ * Counting a query reads the covering index messages_overview (migration
+ * 0007), counting everything the summaries count_days, count_senders and
+ * count_labels (0011), awaiting_reply the summary rows of thread_stats
+ * (0011): none reads the table's pages, which hold the bodies.  Every statement tests IDX_CURRENT,
+ * so a row of an older UIDVALIDITY generation or a hidden folder is never
+ * counted.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +80,30 @@ static const char *const count_sql[][2] = {
 	[MB_COUNT_SENDER] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
 	[MB_COUNT_SENDER_DOMAIN] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
 	[MB_COUNT_LABEL] = { GROUP_SQL("m.keywords"), GROUP_SQL_MATCH("m.keywords") },
+};
+
+/*
+ * Without a query (no words, no filter) the counts come from the summary
+ * rows of migration 0011 instead: per folder generation and day, sender or
+ * keywords text, a few thousand rows at most, grouped here exactly as the
+ * per-message rows are (a day as its first second; '' and the undated day
+ * are no key).  Their folders are tested with IDX_CURRENT like messages.
+ */
+#define SUMMARY_SQL(key, table, group) \
+	"SELECT " key ", sum(c.n) FROM " table " AS c JOIN folders AS f ON f.id = c.folder_id " \
+	"WHERE " IDX_CURRENT("c", "f") " GROUP BY " group
+#define SUMMARY_DAYS \
+	SUMMARY_SQL("nullif(c.day, -2147483648) * 86400", "count_days", "c.day")
+#define SUMMARY_SENDERS	SUMMARY_SQL("nullif(c.sender, '')", "count_senders", "c.sender")
+
+static const char *const summary_sql[] = {
+	[MB_COUNT_FOLDER] = SUMMARY_SQL("f.name", "count_days", "f.id"),
+	[MB_COUNT_YEAR] = SUMMARY_DAYS,
+	[MB_COUNT_MONTH] = SUMMARY_DAYS,
+	[MB_COUNT_DAY] = SUMMARY_DAYS,
+	[MB_COUNT_SENDER] = SUMMARY_SENDERS,
+	[MB_COUNT_SENDER_DOMAIN] = SUMMARY_SENDERS,
+	[MB_COUNT_LABEL] = SUMMARY_SQL("nullif(c.keywords, '')", "count_labels", "c.keywords"),
 };
 
 /*
@@ -180,13 +206,13 @@ date_key(enum mb_count_group g, int64_t t, char buf[16], int64_t *last_day, size
 }
 
 /*
- * One row of a date or sender grouping (column 0 of st) into gs; lower is
- * the caller's scratch buffer for the lower-cased address.  False when the
- * row has no key.
+ * One row of a date or sender grouping (column 0 of st, count messages)
+ * into gs; lower is the caller's scratch buffer for the lower-cased
+ * address.  False when the row has no key.
  */
 static bool
-count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_buf *lower,
-    char datebuf[16], int64_t *last_day, size_t *last_len)
+count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, int64_t count,
+    struct mb_buf *lower, char datebuf[16], int64_t *last_day, size_t *last_len)
 {
 	const char *a, *at;
 	size_t len;
@@ -197,7 +223,7 @@ count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_
 		if ((len = date_key(g, sqlite3_column_int64(st, 0), datebuf, last_day,
 		    last_len)) == 0)
 			return false;
-		groups_add(gs, datebuf, len, 1);
+		groups_add(gs, datebuf, len, count);
 		return true;
 	}
 	a = (const char *)sqlite3_column_text(st, 0);
@@ -211,7 +237,7 @@ count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, struct mb_
 	mb_buf_reset(lower);
 	for (size_t i = 0; i < len; i++)
 		mb_buf_addc(lower, a[i] >= 'A' && a[i] <= 'Z' ? (char)(a[i] - 'A' + 'a') : a[i]);
-	groups_add(gs, lower->data, lower->len, 1);
+	groups_add(gs, lower->data, lower->len, count);
 	return true;
 }
 
@@ -270,16 +296,19 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 
 	if (idx_search_scope(idx, q, &fid, err) == -1)
 		return -1;
-	if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) == NULL)
+	if (q->match == NULL && !idx_search_filtered(q))
+		st = idx_stmt_sql(idx, summary_sql[g], err);
+	else if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) != NULL)
+		idx_search_bind(st, q, fid);
+	if (st == NULL)
 		return -1;
-	idx_search_bind(st, q, fid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		int64_t count = sqlite3_column_int64(st, 1);
 
 		page->total += count;
 		if (g != MB_COUNT_FOLDER && g != MB_COUNT_LABEL) {
-			if (!count_row(gs, g, st, &lower, datebuf, &last_day, &last_len))
+			if (!count_row(gs, g, st, count, &lower, datebuf, &last_day, &last_len))
 				page->ungrouped += count;
 		} else if (key == NULL)
 			page->ungrouped += count;
@@ -343,28 +372,35 @@ mb_count_page_release(struct mb_count_page *page)
 /* ---- awaiting_reply */
 
 /*
- * Each thread's last dated current message outside drafts, trash and junk
- * (the bare columns of a max() aggregate come from the row that holds the
- * maximum), kept when it is older than ?1 and whose turn it is matches ?2
- * (enum mb_await_dir bits): from one of the account's addresses, or
- * addressed to one (message_addrs, roles To and Cc), from none and not
- * answered (?5: \\Answered's bit).  Newest first, then by thread.
+ * From thread_stats (migration 0011): per thread and folder generation, its
+ * last dated message and whose turn that message makes it (dir: 1 waiting
+ * on others, 2 waiting on me), which the triggers decide as the message is
+ * written.  A row speaks for its thread when its folder is current
+ * (IDX_CURRENT, tested here, so hiding a folder or a new UIDVALIDITY needs
+ * no rewrite), is not drafts, trash or junk, and no such row of the thread
+ * is later (ties: the greater message id).  One turn is walked newest
+ * first on thread_stats_turn, which stops at the page; both are the merge
+ * of the two walks.  Only the page's threads are counted and described.
  */
-#define AWAIT_ME_SQL	"(SELECT address FROM account_addresses)"
-static const char await_sql[] =
-	"WITH last AS (SELECT m.thread_id AS tid, max(m.sort_date) AS date, m.id AS id, "
-	"lower(coalesce(m.from_addr, '')) AS sender, m.flags AS flags, count(*) AS n "
-	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
-	"WHERE " IDX_CURRENT("m", "f") " AND m.sort_date IS NOT NULL "
-	"AND coalesce(f.role, '') NOT IN ('\\Drafts', '\\Trash', '\\Junk') "
-	"GROUP BY m.thread_id), "
-	"turn AS (SELECT tid, date, id, n, CASE WHEN sender IN " AWAIT_ME_SQL " THEN 1 "
-	"WHEN (flags & ?5) = 0 AND EXISTS (SELECT 1 FROM message_addrs AS a "
-	"WHERE a.msg = last.id AND a.role > 0 AND a.addr IN " AWAIT_ME_SQL ") THEN 2 "
-	"ELSE 0 END AS dir FROM last WHERE date < ?1) "
-	"SELECT t.tid, t.dir, t.id, t.date, t.n, fo.name, m.from_text, m.recipients, m.subject "
-	"FROM turn AS t JOIN messages AS m ON m.id = t.id JOIN folders AS fo ON fo.id = m.folder_id "
-	"WHERE (t.dir & ?2) <> 0 ORDER BY t.date DESC, t.tid DESC LIMIT ?3 OFFSET ?4";
+#define AWAIT_FOLDER(t) \
+	"EXISTS (SELECT 1 FROM folders AS f WHERE f.id = " t ".folder_id AND " \
+	IDX_CURRENT(t, "f") " AND coalesce(f.role, '') NOT IN ('\\Drafts', '\\Trash', " \
+	"'\\Junk'))"
+#define AWAIT_ARM(dir) \
+	"SELECT t.thread_id AS tid, t.dir AS dir, t.last_msg AS id, t.last_date AS date " \
+	"FROM thread_stats AS t WHERE t.dir = " dir " AND t.last_date < ?1 AND " \
+	AWAIT_FOLDER("t") " AND NOT EXISTS (SELECT 1 FROM thread_stats AS o " \
+	"WHERE o.thread_id = t.thread_id AND (o.last_date > t.last_date OR " \
+	"(o.last_date = t.last_date AND o.last_msg > t.last_msg)) AND " AWAIT_FOLDER("o") ")"
+#define AWAIT_PAGE \
+	" ORDER BY date DESC, tid DESC LIMIT ?3 OFFSET ?4) " \
+	"SELECT w.tid, w.dir, w.id, w.date, (SELECT sum(o.n) FROM thread_stats AS o " \
+	"WHERE o.thread_id = w.tid AND " AWAIT_FOLDER("o") "), fo.name, m.from_text, " \
+	"m.recipients, m.subject FROM w JOIN messages AS m ON m.id = w.id " \
+	"JOIN folders AS fo ON fo.id = m.folder_id ORDER BY w.date DESC, w.tid DESC"
+static const char await_one_sql[] = "WITH w AS (" AWAIT_ARM("?2") AWAIT_PAGE;
+static const char await_both_sql[] =
+	"WITH w AS (" AWAIT_ARM("1") " UNION ALL " AWAIT_ARM("2") AWAIT_PAGE;
 static const char own_count_sql[] = "SELECT count(*) FROM account_addresses";
 
 /* Whether the index knows any address of the account. */
@@ -399,13 +435,15 @@ await_rows(struct mb_index *idx, unsigned dirs, int64_t before, int64_t offset, 
 		return mb_err_set(err, MB_E_CONFIG, "the index knows none of the account's own "
 		    "addresses: syncd records them from IMAP_USER (when it is an address), "
 		    "DRAFT_FROM and MY_ADDRESSES");
-	if ((st = idx_stmt_sql(idx, await_sql, err)) == NULL)
+	st = idx_stmt_sql(idx, dirs == (MB_AWAIT_OTHERS | MB_AWAIT_ME) ? await_both_sql :
+	    await_one_sql, err);
+	if (st == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, before);
-	sqlite3_bind_int(st, 2, (int)dirs);
+	if (dirs != (MB_AWAIT_OTHERS | MB_AWAIT_ME))
+		sqlite3_bind_int(st, 2, (int)dirs);
 	sqlite3_bind_int64(st, 3, (int64_t)limit + 1);
 	sqlite3_bind_int64(st, 4, offset);
-	sqlite3_bind_int(st, 5, MB_FLAG_ANSWERED);
 	page->list = mb_xcalloc(limit, sizeof(*page->list));
 	while ((rc = idx_page_step(st, page->n, limit, &page->more)) == SQLITE_ROW) {
 		struct mb_await_thread *t = &page->list[page->n++];

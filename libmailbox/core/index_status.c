@@ -135,7 +135,10 @@ mb_index_reset(struct mb_index *idx, struct mb_err *err)
 	static const char *const sql[] = {
 		"DELETE FROM work_queue",
 		"DELETE FROM attachments",
-		"DELETE FROM messages",		/* the FTS triggers follow */
+		/* before messages: their triggers then have no dates to recompute */
+		"DELETE FROM contact_stats",
+		"DELETE FROM contact_names",
+		"DELETE FROM messages",		/* the FTS and summary triggers follow */
 		"DELETE FROM thread_refs",
 		"DELETE FROM dead_letters",
 		"DELETE FROM folders",

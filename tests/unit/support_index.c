@@ -31,16 +31,30 @@ void
 mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid, const struct mb_test_msg *t)
 {
 	struct mb_msg *m = mb_msg_new();
-	struct mb_index_row row = { .folder_id = folder, .uidvalidity = 1, .uid = uid,
-	    .flags = t->flags, .internaldate = t->internaldate, .size = t->size ? t->size : 100,
+	struct mb_index_row row = { .folder_id = folder,
+	    .uidvalidity = t->uidvalidity ? t->uidvalidity : 1, .uid = uid,
+	    .flags = t->flags, .keywords = t->keywords, .internaldate = t->internaldate,
+	    .size = t->size ? t->size : 100,
 	    .headers_only = t->headers_only, .msg = m };
 	struct mb_err err = { 0 };
 
 	m->subject = mb_xstrdup(t->subject);
-	m->from.addr = mb_xstrdup(t->from ? t->from : "alice@example.com");
+	m->from.addr = mb_xstrdup(t->from == NULL ? "alice@example.com" : *t->from ? t->from : NULL);
+	m->from.name = mb_xstrdup(t->from_name);
+	if (t->to) {
+		m->to = mb_xcalloc(1, sizeof(*m->to));
+		m->to[0].addr = mb_xstrdup(t->to);
+		m->to[0].name = mb_xstrdup(t->to_name);
+		m->n_to = 1;
+	}
+	if (t->cc) {
+		m->cc = mb_xcalloc(1, sizeof(*m->cc));
+		m->cc[0].addr = mb_xstrdup(t->cc);
+		m->n_cc = 1;
+	}
 	free(m->body);
-	m->body = mb_xstrdup(t->body);
-	m->body_len = strlen(t->body);
+	m->body = mb_xstrdup(t->body ? t->body : "");
+	m->body_len = strlen(m->body);
 	m->has_date = t->date != 0;
 	m->date = t->date;
 	m->message_id = mb_xstrdup(t->message_id);

@@ -46,18 +46,23 @@ int64_t	mb_test_index_int(struct mb_test_index *t, const char *sql);
 
 struct mb_test_msg {
 	const char	*subject;
-	const char	*from;		/* an address; NULL: alice@example.com */
-	const char	*body;
+	const char	*from;		/* an address; NULL: alice@example.com; "": no From */
+	const char	*from_name;	/* NULL: none */
+	const char	*to, *to_name;	/* one To address and its name, or NULL */
+	const char	*cc;		/* one Cc address, or NULL */
+	uint32_t	 uidvalidity;	/* 0: 1 */
+	const char	*body;		/* NULL: empty */
 	int64_t		 date;		/* the Date header, unix seconds; 0: none */
 	int64_t		 internaldate;
 	unsigned	 flags;		/* enum mb_flag bits */
+	const char	*keywords;	/* IMAP keywords, space-separated, or NULL */
 	const char	*message_id;	/* NULL: none; likewise in_reply_to */
 	const char	*in_reply_to;
 	uint64_t	 size;		/* RFC822.SIZE; 0: 100 */
 	bool		 headers_only;	/* over the size cap: only headers fetched */
 };
 
-/* Upsert t as folder's uid (UIDVALIDITY 1); t is borrowed.  Exits on failure. */
+/* Upsert t as folder's uid (UIDVALIDITY 1 unless t says); t is borrowed.  Exits on failure. */
 void	mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid,
 	    const struct mb_test_msg *t);
 

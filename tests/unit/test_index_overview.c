@@ -112,36 +112,12 @@ struct pm {
 static void
 put(struct mb_index *idx, const struct pm *p)
 {
-	struct mb_msg *m = mb_msg_new();
-	struct mb_index_row row = { .folder_id = p->folder,
-	    .uidvalidity = p->uidvalidity ? p->uidvalidity : 1, .uid = p->uid, .flags = p->flags,
-	    .keywords = p->keywords, .size = 100, .msg = m };
-	struct mb_err err = { 0 };
-
-	m->subject = mb_xstrdup(p->subject ? p->subject : "hello");
-	m->from.addr = mb_xstrdup(p->from);
-	m->from.name = mb_xstrdup(p->from_name);
-	if (p->to) {
-		m->to = mb_xcalloc(1, sizeof(*m->to));
-		m->to[0].addr = mb_xstrdup(p->to);
-		m->to[0].name = mb_xstrdup(p->to_name);
-		m->n_to = 1;
-	}
-	if (p->cc) {
-		m->cc = mb_xcalloc(1, sizeof(*m->cc));
-		m->cc[0].addr = mb_xstrdup(p->cc);
-		m->n_cc = 1;
-	}
-	free(m->body);
-	m->body = mb_xstrdup("some body text");
-	m->body_len = strlen(m->body);
-	m->has_date = p->date != 0;
-	m->date = p->date;
-	m->message_id = mb_xstrdup(p->message_id);
-	m->in_reply_to = mb_xstrdup(p->in_reply_to);
-	if (mb_index_upsert(idx, &row, NULL, &err) == -1)
-		fail_msg("upsert: %s", err.msg);
-	mb_msg_free(&m);
+	mb_test_put(idx, p->folder, p->uid, &(struct mb_test_msg){
+	    .subject = p->subject ? p->subject : "hello", .from = p->from,
+	    .from_name = p->from_name, .to = p->to, .to_name = p->to_name, .cc = p->cc,
+	    .uidvalidity = p->uidvalidity, .body = "some body text", .date = p->date,
+	    .flags = p->flags, .keywords = p->keywords, .message_id = p->message_id,
+	    .in_reply_to = p->in_reply_to });
 }
 
 static void

@@ -1,0 +1,496 @@
+/*
+ * The overview summaries (migration 0011: contact_stats, contact_names,
+ * thread_stats, count_days, count_senders, count_labels) against the
+ * per-message truth, after every way the writer
+ * changes the index: upserts and a redelivered range, flag updates,
+ * expunges, a move, a thread merge, a new UIDVALIDITY and its purge, a
+ * folder hidden, shown and purged, the account's own addresses changing,
+ * and the migration's backfill of mail indexed before it.  The truth is
+ * computed here from the messages rows (the view message_addrs_of and the
+ * thread's messages) with the readers' own test of a current row
+ * (IDX_CURRENT), and compared with what find_contacts and awaiting_reply
+ * answer, field by field; count_messages without a query is compared with
+ * its per-message path.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "mailbox/account.h"
+#include "mailbox/index.h"
+#include "mailbox/index_raw.h"
+#include "mailbox/index_writes.h"
+#include "mailbox/msg.h"
+#include "mailbox/overview.h"
+#include "mailbox/query.h"
+#include "support_index.h"
+
+#include "../../libmailbox/core/index-private.h"
+
+#define DAY	86400
+#define T0	1704067200	/* 2024-01-01T00:00:00Z */
+#define ME	"me@example.org"
+#define OWN	"(SELECT address FROM account_addresses)"
+#define NO_ROLE	"coalesce(f.role, '') NOT IN ('\\Drafts', '\\Trash', '\\Junk')"
+
+/*
+ * Every contact as find_contacts ranks them, from each message's addresses
+ * (one row per address and message, the first role kept, as message_addrs
+ * keeps it) over current rows.
+ */
+static const char truth_contacts_sql[] =
+	"WITH am AS (SELECT addr, msg, min(role) AS role, sender, date, folder_id, uidvalidity "
+	"FROM message_addrs_of GROUP BY addr, msg) "
+	"SELECT a.addr, sum(a.role = 0) AS received, sum(a.role > 0 AND a.sender IN " OWN ") "
+	"AS sent, count(*) AS n, min(a.date), max(a.date) FROM am AS a JOIN folders AS f "
+	"ON f.id = a.folder_id WHERE " IDX_CURRENT("a", "f") " AND a.addr NOT IN " OWN " "
+	"GROUP BY a.addr ORDER BY received + sent DESC, n DESC, a.addr";
+static const char truth_names_sql[] =
+	"SELECT a.name FROM message_addrs AS a JOIN folders AS f ON f.id = a.folder_id "
+	"WHERE a.addr = ?1 AND a.name IS NOT NULL AND " IDX_CURRENT("a", "f") " "
+	"GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT 5";
+/*
+ * Every thread awaiting a reply: its last dated current message outside
+ * drafts, trash and junk, whose turn it is.  The scenario gives no two
+ * messages of a thread one date, so the last is unambiguous.
+ */
+static const char truth_await_sql[] =
+	"WITH last AS (SELECT m.thread_id AS tid, max(m.sort_date) AS date, m.id AS id, "
+	"lower(coalesce(m.from_addr, '')) AS sender, m.flags AS flags, count(*) AS n "
+	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE "
+	IDX_CURRENT("m", "f") " AND m.sort_date IS NOT NULL AND " NO_ROLE " "
+	"GROUP BY m.thread_id), "
+	"turn AS (SELECT tid, date, id, n, CASE WHEN sender IN " OWN " THEN 1 "
+	"WHEN (flags & 2) = 0 AND EXISTS (SELECT 1 FROM message_addrs_of AS a "
+	"WHERE a.msg = last.id AND a.role > 0 AND a.addr IN " OWN ") THEN 2 ELSE 0 END AS dir "
+	"FROM last) SELECT tid, dir, id, date, n FROM turn WHERE dir > 0 "
+	"ORDER BY date DESC, tid DESC";
+
+struct fx {
+	struct mb_test_index t;
+	int64_t		 inbox, sent, drafts, trash, lists;
+};
+
+static int64_t
+folder(struct fx *f, const char *name, const char *role)
+{
+	struct mb_err err = { 0 };
+	int64_t id;
+
+	if (mb_index_folder_ensure(f->t.idx, name, role, &id, &err) == -1)
+		fail_msg("folder: %s", err.msg);
+	mb_test_folder_examined(f->t.idx, name);
+	return id;
+}
+
+static void
+own(struct fx *f, const char *const *addrs, size_t n)
+{
+	struct mb_account_address a[4];
+	struct mb_err err = { 0 };
+
+	for (size_t i = 0; i < n; i++)
+		a[i] = (struct mb_account_address){ addrs[i], "MY_ADDRESSES" };
+	if (mb_account_set_addresses(f->t.idx, a, n, &err) == -1)
+		fail_msg("own: %s", err.msg);
+}
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	mb_test_index_open(&f->t, "test_index_summaries");
+	f->inbox = f->t.inbox;
+	f->sent = folder(f, "Sent", "\\Sent");
+	f->drafts = folder(f, "Drafts", "\\Drafts");
+	f->trash = folder(f, "Trash", "\\Trash");
+	f->lists = folder(f, "Lists", NULL);
+	own(f, (const char *const[]){ ME }, 1);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	mb_test_index_close(&f->t);
+	free(f);
+	return 0;
+}
+
+static sqlite3_stmt *
+prep(struct fx *f, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(mb_index_db(f->t.idx), sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("prepare: %s", sqlite3_errmsg(mb_index_db(f->t.idx)));
+	return st;
+}
+
+/* find_contacts (everyone, and the names of each) against the truth. */
+static void
+check_contacts(struct fx *f, const char *when)
+{
+	struct mb_contact_page pg;
+	struct mb_err err = { 0 };
+	sqlite3_stmt *st = prep(f, truth_contacts_sql);
+	size_t i = 0;
+
+	if (mb_overview_contacts(f->t.idx, NULL, 0, MB_OVERVIEW_MAX_LIMIT, &pg, &err) == -1)
+		fail_msg("%s: contacts: %s", when, err.msg);
+	for (; sqlite3_step(st) == SQLITE_ROW; i++) {
+		const struct mb_contact *c = &pg.list[i];
+		sqlite3_stmt *nst;
+		size_t k = 0;
+
+		if (i >= pg.n)
+			fail_msg("%s: contact %s missing", when, sqlite3_column_text(st, 0));
+		if (strcmp(c->address, (const char *)sqlite3_column_text(st, 0)) != 0 ||
+		    c->received_from != sqlite3_column_int64(st, 1) ||
+		    c->sent_to != sqlite3_column_int64(st, 2) ||
+		    c->messages != sqlite3_column_int64(st, 3) ||
+		    c->has_dates != (sqlite3_column_type(st, 4) != SQLITE_NULL) ||
+		    (c->has_dates && (c->first_date != sqlite3_column_int64(st, 4) ||
+		    c->last_date != sqlite3_column_int64(st, 5))))
+			fail_msg("%s: contact %zu: %s %lld/%lld/%lld %lld..%lld, truth %s "
+			    "%lld/%lld/%lld %lld..%lld", when, i, c->address,
+			    (long long)c->received_from, (long long)c->sent_to,
+			    (long long)c->messages, (long long)c->first_date,
+			    (long long)c->last_date, sqlite3_column_text(st, 0),
+			    sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+			    sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4),
+			    sqlite3_column_int64(st, 5));
+		nst = prep(f, truth_names_sql);
+		sqlite3_bind_text(nst, 1, c->address, -1, SQLITE_STATIC);
+		for (; sqlite3_step(nst) == SQLITE_ROW; k++)
+			if (k >= c->n_names ||
+			    strcmp(c->names[k], (const char *)sqlite3_column_text(nst, 0)) != 0)
+				fail_msg("%s: %s: name %zu is not %s", when, c->address, k,
+				    sqlite3_column_text(nst, 0));
+		if (k != c->n_names)
+			fail_msg("%s: %s: %zu names, truth %zu", when, c->address, c->n_names, k);
+		sqlite3_finalize(nst);
+	}
+	sqlite3_finalize(st);
+	if (i != pg.n)
+		fail_msg("%s: %zu contacts, truth %zu", when, pg.n, i);
+	mb_contact_page_release(&pg);
+}
+
+/* awaiting_reply (both turns, no age) against the truth. */
+static void
+check_awaiting(struct fx *f, const char *when)
+{
+	struct mb_await_page pg;
+	struct mb_err err = { 0 };
+	sqlite3_stmt *st = prep(f, truth_await_sql);
+	size_t i = 0;
+
+	if (mb_overview_awaiting(f->t.idx, MB_AWAIT_OTHERS | MB_AWAIT_ME, INT64_MAX, 0,
+	    MB_OVERVIEW_MAX_LIMIT, &pg, &err) == -1)
+		fail_msg("%s: awaiting: %s", when, err.msg);
+	for (; sqlite3_step(st) == SQLITE_ROW; i++) {
+		const struct mb_await_thread *t = &pg.list[i];
+
+		if (i >= pg.n)
+			fail_msg("%s: thread %lld missing", when, sqlite3_column_int64(st, 0));
+		if (t->thread_id != sqlite3_column_int64(st, 0) ||
+		    (int)t->dir != sqlite3_column_int(st, 1) || t->id != sqlite3_column_int64(st, 2) ||
+		    t->date != sqlite3_column_int64(st, 3) ||
+		    t->messages != sqlite3_column_int64(st, 4))
+			fail_msg("%s: thread %zu: %lld dir %d last %lld n %lld, truth %lld dir %d "
+			    "last %lld n %lld", when, i, (long long)t->thread_id, (int)t->dir,
+			    (long long)t->id, (long long)t->messages, sqlite3_column_int64(st, 0),
+			    sqlite3_column_int(st, 1), sqlite3_column_int64(st, 2),
+			    sqlite3_column_int64(st, 4));
+	}
+	sqlite3_finalize(st);
+	if (i != pg.n)
+		fail_msg("%s: %zu threads waiting, truth %zu", when, pg.n, i);
+	mb_await_page_release(&pg);
+}
+
+static void
+count(struct fx *f, const char *query, enum mb_count_group g, struct mb_count_page *pg)
+{
+	struct mb_query q;
+	struct mb_err err = { 0 };
+
+	mb_query_init(&q);
+	if (query && mb_query_compile(query, strlen(query), &q, &err) == -1)
+		fail_msg("compile %s: %s", query, err.msg);
+	if (mb_overview_count(f->t.idx, &q, g, 0, MB_OVERVIEW_MAX_LIMIT, pg, &err) == -1)
+		fail_msg("count: %s", err.msg);
+	mb_query_release(&q);
+}
+
+/*
+ * count_messages without a query (the summaries) against the same count
+ * with a filter every message passes, which takes the per-message path.
+ */
+static void
+check_counts(struct fx *f, const char *when)
+{
+	for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_LABEL; g++) {
+		struct mb_count_page sum, per;
+
+		count(f, NULL, (enum mb_count_group)g, &sum);
+		count(f, "smaller:100G", (enum mb_count_group)g, &per);
+		if (sum.total != per.total || sum.ungrouped != per.ungrouped ||
+		    sum.groups != per.groups || sum.n != per.n)
+			fail_msg("%s: by %s: total %lld/%lld ungrouped %lld/%lld groups %lld/%lld",
+			    when, mb_count_group_name((enum mb_count_group)g), (long long)sum.total,
+			    (long long)per.total, (long long)sum.ungrouped, (long long)per.ungrouped,
+			    (long long)sum.groups, (long long)per.groups);
+		for (size_t i = 0; i < sum.n; i++)
+			if (strcmp(sum.rows[i].key, per.rows[i].key) != 0 ||
+			    sum.rows[i].count != per.rows[i].count)
+				fail_msg("%s: by %s: group %zu: %s %lld, truth %s %lld", when,
+				    mb_count_group_name((enum mb_count_group)g), i, sum.rows[i].key,
+				    (long long)sum.rows[i].count, per.rows[i].key,
+				    (long long)per.rows[i].count);
+		mb_count_page_release(&sum);
+		mb_count_page_release(&per);
+	}
+}
+
+static void
+check(struct fx *f, const char *when)
+{
+	check_contacts(f, when);
+	check_awaiting(f, when);
+	check_counts(f, when);
+}
+
+/* Rows of a summary table for folder_id (any generation). */
+static int64_t
+summary_rows(struct fx *f, const char *table_sql, int64_t folder_id)
+{
+	sqlite3_stmt *st = prep(f, table_sql);
+	int64_t n;
+
+	sqlite3_bind_int64(st, 1, folder_id);
+	n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	return n;
+}
+
+/*
+ * A small mailbox with every shape the summaries distinguish: threads
+ * across INBOX and Sent, a draft and a trashed last word, names that
+ * differ, a Cc, an undated message, a list.
+ */
+static void
+mailbox(struct fx *f)
+{
+	struct mb_index *x = f->t.idx;
+
+	mb_test_put(x, f->inbox, 1, &(struct mb_test_msg){ .subject = "q1", .from = "Anna@Acme.example",
+	    .from_name = "Anna B", .to = ME, .date = T0, .keywords = "project-x $Important",
+	    .message_id = "t1a@x" });
+	mb_test_put(x, f->sent, 1, &(struct mb_test_msg){ .subject = "re: q1", .from = ME, .to =
+	    "anna@acme.example", .to_name = "Anna Bell", .cc = "carol@acme.example",
+	    .date = T0 + DAY, .message_id = "t1b@x", .in_reply_to = "t1a@x" });
+	mb_test_put(x, f->inbox, 2, &(struct mb_test_msg){ .subject = "q2", .from = "bob@b.example",
+	    .to = ME, .cc = "carol@acme.example", .date = T0 + 2 * DAY, .keywords = "project-x",
+	    .message_id = "t2@x" });
+	mb_test_put(x, f->drafts, 1, &(struct mb_test_msg){ .subject = "re: q2", .from = ME,
+	    .to = "bob@b.example", .date = T0 + 3 * DAY, .message_id = "t2b@x",
+	    .in_reply_to = "t2@x" });
+	mb_test_put(x, f->inbox, 3, &(struct mb_test_msg){ .subject = "q3", .from = "anna@acme.example",
+	    .from_name = "Anna", .to = ME, .date = T0 + 4 * DAY, .message_id = "t3@x" });
+	mb_test_put(x, f->trash, 1, &(struct mb_test_msg){ .subject = "re: q3", .from = "dave@d.example",
+	    .to = ME, .date = T0 + 5 * DAY, .message_id = "t3b@x", .in_reply_to = "t3@x" });
+	mb_test_put(x, f->inbox, 4, &(struct mb_test_msg){ .subject = "undated",
+	    .from = "nodate@acme.example", .to = ME, .message_id = "t4@x" });
+	mb_test_put(x, f->lists, 1, &(struct mb_test_msg){ .subject = "news", .from = "list@l.example",
+	    .to = "all@l.example", .date = T0 + 6 * DAY, .message_id = "t5@x" });
+	/* no From at all: its recipients are contacts all the same */
+	mb_test_put(x, f->inbox, 5, &(struct mb_test_msg){ .subject = "anonymous", .from = "",
+	    .to = "gil@g.example", .cc = ME, .date = T0 + 8 * DAY, .message_id = "t6@x" });
+	mb_test_put(x, f->lists, 2, &(struct mb_test_msg){ .subject = "re: news", .from = "bob@b.example",
+	    .to = "all@l.example", .cc = ME, .date = T0 + 7 * DAY, .message_id = "t5b@x",
+	    .in_reply_to = "t5@x" });
+}
+
+static void
+test_upsert_flags_expunge(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *x = f->t.idx;
+	struct mb_err err = { 0 };
+	bool changed;
+
+	check(f, "empty");
+	mailbox(f);
+	check(f, "upserted");
+	mailbox(f);
+	check(f, "redelivered unchanged");
+	/* a redelivery that changes the people and the date of a message */
+	mb_test_put(x, f->sent, 1, &(struct mb_test_msg){ .subject = "re: q1", .from = ME,
+	    .to = "erin@e.example", .to_name = "Erin", .date = T0 + 9 * DAY,
+	    .message_id = "t1b@x", .in_reply_to = "t1a@x" });
+	check(f, "redelivered changed");
+
+	assert_int_equal(mb_index_update_flags(x, f->inbox, 1, 2, MB_FLAG_ANSWERED, NULL, 0, &err),
+	    0);
+	check(f, "answered");
+	assert_int_equal(mb_index_update_flags_changed(x, f->inbox, 1, 2, MB_FLAG_SEEN, "done", 0,
+	    &changed, &err), 0);
+	assert_true(changed);
+	check(f, "reconciled");
+
+	/* anna's newest, then her oldest: her dates are read again */
+	assert_int_equal(mb_index_delete(x, f->inbox, 1, 3, &err), 0);
+	check(f, "expunged newest");
+	assert_int_equal(mb_index_delete(x, f->inbox, 1, 1, &err), 0);
+	check(f, "expunged oldest");
+	assert_int_equal(mb_index_delete(x, f->sent, 1, 1, &err), 0);
+	check(f, "expunged a thread's last");
+	assert_int_equal(mb_index_delete(x, f->inbox, 1, 5, &err), 0);
+	check(f, "expunged the message without a sender");
+}
+
+static void
+test_move_merge(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *x = f->t.idx;
+	struct mb_err err = { 0 };
+	int64_t id = 0;
+
+	mailbox(f);
+	/* bob's question moves to Lists; then the list thread's reply to Trash */
+	assert_int_equal(mb_index_message_find(x, f->inbox, 1, 2, &id, &err), 0);
+	assert_int_equal(mb_index_message_rekey(x, id, f->lists, 1, 9, &err), 0);
+	check(f, "moved");
+	assert_int_equal(mb_index_message_find(x, f->lists, 1, 2, &id, &err), 0);
+	assert_int_equal(mb_index_message_rekey(x, id, f->trash, 1, 9, &err), 0);
+	check(f, "moved to trash");
+
+	/* two replies to a parent never fetched, then the parent, linking a third thread */
+	mb_test_put(x, f->inbox, 10, &(struct mb_test_msg){ .subject = "a", .from = "fay@f.example",
+	    .to = ME, .date = T0 + 20 * DAY, .message_id = "m1@x", .in_reply_to = "p@x" });
+	mb_test_put(x, f->sent, 10, &(struct mb_test_msg){ .subject = "b", .from = ME,
+	    .to = "fay@f.example", .date = T0 + 21 * DAY, .message_id = "m2@x",
+	    .in_reply_to = "t3@x" });
+	check(f, "two threads");
+	mb_test_put(x, f->inbox, 11, &(struct mb_test_msg){ .subject = "p", .from = "fay@f.example",
+	    .to = ME, .date = T0 + 19 * DAY, .message_id = "p@x", .in_reply_to = "m2@x" });
+	check(f, "merged");
+}
+
+static void
+test_generations_and_hidden_folders(void **state)
+{
+	static const char cs_sql[] = "SELECT count(*) FROM contact_stats WHERE folder_id = ?1";
+	static const char ts_sql[] = "SELECT count(*) FROM thread_stats WHERE folder_id = ?1";
+	struct fx *f = *state;
+	struct mb_index *x = f->t.idx;
+	struct mb_folder_state fs;
+	struct mb_err err = { 0 };
+	unsigned n = 0, absent = 0;
+
+	mailbox(f);
+	/* INBOX gets a new UIDVALIDITY: its old rows stop counting at once */
+	assert_int_equal(mb_index_folder_get(x, "INBOX", &fs, &err), 0);
+	fs.uidvalidity = 2;
+	assert_int_equal(mb_index_folder_update(x, &fs, &err), 0);
+	mb_folder_state_release(&fs);
+	check(f, "new generation");
+	mb_test_put(x, f->inbox, 1, &(struct mb_test_msg){ .subject = "q1", .from = "anna@acme.example",
+	    .to = ME, .uidvalidity = 2, .date = T0, .message_id = "t1a@x" });
+	check(f, "new generation refilled");
+	assert_int_equal(mb_index_purge_generations(x, f->inbox, 2, &n, &err), 0);
+	assert_int_equal(n, 5);
+	check(f, "old generation purged");
+	assert_int_equal(mb_index_purge_generations(x, f->inbox, 2, &n, &err), 0);
+	assert_int_equal(n, 0);
+
+	/* Lists hidden (LIST stopped showing it), shown again, hidden and purged */
+	assert_int_equal(mb_index_folder_presence(x, f->lists, false, &absent, &err), 0);
+	check(f, "hidden");
+	assert_int_equal(mb_index_folder_presence(x, f->lists, true, &absent, &err), 0);
+	check(f, "shown again");
+	assert_int_equal(mb_index_folder_presence(x, f->lists, false, &absent, &err), 0);
+	assert_int_equal(mb_index_purge_folder(x, f->lists, &n, &err), 0);
+	assert_int_equal(n, 2);
+	check(f, "purged folder");
+	assert_int_equal(summary_rows(f, cs_sql, f->lists), 0);
+	assert_int_equal(summary_rows(f, ts_sql, f->lists), 0);
+}
+
+static void
+test_own_addresses_change(void **state)
+{
+	struct fx *f = *state;
+
+	mailbox(f);
+	own(f, (const char *const[]){ ME, "bob@b.example" }, 2);
+	check(f, "bob is me too");
+	own(f, (const char *const[]){ "anna@acme.example" }, 1);
+	check(f, "only anna is me");
+	own(f, (const char *const[]){ "anna@acme.example" }, 1);
+	check(f, "the same set again");
+	own(f, (const char *const[]){ ME }, 1);
+	check(f, "back to me");
+}
+
+/*
+ * Mail indexed before migration 0011: its objects are dropped and its
+ * record removed, and opening the index applies it again with its
+ * backfill, which must give the summaries the triggers would have kept.
+ */
+static void
+test_migration_backfill(void **state)
+{
+	static const char undo_sql[] =
+		"DROP TRIGGER contact_stats_insert; DROP TRIGGER contact_stats_delete; "
+		"DROP TRIGGER thread_stats_insert; DROP TRIGGER thread_stats_delete; "
+		"DROP TRIGGER thread_stats_update; DROP VIEW contact_stats_of; "
+		"DROP VIEW contact_names_of; DROP VIEW thread_stats_of; DROP TABLE contact_stats; "
+		"DROP TABLE contact_names; DROP TABLE thread_stats; DROP TRIGGER count_stats_insert; "
+		"DROP TRIGGER count_stats_delete; DROP TRIGGER count_stats_update; "
+		"DROP TABLE count_days; DROP TABLE count_senders; DROP TABLE count_labels; "
+		"ALTER TABLE messages DROP COLUMN sort_day; "
+		"DELETE FROM schema_migrations WHERE version = 11";
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+
+	mailbox(f);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->t.idx), undo_sql, NULL, NULL, NULL),
+	    SQLITE_OK);
+	mb_index_close(&f->t.idx);
+	if (mb_index_open(f->t.path, MB_INDEX_RW, &f->t.idx, &err) == -1)
+		fail_msg("reopen: %s", err.msg);
+	assert_int_equal(mb_test_index_int(&f->t, "SELECT count(*) FROM thread_stats") > 0, 1);
+	check(f, "backfilled");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_upsert_flags_expunge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_move_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_generations_and_hidden_folders, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_own_addresses_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration_backfill, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
