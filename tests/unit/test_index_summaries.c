@@ -420,12 +420,19 @@ test_generations_and_hidden_folders(void **state)
 	assert_int_equal(mb_index_purge_generations(x, f->inbox, 2, &n, &err), 0);
 	assert_int_equal(n, 0);
 
-	/* Lists hidden (LIST stopped showing it), shown again, hidden and purged */
-	assert_int_equal(mb_index_folder_presence(x, f->lists, false, &absent, &err), 0);
+	/*
+	 * Lists hidden (LIST stopped showing it), shown again, left out of
+	 * SYNC_FOLDERS (listed, not wanted: hidden too), back, hidden and purged.
+	 */
+	assert_int_equal(mb_index_folder_presence(x, f->lists, false, true, &absent, &err), 0);
 	check(f, "hidden");
-	assert_int_equal(mb_index_folder_presence(x, f->lists, true, &absent, &err), 0);
+	assert_int_equal(mb_index_folder_presence(x, f->lists, true, true, &absent, &err), 0);
 	check(f, "shown again");
-	assert_int_equal(mb_index_folder_presence(x, f->lists, false, &absent, &err), 0);
+	assert_int_equal(mb_index_folder_presence(x, f->lists, true, false, &absent, &err), 0);
+	check(f, "left out of SYNC_FOLDERS");
+	assert_int_equal(mb_index_folder_presence(x, f->lists, true, true, &absent, &err), 0);
+	check(f, "wanted again");
+	assert_int_equal(mb_index_folder_presence(x, f->lists, false, true, &absent, &err), 0);
 	assert_int_equal(mb_index_purge_folder(x, f->lists, &n, &err), 0);
 	assert_int_equal(n, 2);
 	check(f, "purged folder");
