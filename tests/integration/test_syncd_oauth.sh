@@ -24,20 +24,11 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
+. "$src/tests/lib/testenv.sh"
 modules=$src/.deps/npm/node_modules
-[ -d "$modules/oidc-provider" ] || { echo "SKIP: oidc-provider not installed (scripts/deps)"; exit 0; }
 
-work=$(mktemp -d)
-ok=0
-as_pid=
-daemon_pid=
-cleanup() {
-	[ -z "$daemon_pid" ] || kill "$daemon_pid" 2>/dev/null || true
-	[ -z "$as_pid" ] || kill "$as_pid" 2>/dev/null || true
-	if [ $ok = 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; tail -n 30 "$work/syncd.log" >&2 || true; fi
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+testenv_begin daemon_pid:TERM as_pid:TERM
+[ -d "$modules/oidc-provider" ] || fail "no oidc-provider: run scripts/deps"
 rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 json() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{
 	const v=JSON.parse(s)[process.argv[1]];console.log(Array.isArray(v)?v.join("\n"):v)})' "$1"; }
