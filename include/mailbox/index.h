@@ -62,6 +62,14 @@ void	mb_index_per_thread_handles(void);
  */
 int	mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err);
 
+/*
+ * Bytes of text FTS5 has handed the tokenizer for snippet() and the other
+ * auxiliary functions, in this process so far (indexing and queries are not
+ * counted).  A cost counter: re-tokenizing a long column is what a snippet
+ * costs, and the tests bound it per search (docs/attachments.md, "Snippets").
+ */
+uint64_t	mb_index_snippet_bytes(void);
+
 /* The highest applied migration, and the highest this code knows. */
 int	mb_index_schema_version(struct mb_index *idx, int *version_r, struct mb_err *err);
 int	mb_index_code_schema_version(void);

@@ -140,4 +140,10 @@ void	mb_query_release(struct mb_query *q);	/* frees strings; q becomes empty */
 int	mb_query_excerpt(const struct mb_query *q, const char *text, size_t len,
 	    size_t max_chars, struct mb_buf *out);
 
+/*
+ * Where in text (len bytes) mb_query_excerpt() would find its first word:
+ * 0 with the byte offset in *at_r, or -1 when no word of q occurs literally.
+ */
+int	mb_query_find(const struct mb_query *q, const char *text, size_t len, size_t *at_r);
+
 #endif

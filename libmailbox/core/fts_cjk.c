@@ -23,6 +23,7 @@
  * mixes ASCII letters and digits (v4, 1rc1, 10am) also carries its first run
  * of digits at the same position, so the query 4.2.1 finds v4.2.1.
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +36,9 @@
 #include "mailbox/util.h"
 
 #include "index-private.h"
+
+/* mb_index_snippet_bytes(): relaxed, since it is a statistic (mcpd reads on several threads) */
+static _Atomic uint64_t aux_bytes;
 
 struct cjk_tok {
 	fts5_tokenizer	 parent;	/* the parent's methods */
@@ -252,6 +256,8 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 	uint32_t *map;
 	int rc;
 
+	if ((flags & FTS5_TOKENIZE_AUX) && ntext > 0)
+		atomic_fetch_add_explicit(&aux_bytes, (uint64_t)ntext, memory_order_relaxed);
 	if (ntext <= 0 || !mb_utf8_fold(text, (size_t)ntext, &folded, &nfolded, &map))
 		return cjk_split((struct cjk_tok *)p, &out, flags, text, ntext);
 	if (nfolded > INT32_MAX) {
@@ -264,6 +270,12 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 	free(folded);
 	free(map);
 	return rc;
+}
+
+uint64_t
+mb_index_snippet_bytes(void)
+{
+	return atomic_load_explicit(&aux_bytes, memory_order_relaxed);
 }
 
 fts5_api *

@@ -169,12 +169,9 @@ char	*idx_col_text(sqlite3_stmt *st, int col, size_t *len_r);
 int	idx_thread_assign(struct mb_index *idx, const struct mb_msg *m, int64_t keep_tid,
 	    int64_t *tid_r, struct mb_err *err);
 
-/*
- * For each hit with attachments, whether match (an FTS5 MATCH expression)
- * found an attachment's text or file name, and which (index_attachments.c):
- * fills the hits' att_* fields.  Runs inside the search's transaction.
- */
 struct mb_search_hit;
+struct mb_query;
+struct mb_buf;
 
 /*
  * A page of text (len bytes of UTF-8): at most cap characters from
@@ -185,8 +182,40 @@ struct mb_search_hit;
 void	idx_text_page(const char *text, size_t len, size_t offset, size_t cap, char **page_r,
 	    size_t *page_len_r, bool *more_r, int64_t *next_r);
 
-int	idx_attachment_hits(struct mb_index *idx, const char *match, struct mb_search_hit *hits,
-	    size_t n, struct mb_err *err);
+/*
+ * For each hit with attachments, whether q's MATCH expression found an
+ * attachment's text or file name, which attachment, and a snippet of its
+ * text with q's words marked (index_attach_hits.c): fills the hits' att_*
+ * fields, reading a bounded window of the text whatever its length.  Runs
+ * inside the search's transaction.
+ */
+int	idx_attachment_hits(struct mb_index *idx, const struct mb_query *q,
+	    struct mb_search_hit *hits, size_t n, struct mb_err *err);
+
+/* The columns of messages_fts (migrations/0005) that the snippet code names. */
+enum {
+	IDX_FTS_BODY = 3,
+	IDX_FTS_ATT_NAMES = 4,
+	IDX_FTS_ATT_TEXT = 5,
+};
+
+/*
+ * Register mb_snippet_column, mb_hit_offset and mb_column_tokens, FTS5
+ * functions that read where a row's matches are without tokenizing it
+ * (fts_hits.c).
+ */
+int	mb_fts_hits_register(sqlite3 *db, struct mb_err *err);
+
+/*
+ * Mark the words of q in text (len bytes of UTF-8, short: it is tokenized
+ * whole) wherever the index's tokenizer makes a word the same as a word of q
+ * (stemmed, folded, any case): appends to out about max_bytes of text from a
+ * quarter of them before the first such word, each marked **like this**,
+ * and sets [*from_r, *to_r) to the bytes of text that went out.  Returns 0,
+ * or -1 when no word is marked (out may then hold part of text).
+ */
+int	mb_fts_mark(sqlite3 *db, const struct mb_query *q, const char *text, size_t len,
+	    size_t max_bytes, struct mb_buf *out, size_t *from_r, size_t *to_r);
 
 /* The fts5_api of db, through the documented pointer-passing interface
  * (fts_cjk.c); NULL when SQLite has no FTS5.  Borrowed: it lives as long as db. */

@@ -1,8 +1,8 @@
 /*
  * Attachments in the index (include/mailbox/attachments.h): the reads of
- * get_attachment, which attachment a search hit came from, the rows that
- * still wait for extraction, their outcome, and the blob check of the
- * garbage collection.  The rows themselves are written with their message
+ * get_attachment, the rows that still wait for extraction, their outcome,
+ * and the blob check of the garbage collection.  Which attachment a search
+ * hit came from is index_attach_hits.c's.  The rows themselves are written with their message
  * (index_messages.c); docs/attachments.md has the design.
  */
 #include <stdlib.h>
@@ -12,7 +12,6 @@
 
 #include "mailbox/attachments.h"
 #include "mailbox/buf.h"
-#include "mailbox/search.h"
 #include "mailbox/utf8.h"
 #include "mailbox/util.h"
 
@@ -21,24 +20,6 @@
 static const char read_sql[] =
 	"SELECT id, message_id, ordinal, filename, mime_type, size, is_inline, sha256,"
 	" extract_status, extracted_text FROM attachments WHERE id = ?1";
-
-/*
- * The attachment columns of the FTS table (migration 0005: 4 att_names, 5
- * att_text) for one row, marked like the hits' snippets.  "rowid = ?2" is
- * one doclist seek, and this runs only for hits that have attachments.
- */
-static const char snip_sql[] =
-	"SELECT snippet(messages_fts, 5, '**', '**', '…', 16),"
-	" snippet(messages_fts, 4, '**', '**', '…', 8)"
-	" FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid = ?2";
-
-/* The first attachment (in MIME order) whose text, or name, holds ?2. */
-static const char by_text_sql[] =
-	"SELECT id, filename FROM attachments WHERE message_id = ?1"
-	" AND instr(extracted_text, ?2) > 0 ORDER BY ordinal LIMIT 1";
-static const char by_name_sql[] =
-	"SELECT id, filename FROM attachments WHERE message_id = ?1"
-	" AND instr(filename, ?2) > 0 ORDER BY ordinal LIMIT 1";
 
 static const char backlog_sql[] =
 	"SELECT id, sha256, mime_type, filename FROM attachments"
@@ -127,134 +108,6 @@ mb_attachment_page_release(struct mb_attachment_page *a)
 	free(a->status);
 	free(a->text);
 	memset(a, 0, sizeof(*a));
-}
-
-/* ---- which attachment a hit came from */
-
-/*
- * The verbatim text to look for from a snippet: markers removed, the
- * longest run between "…" cuts (snippet() copies the column's text, so it
- * is a substring of one attachment unless it spans two); with longest
- * false, the first marked word alone.  NULL when the snippet marks nothing.
- */
-static char *
-snippet_needle(const char *snip, bool longest)
-{
-	struct mb_buf b = MB_BUF_INIT(4096), best = MB_BUF_INIT(4096);
-	const char *p = strstr(snip, "**"), *q;
-
-	if (p == NULL)
-		return NULL;
-	if (!longest) {
-		q = strstr(p + 2, "**");
-		if (q == NULL || q == p + 2)
-			return NULL;
-		(void)mb_buf_add(&b, p + 2, (size_t)(q - p - 2));
-		return mb_buf_detach(&b, NULL);
-	}
-	for (p = snip;; ) {
-		if (strncmp(p, "**", 2) == 0) {
-			p += 2;
-			continue;
-		}
-		if (*p == '\0' || strncmp(p, "…", strlen("…")) == 0) {
-			while (b.len > 0 && (b.data[b.len - 1] == ' ' || b.data[b.len - 1] == '\n'))
-				mb_buf_truncate(&b, b.len - 1);
-			if (b.len > best.len) {
-				mb_buf_reset(&best);
-				(void)mb_buf_add(&best, b.data, b.len);
-			}
-			mb_buf_reset(&b);
-			if (*p == '\0')
-				break;
-			p += strlen("…");
-			while (*p == ' ' || *p == '\n')
-				p++;
-			continue;
-		}
-		(void)mb_buf_addc(&b, *p++);
-	}
-	mb_buf_release(&b);
-	return best.len > 0 ? mb_buf_detach(&best, NULL) : (mb_buf_release(&best), NULL);
-}
-
-/* The attachment of message msg_id whose text (or name) holds the snippet's words. */
-static int
-find_attachment(struct mb_index *idx, const char *sql, int64_t msg_id, const char *snip,
-    struct mb_search_hit *h, struct mb_err *err)
-{
-	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
-
-	if (st == NULL)
-		return -1;
-	for (int pass = 0; pass < 2 && h->att_id == 0; pass++) {
-		char *needle = snippet_needle(snip, pass == 0);
-		int rc;
-
-		if (needle == NULL)
-			continue;
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, msg_id);
-		sqlite3_bind_text(st, 2, needle, -1, SQLITE_STATIC);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			h->att_id = sqlite3_column_int64(st, 0);
-			h->att_name = idx_col_text(st, 1, NULL);
-		}
-		sqlite3_reset(st);
-		free(needle);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-			idx_stmt_done(st);
-			return idx_sqlerr(idx, rc, "search: attachment match", err);
-		}
-	}
-	idx_stmt_done(st);
-	return 0;
-}
-
-int
-idx_attachment_hits(struct mb_index *idx, const char *match, struct mb_search_hit *hits,
-    size_t n, struct mb_err *err)
-{
-	sqlite3_stmt *st;
-
-	for (size_t i = 0; i < n; i++) {
-		struct mb_search_hit *h = &hits[i];
-		char *text = NULL, *name = NULL;
-		int rc;
-
-		if (h->attachment_count == 0)
-			continue;
-		if ((st = idx_stmt_sql(idx, snip_sql, err)) == NULL)
-			return -1;
-		sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, h->id);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			text = idx_col_text(st, 0, NULL);
-			name = idx_col_text(st, 1, NULL);
-		}
-		idx_stmt_done(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			return idx_sqlerr(idx, rc, "search: attachment snippets", err);
-		rc = 0;
-		if (text != NULL && strstr(text, "**") != NULL) {
-			rc = find_attachment(idx, by_text_sql, h->id, text, h, err);
-			if (h->att_id != 0) {
-				h->att_snippet = text;
-				text = NULL;
-			}
-		}
-		if (rc == 0 && h->att_id == 0 && name != NULL && strstr(name, "**") != NULL) {
-			rc = find_attachment(idx, by_name_sql, h->id, name, h, err);
-			h->att_by_name = h->att_id != 0;
-		}
-		free(text);
-		free(name);
-		if (rc == -1)
-			return -1;
-	}
-	return 0;
 }
 
 /* ---- re-extraction */

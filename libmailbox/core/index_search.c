@@ -123,7 +123,9 @@ static const char hit_sql[] =
  * snippet() runs for the listed rows only.
  */
 static const char snippet_sql[] =
-	"SELECT rowid, snippet(messages_fts, ?54, '**', '**', '…', 16) FROM messages_fts "
+	"SELECT rowid, snippet(messages_fts, "
+	"CASE WHEN ?54 >= 0 THEN ?54 ELSE mb_snippet_column(messages_fts) END, "
+	"'**', '**', '…', 16) FROM messages_fts "
 	"WHERE messages_fts MATCH ?1 AND rowid >= ?52 AND rowid <= ?53 AND +rowid IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19"
 	", ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35"
 	", ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51)";
@@ -343,18 +345,22 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 /* ---- the page's rows and snippets */
 
 /*
- * snippet()'s column argument for q.  -1 (the best column) tokenizes every
- * column of the row, the body too, only to score the columns that have no
- * hit at zero; when every positive term is restricted to one column
- * (subject:, from:, to:, body:) the hits can only be there, and naming it
- * gives the same snippet for a fraction of the work (0.1 instead of 0.5 ms a
- * page for subject:money).
+ * snippet()'s column argument for q.  snippet() tokenizes every column it
+ * is given from its first byte, and with -1 (the best column) all of them,
+ * only to score the columns that have no hit at zero; when every positive
+ * term is restricted to one column (subject:, from:, to:, body:) the hits
+ * can only be there, and naming it gives the same snippet for a fraction of
+ * the work (0.1 instead of 0.5 ms a page for subject:money).  Otherwise -1
+ * here, and snippet_sql asks mb_snippet_column (fts_hits.c) for the column
+ * from the positions of the matches.  Never att_text: its 200,000
+ * characters would be tokenized for every hit; a match there is shown by
+ * index_attach_hits.c from a bounded window (docs/attachments.md).
  */
 static int
 snippet_column(const struct mb_query *q)
 {
 	static const char *const columns[] = { "subject", "from_text", "recipients", "body",
-	    "att_names", "att_text" };
+	    "att_names" };
 
 	for (size_t i = 0; q->column != NULL && i < MB_ARRAY_LEN(columns); i++)
 		if (strcmp(q->column, columns[i]) == 0)
@@ -559,7 +565,7 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 		goto out;
 	if (search_hits(idx, q, &pg, page, err) == -1)
 		goto out;
-	if (q->match && idx_attachment_hits(idx, q->match, page->hits, page->n, err) == -1)
+	if (q->match && idx_attachment_hits(idx, q, page->hits, page->n, err) == -1)
 		goto out;
 	page->more = pg.more;
 	page->next_offset = offset + (int64_t)pg.n;

@@ -521,19 +521,36 @@ first_bytes(const struct mb_query *q, bool set[256])
 	}
 }
 
+/* The first place in text a term of q starts, or len. */
+static size_t
+first_match(const struct mb_query *q, const char *text, size_t len, const bool can_start[256])
+{
+	for (size_t i = 0; i < len; i++)
+		if (can_start[(unsigned char)text[i]] && ((unsigned char)text[i] & 0xc0) != 0x80 &&
+		    match_at(q, text, len, i) > 0)
+			return i;
+	return len;
+}
+
+int
+mb_query_find(const struct mb_query *q, const char *text, size_t len, size_t *at_r)
+{
+	bool can_start[256];
+
+	first_bytes(q, can_start);
+	*at_r = first_match(q, text, len, can_start);
+	return *at_r < len ? 0 : -1;
+}
+
 int
 mb_query_excerpt(const struct mb_query *q, const char *text, size_t len, size_t max_chars,
     struct mb_buf *out)
 {
-	size_t i, first = len, start, end, chars, m;
+	size_t i, first, start, end, chars, m;
 	bool can_start[256];
 
 	first_bytes(q, can_start);
-	for (i = 0; i < len && first == len; i++)
-		if (can_start[(unsigned char)text[i]] && ((unsigned char)text[i] & 0xc0) != 0x80 &&
-		    match_at(q, text, len, i) > 0)
-			first = i;
-	if (first == len)
+	if ((first = first_match(q, text, len, can_start)) == len)
 		return -1;
 	/* back up about a quarter of the budget, to a word start */
 	start = first;

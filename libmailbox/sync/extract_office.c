@@ -172,6 +172,9 @@ xml_next(struct office *o, xmlTextReaderPtr rd, int *type_r, const char **name_r
 {
 	int rc = xmlTextReaderRead(rd);
 
+	/* set on every path: gcc -O3 cannot see that ex_fail() returns -1 (-Wmaybe-uninitialized) */
+	*type_r = 0;
+	*name_r = "";
 	if (rc == -1)
 		return ex_fail(o->out, "failed: the document's XML is damaged");
 	if (rc != 1)
