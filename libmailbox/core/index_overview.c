@@ -75,7 +75,7 @@ mb_count_group_name(enum mb_count_group g)
  * table row by rowid than seek the same id in the index.
  */
 #define COUNT_FROM_COVERED \
-	COUNT_FROM("INDEXED BY messages_search_filter ", SEARCH_FILTERS_COVERED, \
+	COUNT_FROM("INDEXED BY messages_search_filter ", SEARCH_FILTERS_ROW, \
 	    SEARCH_DATES_COVERED)
 #define COUNT_FROM_ALL		COUNT_FROM("", SEARCH_FILTERS, SEARCH_DATES)
 #define GROUP_SQL(key, from) \

@@ -51,8 +51,14 @@ struct mb_query;
  * handful of rows, lower-cased); to:me finds the address as a whole JSON
  * string in to_json or cc_json, so "bob@x" never matches "jimbob@x".
  */
-#define SEARCH_FILTERS_COVERED \
-	SEARCH_CURRENT "AND (?2 IS NULL OR m.folder_id = ?2) " \
+#define SEARCH_FILTERS_COVERED	SEARCH_CURRENT "AND " SEARCH_FILTERS_ROW
+/*
+ * The covered filters without SEARCH_CURRENT, for a statement that joins
+ * the folder and tests IDX_CURRENT itself (the counts): a second lookup of
+ * the folder per row would cost a count one more seek per message.
+ */
+#define SEARCH_FILTERS_ROW \
+	"(?2 IS NULL OR m.folder_id = ?2) " \
 	"AND (m.flags & ?5) = ?5 AND (m.flags & ?6) = 0 " \
 	"AND (?7 IS NULL OR (m.attachment_count > 0) = ?7) " \
 	"AND (?11 IS NULL OR m.size >= ?11) AND (?12 IS NULL OR m.size < ?12) " \
