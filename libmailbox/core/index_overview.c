@@ -64,7 +64,7 @@ mb_count_group_name(enum mb_count_group g)
  * to:me) names only columns of messages_search_filter (migrations/0012) and
  * the date as SEARCH_DATE_COVERED, never the generated sort_date, so SQLite reads
  * that index alone; naming sort_date, to_json, cc_json or message_id would
- * make it read every table row with its bodies (ten times the time at
+ * make it read every table row with its bodies (five to eight times the CPU at
  * 100,000 messages, docs/benchmarks.md).  The other tests every filter.
  */
 #define COUNT_FROM(indexed, filters, dates) \
