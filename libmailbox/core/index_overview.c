@@ -1,7 +1,7 @@
 /*
  * count_messages and awaiting_reply over the index (mailbox/overview.h).
- * Counting a query reads the covering index messages_overview (migration
- * 0007), counting everything the summaries count_days, count_senders and
+ * Counting a query reads the covering index messages_search_filter (migration
+ * 0012), counting everything the summaries count_days, count_senders and
  * count_labels (0011), awaiting_reply the summary rows of thread_stats
  * (0011): none reads the table's pages, which hold the bodies.  Every statement tests IDX_CURRENT,
  * so a row of an older UIDVALIDITY generation or a hidden folder is never
@@ -59,27 +59,46 @@ mb_count_group_name(enum mb_count_group g)
  * senders are read row by row and grouped here (count_row), which costs a
  * quarter of a GROUP BY on strftime() or lower(): the index scan is the
  * same, but no temporary b-tree is built and no SQL function runs per row.
+ *
+ * Each comes twice.  The covered one (idx_search_covered(q): no id:, no
+ * to:me) names only columns of messages_search_filter (migrations/0012) and
+ * the date as SEARCH_DATE_COVERED, never the generated sort_date, so SQLite reads
+ * that index alone; naming sort_date, to_json, cc_json or message_id would
+ * make it read every table row with its bodies (five to eight times the CPU at
+ * 100,000 messages, docs/benchmarks.md).  The other tests every filter.
  */
-#define COUNT_FROM \
-	" FROM messages AS m JOIN folders AS f ON f.id = m.folder_id WHERE " \
-	IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS "AND " SEARCH_DATES
-#define GROUP_SQL(key) \
-	"SELECT " key ", count(*)" COUNT_FROM " GROUP BY 1"
-#define GROUP_SQL_MATCH(key) \
-	"SELECT " key ", count(*)" COUNT_FROM " AND " IDX_QUERY_MATCH("m") " GROUP BY 1"
-#define ROW_SQL(col) \
-	"SELECT " col ", 1" COUNT_FROM
-#define ROW_SQL_MATCH(col) \
-	"SELECT " col ", 1" COUNT_FROM " AND " IDX_QUERY_MATCH("m")
+#define COUNT_FROM(indexed, filters, dates) \
+	" FROM messages AS m " indexed "JOIN folders AS f ON f.id = m.folder_id WHERE " \
+	IDX_CURRENT("m", "f") " AND " filters "AND " dates
+/*
+ * Named, because with words the planner would rather fetch each match's
+ * table row by rowid than seek the same id in the index.
+ */
+#define COUNT_FROM_COVERED \
+	COUNT_FROM("INDEXED BY messages_search_filter ", SEARCH_FILTERS_ROW, \
+	    SEARCH_DATES_COVERED)
+#define COUNT_FROM_ALL		COUNT_FROM("", SEARCH_FILTERS, SEARCH_DATES)
+#define GROUP_SQL(key, from) \
+	"SELECT " key ", count(*)" from " GROUP BY 1"
+#define GROUP_SQL_MATCH(key, from) \
+	"SELECT " key ", count(*)" from " AND " IDX_QUERY_MATCH("m") " GROUP BY 1"
+#define ROW_SQL(col, from) \
+	"SELECT " col ", 1" from
+#define ROW_SQL_MATCH(col, from) \
+	"SELECT " col ", 1" from " AND " IDX_QUERY_MATCH("m")
+/* [covered][words]: without and with text terms. */
+#define COUNT_SQL(what, key, date) { \
+	{ what(key, COUNT_FROM_ALL), what##_MATCH(key, COUNT_FROM_ALL) }, \
+	{ what(date, COUNT_FROM_COVERED), what##_MATCH(date, COUNT_FROM_COVERED) } }
 
-static const char *const count_sql[][2] = {
-	[MB_COUNT_FOLDER] = { GROUP_SQL("f.name"), GROUP_SQL_MATCH("f.name") },
-	[MB_COUNT_YEAR] = { ROW_SQL("m.sort_date"), ROW_SQL_MATCH("m.sort_date") },
-	[MB_COUNT_MONTH] = { ROW_SQL("m.sort_date"), ROW_SQL_MATCH("m.sort_date") },
-	[MB_COUNT_DAY] = { ROW_SQL("m.sort_date"), ROW_SQL_MATCH("m.sort_date") },
-	[MB_COUNT_SENDER] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
-	[MB_COUNT_SENDER_DOMAIN] = { ROW_SQL("m.from_addr"), ROW_SQL_MATCH("m.from_addr") },
-	[MB_COUNT_LABEL] = { GROUP_SQL("m.keywords"), GROUP_SQL_MATCH("m.keywords") },
+static const char *const count_sql[][2][2] = {
+	[MB_COUNT_FOLDER] = COUNT_SQL(GROUP_SQL, "f.name", "f.name"),
+	[MB_COUNT_YEAR] = COUNT_SQL(ROW_SQL, SEARCH_DATE, SEARCH_DATE_COVERED),
+	[MB_COUNT_MONTH] = COUNT_SQL(ROW_SQL, SEARCH_DATE, SEARCH_DATE_COVERED),
+	[MB_COUNT_DAY] = COUNT_SQL(ROW_SQL, SEARCH_DATE, SEARCH_DATE_COVERED),
+	[MB_COUNT_SENDER] = COUNT_SQL(ROW_SQL, "m.from_addr", "m.from_addr"),
+	[MB_COUNT_SENDER_DOMAIN] = COUNT_SQL(ROW_SQL, "m.from_addr", "m.from_addr"),
+	[MB_COUNT_LABEL] = COUNT_SQL(GROUP_SQL, "m.keywords", "m.keywords"),
 };
 
 /*
@@ -298,7 +317,8 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		return -1;
 	if (q->match == NULL && !idx_search_filtered(q))
 		st = idx_stmt_sql(idx, summary_sql[g], err);
-	else if ((st = idx_stmt_sql(idx, count_sql[g][q->match != NULL], err)) != NULL)
+	else if ((st = idx_stmt_sql(idx, count_sql[g][idx_search_covered(q)][q->match != NULL],
+	    err)) != NULL)
 		idx_search_bind(st, q, fid);
 	if (st == NULL)
 		return -1;
