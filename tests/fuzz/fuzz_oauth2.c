@@ -11,6 +11,8 @@
 #include "mailbox/log.h"
 #include "mailbox/oauth2.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
