@@ -216,6 +216,20 @@ call get_message "{\"id\":${memo_ids%%,*}}" | text_of | grep -q "no longer in th
     fail "get_message on a left-out folder's id: $(call get_message "{\"id\":${memo_ids%%,*}}" | text_of)"
 grep -q "folder 'Memos': no longer in SYNC_FOLDERS; hidden, and purged if still left out after 3 ticks" "$SYNCD_LOG" ||
     fail "no line for the folder left out"
+# A write on a left-out folder's id, through the daemon: refused, and why.
+rm -f "$sock"
+echo "=== syncd daemon" >> "$SYNCD_LOG"
+"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
+daemon=$!
+until_ok '[ -S "$sock" ]' || fail "no control socket"
+call flag_message "{\"id\":${memo_ids%%,*},\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
+[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = refused ] ||
+    fail "write on a left-out folder's id: $(cat "$work/r.json")"
+grep -q "folder 'Memos' is no longer synced (left out of SYNC_FOLDERS)" "$work/r.json" ||
+    fail "refusal: $(cat "$work/r.json")"
+kill -TERM "$daemon"
+wait "$daemon" || fail "daemon exit $?"
+daemon=
 [ "$(folder_count INBOX)" = 3 ] || fail "INBOX: $(folder_count INBOX)"
 # Put back before the purge: served again with the same ids, nothing fetched.
 sed -i '/^SYNC_FOLDERS=/d' "$SYNCD_CONF"
