@@ -77,8 +77,9 @@ ex_fail(struct mb_extract_out *out, const char *fmt, ...)
 	return -1;
 }
 
-int
-ex_add(struct mb_extract_out *out, const char *s, size_t n)
+/* Append n bytes of valid UTF-8: 0, or 1 once the buffer is full. */
+static int
+add_valid(struct mb_extract_out *out, const char *s, size_t n)
 {
 	size_t room = out->text.max > out->text.len ? out->text.max - out->text.len - 1 : 0;
 
@@ -87,6 +88,35 @@ ex_add(struct mb_extract_out *out, const char *s, size_t n)
 		return 1;
 	}
 	return mb_buf_add(&out->text, s, n) == 0 ? 0 : 1;
+}
+
+/*
+ * The libraries' "UTF-8" is not always UTF-8: poppler encodes the lone
+ * surrogates a hostile ToUnicode CMap maps glyphs to (ED B8 8C).  Every
+ * extractor writes through here, so each entry point keeps the promise of
+ * extract.h: runs of valid sequences are kept, each invalid byte becomes
+ * U+FFFD.
+ */
+int
+ex_add(struct mb_extract_out *out, const char *s, size_t n)
+{
+	static const char repl[] = "\xef\xbf\xbd";
+	size_t run = 0, r = 0, k;
+	uint32_t cp;
+
+	if (mb_utf8_valid(s, n))
+		return add_valid(out, s, n);
+	while (r < n) {
+		k = mb_utf8_decode(s + r, n - r, &cp);
+		if (k > 0) {
+			r += k;
+			continue;
+		}
+		if (add_valid(out, s + run, r - run) || add_valid(out, repl, sizeof(repl) - 1))
+			return 1;
+		run = ++r;
+	}
+	return add_valid(out, s + run, r - run);
 }
 
 int

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "mailbox/extract.h"
+#include "mailbox/utf8.h"
 #include "mailbox/mime.h"
 #include "mailbox/msg.h"
 #include "mailbox/util.h"
@@ -125,6 +126,36 @@ test_pdf_hostile(void **state)
 {
 	expect_status("encrypted.pdf", "application/pdf", "encrypted:");
 	expect_status("truncated.pdf", "application/pdf", "failed:");
+}
+
+/*
+ * A ToUnicode CMap that maps glyphs to lone UTF-16 surrogates: poppler
+ * encodes them as if they were characters (ED B8 8C...), which is not
+ * UTF-8.  The text must come out valid, each bad byte as U+FFFD, the rest
+ * kept.  (Found by fuzz_extract_pdf; the input is its seed surrogates.pdf.)
+ */
+static void
+test_pdf_surrogates(void **state)
+{
+	struct mb_extract_limits lim = MB_EXTRACT_LIMITS_DEFAULT;
+	struct mb_extract_out out;
+	FILE *f = fopen(MB_SOURCE_DIR "/tests/fuzz/corpus/extract_pdf/surrogates.pdf", "rb");
+	char data[4096];
+	size_t len;
+
+	assert_non_null(f);
+	len = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	/* The entry point itself, which the fuzzer calls: not only mb_extract's cleaned text. */
+	mb_buf_init(&out.text, (size_t)lim.max_chars * 4 + 64);
+	snprintf(out.status, sizeof(out.status), "ok");
+	assert_int_equal(mb_extract_pdf(&lim, NULL, data, len, &out), 0);
+	assert_true(out.text.len > 0);
+	if (!mb_utf8_valid(out.text.data, out.text.len))
+		fail_msg("not UTF-8: [%s]", out.text.data);
+	assert_non_null(strstr(out.text.data, "\xef\xbf\xbd"));
+	assert_non_null(strstr(out.text.data, "\xc3\x9e"));	/* a valid Þ around them stays */
+	mb_buf_release(&out.text);
 }
 
 static void
@@ -314,6 +345,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pdf),
 		cmocka_unit_test(test_pdf_hostile),
+		cmocka_unit_test(test_pdf_surrogates),
 		cmocka_unit_test(test_office),
 		cmocka_unit_test(test_office_hostile),
 		cmocka_unit_test(test_calendar),
