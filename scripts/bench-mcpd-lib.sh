@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154
 # Shared by scripts/bench-mcpd and scripts/bench-accounts (sourced, not run):
 # the benchmark queries, the corpus indexes, starting and stopping mcpd, the
 # 16-client throughput run.  The callers set `top` (the source tree), `build`
