@@ -210,6 +210,9 @@ mcp_accounts_load(struct mcp_config *c, const char *(*lookup)(const char *),
 			break;
 	}
 	mcp_free_list(&names);
+	for (size_t i = 0; n > 1 && i < c->n_accounts; i++)
+		snprintf(c->accounts[i].tag, sizeof(c->accounts[i].tag), " (account %s)",
+		    c->accounts[i].name);
 	return err->code == MB_OK ? 0 : -1;
 }
 

@@ -126,6 +126,8 @@ struct mcp_account {
 	char		**readers;	/* owned, NULL-terminated; NULL: every caller */
 	char		**writers;	/* owned, NULL-terminated; NULL: every reader */
 	bool		 writers_set;	/* ACCOUNT_<NAME>_WRITERS given (else: as readers) */
+	char		 tag[MCP_ACCOUNT_NAME_MAX + 16];	/* " (account NAME)" for answer
+						 * texts when there are several; else "" */
 };
 
 /*
@@ -280,6 +282,54 @@ const struct mcp_account	*mcp_id_route(struct mcp_server *srv,
 int	mcp_each_account(struct mcp_server *srv, uint64_t set,
 	    int (*fn)(struct mcp_server *srv, const struct mcp_account *a, struct mb_index *idx,
 	    void *ctx, struct mb_err *err), void *ctx, struct mb_err *err);
+
+/* ---- merge.c: one page from the pages of several accounts */
+
+struct mcp_merge_part {
+	const struct mcp_account *acc;	/* borrowed */
+	int64_t		 offset;	/* where this account's page starts in its own order */
+	const void	*rows;		/* the page: n rows of size bytes each (borrowed) */
+	size_t		 n;
+	size_t		 size;
+	bool		 more;		/* the account has rows past its page ... */
+	int64_t		 next_offset;	/* ... starting here */
+	size_t		 used;		/* rows taken onto the merged page */
+	const void	*ctx;		/* what the tool's order needs besides the rows */
+};
+
+/* Whether row a (of part pa) comes before row b (of part pb) in the tool's order. */
+typedef bool (*mcp_merge_before_fn)(const struct mcp_merge_part *pa, const void *a,
+    const struct mcp_merge_part *pb, const void *b);
+/* Called for each row taken, in order; ctx is mcp_merge_take()'s. */
+typedef void (*mcp_merge_take_fn)(const struct mcp_merge_part *p, const void *row, void *ctx);
+
+/*
+ * Take up to limit rows from the parts' pages (each in order already) by
+ * before, calling take for each: the merged page.  Returns how many.
+ */
+size_t	mcp_merge_take(struct mcp_merge_part *p, size_t n, size_t limit,
+	    mcp_merge_before_fn before, mcp_merge_take_fn take, void *ctx);
+/* After mcp_merge_take(): each part's next offset into next[i]; true when a next page exists. */
+bool	mcp_merge_next(const struct mcp_merge_part *p, size_t n, int64_t *next);
+/* h with the bit set mixed in (FNV-1a): a cursor is bound to the accounts it was made for. */
+uint64_t	mcp_merge_hash(uint64_t h, uint64_t set);
+/*
+ * The accounts an overview tool covers: its "account" argument (absent:
+ * every account who may read) narrowed by the query's account: names (NULL:
+ * none), into *set_r; *hash_r (the arguments' hash) gets the caller's
+ * accounts and the set mixed in.  -1 with err (MB_E_INVALID, listing the
+ * caller's accounts) for an account who may not read.
+ */
+int	mcp_merge_accounts(struct mcp_server *srv, const struct mcp_caller *who, json_t *args,
+	    const char *names, uint64_t *set_r, uint64_t *hash_r, struct mb_err *err);
+/* This thread's connection to p's account (borrowed); NULL with err (MB_E_TEMP, logged). */
+struct mb_index	*mcp_merge_index(struct mcp_server *srv, const struct mcp_merge_part *p,
+	    struct mb_err *err);
+/* p's page: n rows of size bytes (borrowed), whether more follow and from where. */
+void	mcp_merge_page(struct mcp_merge_part *p, const void *rows, size_t n, size_t size,
+	    bool more, int64_t next_offset);
+/* One zeroed part per account in set, in table order, into p (MCP_ACCOUNTS_MAX); how many. */
+size_t	mcp_merge_parts(struct mcp_server *srv, uint64_t set, struct mcp_merge_part *p);
 
 /* ---- rpc.c: one HTTP POST body in, one HTTP answer out (docs/mcpd.md: the eras) */
 
@@ -567,6 +617,11 @@ json_t	*mcp_resources_read(struct mcp_server *srv, const struct mcp_caller *who,
 /* /healthz: JSON text (caller frees) and the HTTP status. */
 char	*mcp_healthz(struct mcp_server *srv, int *status_r);
 
+/* ---- tools_accounts.c: list_accounts */
+
+json_t	*mcp_tool_list_accounts(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
+
 /* ---- tools_overview.c: counts, people, conversations awaiting a reply (mailbox/overview.h) */
 
 json_t	*mcp_tool_count_messages(struct mcp_server *srv, json_t *args,
@@ -621,7 +676,16 @@ int	mcp_fence_inline(struct mb_buf *out, const char *s);
  */
 json_t	*mcp_json_text(const char *s, size_t len);
 
-/* Cursors: an opaque, HMAC-signed token carrying kind, offset and a query hash. */
+/*
+ * Cursors: an opaque, HMAC-signed token carrying kind, offsets (one per
+ * account of a merged search; n at most MCP_ACCOUNTS_MAX) and a query hash.
+ * _make returns a string the caller frees; _parse returns 0, or -1 when the
+ * cursor is not ours, of another kind or carries another number of offsets.
+ */
+char	*mcp_cursor_make_multi(struct mcp_server *srv, char kind, const int64_t *offsets,
+	    size_t n, uint64_t qhash);
+int	mcp_cursor_parse_multi(struct mcp_server *srv, const char *cursor, char kind,
+	    int64_t *offsets, size_t n, uint64_t *qhash_r);
 char	*mcp_cursor_make(struct mcp_server *srv, char kind, int64_t offset, uint64_t qhash);
 int	mcp_cursor_parse(struct mcp_server *srv, const char *cursor, char kind,
 	    int64_t *offset_r, uint64_t *qhash_r);

@@ -114,7 +114,7 @@ message_answer(const struct mb_read_message *rm, const struct mcp_account *acc,
 		size_t i;
 		json_t *v;
 
-		mb_buf_addf(&a->text, "Message id %lld (account %s) in folder ", gid, acc->name);
+		mb_buf_addf(&a->text, "Message id %lld%s in folder ", gid, acc->tag);
 		mcp_fence_inline(&a->text, json_string_value(json_object_get(m, "folder")));
 		mb_buf_addf(&a->text, ", thread %" JSON_INTEGER_FORMAT ", flags: ",
 		    json_integer_value(json_object_get(m, "thread_id")));
@@ -255,9 +255,9 @@ mcp_tool_get_thread(struct mcp_server *srv, json_t *args, const struct mcp_calle
 	json_object_set_new(a.data, "messages", list);
 	json_object_set_new(a.data, "next_offset", offset + (long long)n < t.total ?
 	    json_integer(offset + (json_int_t)n) : json_null());
-	mb_buf_addf(&a.text, "Thread %lld (account %s): %lld message(s), oldest first; showing "
-	    "%lld-%lld. %s\n\n", (long long)mcp_gid(acc, t.thread_id), acc->name, (long long)t.total, offset + (n ? 1 : 0),
-	    offset + (long long)n, MCP_FENCE_NOTE);
+	mb_buf_addf(&a.text, "Thread %lld%s: %lld message(s), oldest first; showing "
+	    "%lld-%lld. %s\n\n", (long long)mcp_gid(acc, t.thread_id), acc->tag,
+	    (long long)t.total, offset + (n ? 1 : 0), offset + (long long)n, MCP_FENCE_NOTE);
 	for (i = 0; i < n; i++) {
 		json_t *h = json_array_get(list, i);
 		json_t *d = json_object_get(h, "date");
@@ -279,27 +279,23 @@ mcp_tool_get_thread(struct mcp_server *srv, json_t *args, const struct mcp_calle
 
 /* ---- list_folders */
 
-json_t *
-mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
-    struct mb_err *err)
+/* One account's folders appended to the list (a JSON array). */
+static int
+folders_of(struct mcp_server *srv, const struct mcp_account *acc, struct mb_index *idx,
+    void *list, struct mb_err *err)
 {
 	struct mb_read_folder *folders;
-	struct mb_index *idx;
-	struct mcp_answer a;
-	json_t *list;
-	size_t i, n;
-	json_t *f;
+	size_t n;
 
-	idx = mcp_server_index(srv, err);
-	if (idx == NULL)
-		return mcp_index_unavailable(err);
-	if (mb_read_folders(idx, &folders, &n, err) == -1)
-		return mcp_index_failure(err);
-	mcp_answer_init(&a);
-	list = json_array();
-	for (i = 0; i < n; i++) {
-		json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:o}",
-		    "name", mcp_str_json(folders[i].name), "role", mcp_str_json(folders[i].role),
+	(void)srv;
+	if (mb_read_folders(idx, &folders, &n, err) == -1) {
+		mcp_index_failure(err);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:o, s:s, s:o, s:I, s:I, s:o}",
+		    "name", mcp_str_json(folders[i].name), "account", acc->name,
+		    "role", mcp_str_json(folders[i].role),
 		    "messages", (json_int_t)folders[i].messages,
 		    "unread", (json_int_t)folders[i].unread,
 		    "last_sync", mcp_date_json(folders[i].last_sync > 0, folders[i].last_sync));
@@ -310,6 +306,27 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 		json_array_append_new(list, o);
 	}
 	mb_read_folders_free(&folders, n);
+	return 0;
+}
+
+json_t *
+mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
+    struct mb_err *err)
+{
+	bool several = srv->conf->n_accounts > 1;
+	struct mcp_answer a;
+	json_t *list, *f;
+	uint64_t set;
+	size_t i;
+
+	if (mcp_account_arg(srv->conf, who, args, &set, err) == -1)
+		return NULL;
+	list = json_array();
+	if (mcp_each_account(srv, set, folders_of, list, err) == -1) {
+		json_decref(list);
+		return NULL;
+	}
+	mcp_answer_init(&a);
 	json_object_set_new(a.data, "folders", list);
 	mb_buf_addf(&a.text, "%zu folder(s):\n", json_array_size(list));
 	json_array_foreach(list, i, f) {
@@ -317,6 +334,9 @@ mcp_tool_list_folders(struct mcp_server *srv, json_t *args, const struct mcp_cal
 
 		/* folder names come from the IMAP server: data, quoted (fence.c) */
 		mb_buf_adds(&a.text, "- ");
+		if (several)	/* account names are the operator's */
+			mb_buf_addf(&a.text, "account %s: ",
+			    json_string_value(json_object_get(f, "account")));
 		mcp_fence_inline(&a.text, json_string_value(json_object_get(f, "name")));
 		mb_buf_addf(&a.text, "%s%s: %" JSON_INTEGER_FORMAT " messages, %"
 		    JSON_INTEGER_FORMAT " unread, last sync %s\n",

@@ -92,7 +92,7 @@ forward(const struct mcp_account *acc, const struct mb_ctl_request_view *rq,
 
 		/* syncd's detail names folders, and folder names come from the mailbox:
 		 * both quoted (fence.c) */
-		mb_buf_addf(&text, "%s (account %s): %s: ", mb_ctl_op_name(rq->op), acc->name,
+		mb_buf_addf(&text, "%s%s: %s: ", mb_ctl_op_name(rq->op), acc->tag,
 		    mb_ctl_outcome_name(rp.outcome));
 		mcp_fence_inline(&text, rp.detail);
 		if (rp.folder) {

@@ -362,7 +362,7 @@ thread_filter(struct mb_query *q, const char *v, size_t vlen, struct mb_err *err
 	int64_t n = 0;
 
 	for (size_t i = 0; i < vlen; i++) {
-		if (!isdigit((unsigned char)v[i]) || i == 15) {
+		if (!isdigit((unsigned char)v[i]) || i == 16) {
 			n = 0;
 			break;
 		}
