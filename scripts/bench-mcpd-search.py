@@ -60,7 +60,7 @@ def call(q, i):
 
 per = {q: [] for q in queries}
 per_cpu = {q: [] for q in queries}
-hits, capped, total, top = {}, {}, {}, {}
+hits, capped, total, exact, top = {}, {}, {}, {}, {}
 for q in queries:                      # warm the page cache and statement cache
     _, body = post(call(q, 0), sid)
     res = json.loads(body)["result"]
@@ -70,6 +70,7 @@ for q in queries:                      # warm the page cache and statement cache
     hits[q] = len(sc.get("results", []))
     capped[q] = "ranked_newest" in sc
     total[q] = sc.get("total")
+    exact[q] = sc.get("total_exact", True)
     top[q] = [h.get("message_id") for h in sc.get("results", [])]
 c0 = cpu()
 for rep in range(reps):
@@ -107,7 +108,8 @@ if "--json" in opts:
         json.dump({"p50": pct(allt, .5), "p95": pct(allt, .95), "p99": pct(allt, .99),
                    "cpu_ms": cpu_ms,
                    "queries": {q: {"p50": pct(per[q], .5), "cpu_ms": pct(per_cpu[q], .5),
-                                   "total": total[q], "top": top[q]} for q in queries}}, f)
+                                   "total": total[q], "total_exact": exact[q],
+                                   "top": top[q]} for q in queries}}, f)
 with open(wrk_lua, "w") as f:
     f.write(f'local sid = "{sid}"\n')
     f.write("local qs = {" + ",".join(json.dumps(json.dumps(q)) for q in queries) + "}\n")
