@@ -416,6 +416,18 @@ a_caller_of_one_finds_nothing_of_the_other(void **state)
 	d = call(f, "alice", "search_messages", json_pack("{s:s}", "query", uri), &error, NULL);
 	assert_int_equal(json_integer_value(json_object_get(d, "total")), 0);
 	json_decref(d);
+	/* count_messages routes thread:N the same way */
+	d = call(f, "alice", "count_messages", json_pack("{s:s, s:s}", "query", uri, "group_by",
+	    "folder"), &error, NULL);
+	assert_false(error);
+	assert_int_equal(json_integer_value(json_object_get(d, "total")), 0);
+	json_decref(d);
+	d = call(f, "bob", "count_messages", json_pack("{s:s, s:s}", "query", uri, "group_by",
+	    "folder"), &error, NULL);
+	assert_int_equal(json_integer_value(json_object_get(d, "total")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(d, "results"), 0), "account")), "home");
+	json_decref(d);
 	snprintf(uri, sizeof(uri), "mail://message/%lld", (long long)home_id);
 	params = json_pack("{s:s}", "uri", uri);
 	r = mcp_resources_read(&f->srv, &alice, params, &code, &msg);
