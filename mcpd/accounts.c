@@ -182,21 +182,22 @@ mcp_accounts_load(struct mcp_config *c, const char *(*lookup)(const char *),
 		return mb_err_set(err, MB_E_CONFIG, "ACCOUNTS: name 1 to %d accounts, "
 		    "comma-separated", MCP_ACCOUNTS_MAX);
 	}
-	c->accounts = mb_xcalloc(n, sizeof(*c->accounts));
-	for (size_t i = 0; i < n; i++) {
-		struct mcp_account *a = &c->accounts[i];
-
-		if (!mcp_account_name_ok(names[i], strlen(names[i]))) {
+	/* the names first, so that a misspelt list is said before its keys */
+	for (size_t i = 0; i < n && err->code == MB_OK; i++) {
+		if (!mcp_account_name_ok(names[i], strlen(names[i])))
 			mb_err_set(err, MB_E_CONFIG, "ACCOUNTS: '%.40s' is not an account name "
 			    "(1-%d of a-z, 0-9 and _)", names[i], MCP_ACCOUNT_NAME_MAX);
-			break;
-		}
+		for (size_t k = 0; k < i && err->code == MB_OK; k++)
+			if (strcmp(names[k], names[i]) == 0)
+				mb_err_set(err, MB_E_CONFIG, "ACCOUNTS: '%s' is named twice", names[i]);
+	}
+	c->accounts = mb_xcalloc(n, sizeof(*c->accounts));
+	for (size_t i = 0; i < n && err->code == MB_OK; i++) {
+		struct mcp_account *a = &c->accounts[i];
+
 		memcpy(a->name, names[i], strlen(names[i]) + 1);
 		c->n_accounts = i + 1;
-		for (size_t k = 0; k < i; k++)
-			if (strcmp(c->accounts[k].name, a->name) == 0)
-				mb_err_set(err, MB_E_CONFIG, "ACCOUNTS: '%s' is named twice", a->name);
-		if (err->code != MB_OK || account_load(a, lookup, err) == -1)
+		if (account_load(a, lookup, err) == -1)
 			break;
 		for (size_t k = 0; k < i; k++)
 			if (c->accounts[k].number == a->number) {
@@ -206,8 +207,6 @@ mcp_accounts_load(struct mcp_config *c, const char *(*lookup)(const char *),
 				mb_err_set(err, MB_E_CONFIG, "%s: %u is account %s's number too; each "
 				    "account needs its own", key, a->number, c->accounts[k].name);
 			}
-		if (err->code != MB_OK)
-			break;
 	}
 	mcp_free_list(&names);
 	for (size_t i = 0; n > 1 && i < c->n_accounts; i++)

@@ -314,14 +314,18 @@ bool	mcp_merge_next(const struct mcp_merge_part *p, size_t n, int64_t *next);
 /* h with the bit set mixed in (FNV-1a): a cursor is bound to the accounts it was made for. */
 uint64_t	mcp_merge_hash(uint64_t h, uint64_t set);
 /*
- * The accounts an overview tool covers: its "account" argument (absent:
- * every account who may read) narrowed by the query's account: names (NULL:
- * none), into *set_r; *hash_r (the arguments' hash) gets the caller's
- * accounts and the set mixed in.  -1 with err (MB_E_INVALID, listing the
- * caller's accounts) for an account who may not read.
+ * The accounts a search or an overview covers: its "account" argument
+ * (absent: every account who may read) narrowed by q's account: names (q
+ * NULL: a tool without a query), into *set_r.  A thread:N in q narrows them
+ * to N's account and becomes N's id in that account's index (an account
+ * who may not read: no account, as for a thread that does not exist).
+ * *hash_r (the arguments' hash) gets the caller's accounts and the set
+ * mixed in.  -1 with err (MB_E_INVALID, listing the caller's accounts) for
+ * an account who may not read.
  */
+struct mb_query;
 int	mcp_merge_accounts(struct mcp_server *srv, const struct mcp_caller *who, json_t *args,
-	    const char *names, uint64_t *set_r, uint64_t *hash_r, struct mb_err *err);
+	    struct mb_query *q, uint64_t *set_r, uint64_t *hash_r, struct mb_err *err);
 /* This thread's connection to p's account (borrowed); NULL with err (MB_E_TEMP, logged). */
 struct mb_index	*mcp_merge_index(struct mcp_server *srv, const struct mcp_merge_part *p,
 	    struct mb_err *err);

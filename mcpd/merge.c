@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mailbox/query.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
 
@@ -67,14 +68,22 @@ mcp_merge_hash(uint64_t h, uint64_t set)
 
 int
 mcp_merge_accounts(struct mcp_server *srv, const struct mcp_caller *who, json_t *args,
-    const char *names, uint64_t *set_r, uint64_t *hash_r, struct mb_err *err)
+    struct mb_query *q, uint64_t *set_r, uint64_t *hash_r, struct mb_err *err)
 {
 	uint64_t named;
 
 	if (mcp_account_arg(srv->conf, who, args, set_r, err) == -1 ||
-	    mcp_accounts_named(srv->conf, who, names, &named, err) == -1)
+	    mcp_accounts_named(srv->conf, who, q ? q->accounts : NULL, &named, err) == -1)
 		return -1;
 	*set_r &= named;
+	if (q != NULL && q->thread_id > 0) {
+		/* thread:N names one account's thread: that account, its id there */
+		int64_t local = 0;
+		int i = mcp_account_of(srv->conf, who, q->thread_id, &local);
+
+		*set_r &= i < 0 ? 0 : UINT64_C(1) << i;
+		q->thread_id = i < 0 ? 1 : local;
+	}
 	*hash_r = mcp_merge_hash(mcp_merge_hash(*hash_r, mcp_may_read(srv->conf, who)), *set_r);
 	return 0;
 }

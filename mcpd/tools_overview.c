@@ -262,7 +262,7 @@ mcp_tool_count_messages(struct mcp_server *srv, json_t *args, const struct mcp_c
 		goto out;
 	}
 	hash = mb_search_hash(&q) ^ (uint64_t)c->g;
-	if (mcp_merge_accounts(srv, who, args, q.accounts, &set, &hash, err) == -1)
+	if (mcp_merge_accounts(srv, who, args, &q, &set, &hash, err) == -1)
 		goto out;
 	c->n = mcp_merge_parts(srv, set, c->parts);
 	if (page_start(srv, args, CURSOR_COUNT, hash, "count_messages", c->parts, c->n,

@@ -265,32 +265,6 @@ search_answer(struct mcp_server *srv, struct search_run *r)
 	return mcp_add_message_links(mcp_answer_result(&a), results);
 }
 
-/*
- * The accounts r->q searches into r->set: its account: names (NULL: every
- * account who may read) and, for thread:N, the one account of that thread,
- * whose id in its index replaces N (an account who may not read: no
- * account, no hit, as for a thread that does not exist).
- */
-static int
-search_accounts(struct mcp_server *srv, const struct mcp_caller *who, struct search_run *r,
-    struct mb_err *err)
-{
-	uint64_t readable = mcp_may_read(srv->conf, who);
-
-	if (mcp_accounts_named(srv->conf, who, r->q.accounts, &r->set, err) == -1)
-		return -1;
-	if (r->q.thread_id > 0) {
-		int64_t local = 0;
-		int i = mcp_account_of(srv->conf, who, r->q.thread_id, &local);
-
-		r->set &= i < 0 ? 0 : UINT64_C(1) << i;
-		r->q.thread_id = i < 0 ? 1 : local;
-	}
-	r->qhash = mcp_merge_hash(mcp_merge_hash(mb_search_hash(&r->q), readable), r->set);
-	r->n_parts = mcp_merge_parts(srv, r->set, r->parts);
-	return 0;
-}
-
 /* Compile the (checked) arguments into r (q, the accounts, their offsets, limit,
  * qhash); -1 + err (MB_E_INVALID) when they make no search (r->q is then released). */
 static int
@@ -309,11 +283,16 @@ search_args(struct mcp_server *srv, const struct mcp_caller *who, json_t *args,
 		    "SEARCH_MAX_LIMIT disagree", r->limit);
 	if (text && mb_query_compile(text, strlen(text), &r->q, &qerr) == -1)
 		return mb_err_set(err, MB_E_INVALID, "%s", qerr.msg);
-	if (structured_filters(args, &r->q, err) == -1 ||
-	    search_accounts(srv, who, r, err) == -1) {
+	if (structured_filters(args, &r->q, err) == -1) {
 		mb_query_release(&r->q);
 		return -1;
 	}
+	r->qhash = mb_search_hash(&r->q);	/* with thread:N as given, before it is local */
+	if (mcp_merge_accounts(srv, who, args, &r->q, &r->set, &r->qhash, err) == -1) {
+		mb_query_release(&r->q);
+		return -1;
+	}
+	r->n_parts = mcp_merge_parts(srv, r->set, r->parts);
 	if (mb_query_empty(&r->q)) {
 		mb_query_release(&r->q);
 		return mb_err_set(err, MB_E_INVALID, "nothing to search for: give query some words "
