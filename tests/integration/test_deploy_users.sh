@@ -10,7 +10,7 @@
 # the mailbox; write_log records mcpd's real uid.  Also: the settings the
 # docs tell a user to write name only users the docs create.
 # Then a second account, as docs/setup.md ("Adding a second account") adds
-# it: another mailbox (a second Dovecot), a syncd with the paths, umask and
+# it: another mailbox (bob's, beside alice's), a syncd with the paths, umask and
 # users of the template imap-mcp-syncd@.service for the instance "home"
 # (under this test's directories in place of /var/lib and /run), inside the
 # first account's directories as there; mcpd, its unit unchanged, restarted
@@ -160,13 +160,10 @@ peer=$(sqlite3 -batch -noheader "$work/state/index.db" \
 
 echo "ok: a write through the two-user deployment reached the mailbox, peer uid $mcpd_uid seen"
 
-# --- a second account, "home"
-first_conf=$DOVECOT_CONF first_user=$DOVECOT_USER
-DOVECOT_USER=bob DOVECOT_PASSWORD=
-mkdir "$work/srv2"
-dovecot_start "$work/srv2"
+# --- a second account, "home": bob's mailbox on the same server
+dovecot_add_user bob
 python3 "$src/tests/lib/mkmail.py" "$work/homebox:3:home"
-dovecot_load_maildir INBOX "$work"/homebox/*.eml
+DOVECOT_USER=bob dovecot_load_maildir INBOX "$work"/homebox/*.eml
 
 # instance_path KEY: the template's Environment= value of KEY for the
 # instance "home", under this test's directories.
@@ -184,9 +181,9 @@ home_sock=$(instance_path SYNCD_SOCKET)
 install -d -m "$(unit_value $tmpl StateDirectoryMode)" -o $sync_uid -g $group_gid "$home_data"
 install -d -m "$(unit_value $tmpl RuntimeDirectoryMode)" -o $sync_uid -g $group_gid \
     "$(dirname "$home_sock")"
-install -m 0600 -o $sync_uid -g $group_gid "$DOVECOT_PASSWORD_FILE" "$work/imap-password-home"
+install -m 0600 -o $sync_uid -g $group_gid "$DOVECOT_DIR/password-bob" "$work/imap-password-home"
 printf '%s\n' IMAP_HOST=127.0.0.1 "IMAP_PORT=$DOVECOT_IMAP_PORT" IMAP_TLS=none \
-    "IMAP_USER=$DOVECOT_USER" "IMAP_PASSWORD_FILE=$work/imap-password-home" \
+    IMAP_USER=bob "IMAP_PASSWORD_FILE=$work/imap-password-home" \
     "DATA_DIR=$home_data" "SYNCD_SOCKET=$home_sock" "SYNCD_ALLOWED_UIDS=$mcpd_uid" \
     SYNC_INTERVAL=3600 LOG_LEVEL=info > "$work/syncd-home.env"
 chmod 0644 "$work/syncd-home.env"
@@ -252,9 +249,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 sys.exit(0 if not d.get("isError") and d["structuredContent"]["outcome"] == "ok" else 1)
 PY
-dovecot_flags INBOX 3 | grep -q '\\Flagged' || fail "home's server: UID 3 is not \\Flagged"
-! DOVECOT_CONF=$first_conf DOVECOT_USER=$first_user dovecot_flags INBOX 3 | grep -q '\\Flagged' ||
-    fail "work's server: UID 3 was flagged by a write on an id of home"
+DOVECOT_USER=bob dovecot_flags INBOX 3 | grep -q '\\Flagged' || fail "bob's UID 3 is not \\Flagged"
+! dovecot_flags INBOX 3 | grep -q '\\Flagged' || fail "alice's UID 3 was flagged by a write on an id of home"
 peer=$(sqlite3 -batch -noheader "$home_data/index.db" \
     "SELECT peer_uid || '/' || outcome FROM write_log ORDER BY id DESC LIMIT 1")
 [ "$peer" = "$mcpd_uid/ok" ] || fail "home's write_log says peer/outcome $peer"
