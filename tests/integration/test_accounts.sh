@@ -171,6 +171,10 @@ DOVECOT_USER=bob dovecot_doveadm fetch -u bob hdr mailbox Drafts all | grep -q '
 call "$both" list_recent_writes '{"account":"home"}' > "$work/r.json"
 [ "$(jq_ 'sorted({(w["account"], w["tool"]) for w in d["structuredContent"]["writes"]})' < "$work/r.json")" = \
     "[('home', 'create_draft'), ('home', 'flag_message')]" ] || fail "list_recent_writes home: $(cat "$work/r.json")"
-syncd_log_clean "$work/work/syncd.log" "$work/home/syncd.log" || fail "sanitizer report"
+kill -TERM "$mcpd"
+wait "$mcpd" || fail "mcpd exited $? on SIGTERM"
+mcpd=
+syncd_log_clean "$work/work/syncd.log" "$work/home/syncd.log" "$work/mcpd.log" ||
+    fail "sanitizer report"
 ok=1
 echo "test_accounts: ok"
