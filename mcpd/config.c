@@ -1,7 +1,8 @@
 /*
  * mcpd's settings: one typed table (libmailbox/core/conf.c, the
  * one syncd uses), read from the environment, then what derives from them
- * (the listen address split, the index path, the allow-lists).  The OAuth
+ * (the listen address split, the index path, the allow-lists, the accounts:
+ * accounts.c).  The OAuth
  * settings are auth.c's (mcp_auth_conf_load).
  */
 #include <errno.h>
@@ -48,9 +49,8 @@ static const struct mb_conf_key mcp_conf_keys[] = {
 	    NULL),
 };
 
-/* Split a comma-separated list into an owned NULL-terminated array. */
-static char **
-split_list(const char *v)
+char **
+mcp_split_list(const char *v)
 {
 	char **list;
 	size_t n = 1, i = 0;
@@ -80,8 +80,8 @@ split_list(const char *v)
 	return list;
 }
 
-static void
-free_list(char ***listp)
+void
+mcp_free_list(char ***listp)
 {
 	char **l = *listp;
 
@@ -151,10 +151,12 @@ mcp_config_load(struct mcp_config *c, const char *(*lookup)(const char *), struc
 		mb_buf_addf(&b, "%s/index.db", c->data_dir);
 		c->index_path = mb_buf_detach(&b, NULL);
 	}
-	c->allowed_origins = split_list(c->origins_setting);
-	c->allowed_hosts = split_list(c->hosts_setting);
+	c->allowed_origins = mcp_split_list(c->origins_setting);
+	c->allowed_hosts = mcp_split_list(c->hosts_setting);
 	c->log_level = levels[c->level_choice];
 	c->read_only = c->read_only_choice & 1;
+	if (mcp_accounts_load(c, lookup, err) == -1)
+		goto fail;
 	return 0;
 fail:
 	mcp_config_release(c);
@@ -164,10 +166,11 @@ fail:
 void
 mcp_config_release(struct mcp_config *c)
 {
+	mcp_accounts_release(c);
 	mb_conf_release(mcp_conf_keys, MB_ARRAY_LEN(mcp_conf_keys), c);
 	free(c->unix_path);
 	free(c->host);
-	free_list(&c->allowed_origins);
-	free_list(&c->allowed_hosts);
+	mcp_free_list(&c->allowed_origins);
+	mcp_free_list(&c->allowed_hosts);
 	memset(c, 0, sizeof(*c));
 }

@@ -157,10 +157,13 @@ mcp_json_text(const char *s, size_t len)
 
 /*
  * A cursor is hex(payload) "." hex(HMAC-SHA256(key, payload)[0..12)), the
- * payload being "<kind>:<offset>:<qhash>".  The key is random per process,
- * so a cursor is valid only against the server that issued it, which is what
+ * payload being "<kind>:<offset>[,<offset>...]:<qhash>" (one offset per
+ * account a merged search reads).  The key is random per process, so a
+ * cursor is valid only against the server that issued it, which is what
  * MCP asks (clients must not persist cursors).
  */
+#define CURSOR_PAYLOAD_MAX	(24 * MCP_ACCOUNTS_MAX + 32)
+
 static void
 cursor_mac(struct mcp_server *srv, const char *payload, size_t len, unsigned char mac[32])
 {
@@ -171,26 +174,35 @@ cursor_mac(struct mcp_server *srv, const char *payload, size_t len, unsigned cha
 }
 
 char *
-mcp_cursor_make(struct mcp_server *srv, char kind, int64_t offset, uint64_t qhash)
+mcp_cursor_make_multi(struct mcp_server *srv, char kind, const int64_t *offsets, size_t n,
+    uint64_t qhash)
 {
-	char payload[64];
+	struct mb_buf p = MB_BUF_INIT(CURSOR_PAYLOAD_MAX);
+	struct mb_buf b = MB_BUF_INIT(2 * CURSOR_PAYLOAD_MAX + 64);
 	unsigned char mac[32];
-	struct mb_buf b = MB_BUF_INIT(512);
-	int n;
 
-	n = snprintf(payload, sizeof(payload), "%c:%lld:%016llx", kind, (long long)offset,
-	    (unsigned long long)qhash);
-	cursor_mac(srv, payload, (size_t)n, mac);
-	for (int i = 0; i < n; i++) {
-		mb_buf_addc(&b, hexd[(unsigned char)payload[i] >> 4]);
-		mb_buf_addc(&b, hexd[(unsigned char)payload[i] & 15]);
+	mb_buf_addf(&p, "%c:", kind);
+	for (size_t i = 0; i < n; i++)
+		mb_buf_addf(&p, "%s%lld", i ? "," : "", (long long)offsets[i]);
+	mb_buf_addf(&p, ":%016llx", (unsigned long long)qhash);
+	cursor_mac(srv, p.data, p.len, mac);
+	for (size_t i = 0; i < p.len; i++) {
+		mb_buf_addc(&b, hexd[(unsigned char)p.data[i] >> 4]);
+		mb_buf_addc(&b, hexd[(unsigned char)p.data[i] & 15]);
 	}
 	mb_buf_addc(&b, '.');
 	for (int i = 0; i < 12; i++) {
 		mb_buf_addc(&b, hexd[mac[i] >> 4]);
 		mb_buf_addc(&b, hexd[mac[i] & 15]);
 	}
+	mb_buf_release(&p);
 	return mb_buf_detach(&b, NULL);
+}
+
+char *
+mcp_cursor_make(struct mcp_server *srv, char kind, int64_t offset, uint64_t qhash)
+{
+	return mcp_cursor_make_multi(srv, kind, &offset, 1, qhash);
 }
 
 static int
@@ -204,14 +216,13 @@ unhex(char c)
 }
 
 int
-mcp_cursor_parse(struct mcp_server *srv, const char *cursor, char kind, int64_t *offset_r,
-    uint64_t *qhash_r)
+mcp_cursor_parse_multi(struct mcp_server *srv, const char *cursor, char kind, int64_t *offsets,
+    size_t n, uint64_t *qhash_r)
 {
 	const char *dot = strchr(cursor, '.');
-	char payload[64], k, *end;
+	char payload[CURSOR_PAYLOAD_MAX], *end;
 	unsigned char mac[32], given[12];
 	size_t plen, i;
-	long long off;
 	unsigned long long h;
 
 	if (dot == NULL || (size_t)(dot - cursor) % 2 != 0 || strlen(dot + 1) != 24)
@@ -238,16 +249,31 @@ mcp_cursor_parse(struct mcp_server *srv, const char *cursor, char kind, int64_t 
 	if (CRYPTO_memcmp(mac, given, sizeof(given)) != 0)
 		return -1;
 	/* signed by us: the shape is ours, but check it anyway */
-	k = payload[0];
-	if (k != kind || payload[1] != ':')
+	if (payload[0] != kind || payload[1] != ':')
 		return -1;
-	off = strtoll(payload + 2, &end, 10);
-	if (*end != ':' || off < 0)
-		return -1;
+	end = payload + 1;
+	for (i = 0; i < n; i++) {
+		long long off;
+
+		if (*end != (i == 0 ? ':' : ','))
+			return -1;	/* fewer offsets: another set of accounts */
+		off = strtoll(end + 1, &end, 10);
+		if (off < 0)
+			return -1;
+		offsets[i] = off;
+	}
+	if (*end != ':')
+		return -1;	/* more offsets: another set of accounts */
 	h = strtoull(end + 1, &end, 16);
 	if (*end != '\0')
 		return -1;
-	*offset_r = off;
 	*qhash_r = h;
 	return 0;
+}
+
+int
+mcp_cursor_parse(struct mcp_server *srv, const char *cursor, char kind, int64_t *offset_r,
+    uint64_t *qhash_r)
+{
+	return mcp_cursor_parse_multi(srv, cursor, kind, offset_r, 1, qhash_r);
 }

@@ -92,10 +92,14 @@ main(int argc, char **argv)
 	if (http == NULL)
 		mb_fatalx("%s", err.msg);
 	if (conf.listen_unix)
-		mb_log_info("listening on unix:%s, index %s", conf.unix_path, conf.index_path);
+		mb_log_info("listening on unix:%s", conf.unix_path);
 	else
-		mb_log_info("listening on %s%s%s:%u, index %s", strchr(conf.host, ':') ? "[" : "",
-		    conf.host, strchr(conf.host, ':') ? "]" : "", port, conf.index_path);
+		mb_log_info("listening on %s%s%s:%u", strchr(conf.host, ':') ? "[" : "",
+		    conf.host, strchr(conf.host, ':') ? "]" : "", port);
+	for (size_t i = 0; i < conf.n_accounts; i++)
+		mb_log_info("account %s (number %u): index %s%s", conf.accounts[i].name,
+		    conf.accounts[i].number, conf.accounts[i].index_path,
+		    conf.accounts[i].syncd_socket ? "" : ", read-only");
 	if (conf.port_file)
 		write_port_file(conf.port_file, port);
 

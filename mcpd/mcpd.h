@@ -55,6 +55,8 @@
 
 /* ---- config.c */
 
+struct mcp_caller;
+
 struct mcp_config {
 	/* the settings (config.c's table; owned strings) */
 	char		*listen;	/* MCP_LISTEN: "host:port" or "unix:/path" */
@@ -86,6 +88,8 @@ struct mcp_config {
 	char		**allowed_hosts;	/* owned, NULL-terminated; extra to the defaults */
 	int		 log_level;	/* enum mb_log_level */
 	bool		 read_only;	/* MCP_READ_ONLY=1 (true, yes): no write tools at all */
+	struct mcp_account *accounts;	/* owned; n_accounts, in ACCOUNTS order (accounts.c) */
+	size_t		 n_accounts;	/* 1..MCP_ACCOUNTS_MAX */
 };
 
 /*
@@ -96,6 +100,82 @@ struct mcp_config {
 int	mcp_config_load(struct mcp_config *conf, const char *(*lookup)(const char *),
 	    struct mb_err *err);
 void	mcp_config_release(struct mcp_config *conf);
+/* A comma-separated list as an owned NULL-terminated array (blanks trimmed, empty
+ * items dropped; NULL v: an empty list); free it with mcp_free_list(). */
+char	**mcp_split_list(const char *v);
+void	mcp_free_list(char ***listp);	/* NULL-safe; sets *listp = NULL */
+
+/* ---- accounts.c: several indexes in one mcpd (docs/mcpd.md, "Accounts") */
+
+#define MCP_ACCOUNT_NAME_MAX	32
+#define MCP_ACCOUNTS_MAX	64	/* a caller's accounts are one uint64_t bit set */
+/*
+ * The ids mcpd shows and takes: number * MCP_ACCOUNT_ID_BASE + the id in the
+ * account's index.  9006 * 10^12 + (10^12 - 1) < 2^53: still an exact JSON
+ * number everywhere.  Account 0's ids are its index's own.
+ */
+#define MCP_ACCOUNT_ID_BASE	INT64_C(1000000000000)
+#define MCP_ACCOUNT_NUMBER_MAX	9006
+
+struct mcp_account {
+	char		 name[MCP_ACCOUNT_NAME_MAX + 1];	/* [a-z0-9_]{1,32} */
+	unsigned	 number;	/* ACCOUNT_<NAME>_NUMBER: the id prefix */
+	char		*index_path;	/* owned; ACCOUNT_<NAME>_INDEX */
+	char		*data_dir;	/* owned; the index's directory, where blobs/ is */
+	char		*syncd_socket;	/* owned; NULL: the account is read-only */
+	char		**readers;	/* owned, NULL-terminated; NULL: every caller */
+	char		**writers;	/* owned, NULL-terminated; NULL: every reader */
+	bool		 writers_set;	/* ACCOUNT_<NAME>_WRITERS given (else: as readers) */
+	char		 tag[MCP_ACCOUNT_NAME_MAX + 16];	/* " (account NAME)" for answer
+						 * texts when there are several; else "" */
+};
+
+/*
+ * The account table into c from ACCOUNTS and ACCOUNT_<NAME>_* (through
+ * lookup), or, without ACCOUNTS, the one account "default", number 0, of
+ * c's index, DATA_DIR and SYNCD_SOCKET.  Returns 0, or -1 with err
+ * (MB_E_CONFIG) naming the bad or missing key.  mcp_config_load() calls it;
+ * mcp_config_release() frees the table.
+ */
+int	mcp_accounts_load(struct mcp_config *c, const char *(*lookup)(const char *),
+	    struct mb_err *err);
+void	mcp_accounts_release(struct mcp_config *c);
+/* Without ACCOUNTS: c's one index, DATA_DIR and SYNCD_SOCKET as the account "default". */
+void	mcp_accounts_default(struct mcp_config *c);
+/* True when s (len bytes) is an account name: 1-32 of [a-z0-9_]. */
+bool	mcp_account_name_ok(const char *s, size_t len);
+/* The id mcpd shows for local (an id in a's index; 0 stays no id). */
+int64_t	mcp_gid(const struct mcp_account *a, int64_t local);
+/* An id mcpd showed, split: 0, or -1 when it cannot be one (<= 0, too large, local 0). */
+int	mcp_id_split(int64_t gid, unsigned *number_r, int64_t *local_r);
+/*
+ * The index in c->accounts of the account gid belongs to, with the id in its
+ * index in *local_r; -1 when that account is not configured or who may not
+ * read it: the caller answers that exactly as a message that does not exist.
+ */
+int	mcp_account_of(const struct mcp_config *c, const struct mcp_caller *who, int64_t gid,
+	    int64_t *local_r);
+/*
+ * The accounts who may read, and write, as bit sets over c->accounts (bit
+ * i: c->accounts[i]).  Without authentication (owner NULL) every account;
+ * with it, READERS / WRITERS name the subjects ('*' or unset: all).
+ * Writing also takes reading, the write scope (may_write) and a server that
+ * is not MCP_READ_ONLY.
+ */
+uint64_t	mcp_may_read(const struct mcp_config *c, const struct mcp_caller *who);
+uint64_t	mcp_may_write(const struct mcp_config *c, const struct mcp_caller *who);
+/*
+ * The accounts names (space- or comma-separated; NULL: every account who may
+ * read) choose, as a set in *set_r.  -1 with err (MB_E_INVALID, listing the
+ * caller's accounts) when one is not configured or not readable by who.
+ */
+int	mcp_accounts_named(const struct mcp_config *c, const struct mcp_caller *who,
+	    const char *names, uint64_t *set_r, struct mb_err *err);
+/* The same for a tool's optional "account" argument (a checked args object). */
+int	mcp_account_arg(const struct mcp_config *c, const struct mcp_caller *who, json_t *args,
+	    uint64_t *set_r, struct mb_err *err);
+/* Append the names of the accounts in set to b ("work, home"; "none"). */
+void	mcp_accounts_text(const struct mcp_config *c, uint64_t set, struct mb_buf *b);
 
 /* ---- session.c: the live sessions and the callers' rate limits (docs/mcpd.md: limits) */
 
@@ -145,19 +225,29 @@ struct mcp_server {
 	struct mcp_auth		*auth;		/* borrowed (auth.h); NULL: no checks (tests) */
 	struct mcp_sessions	*sessions;	/* owned */
 	unsigned char		 cursor_key[32];	/* HMAC key for cursors, random per process */
-	pthread_key_t		 idx_key;	/* per-thread read-only index connection */
+	pthread_key_t		 idx_key;	/* per-thread read-only index connections */
+	/* conf came without an account table (tests fill one by hand): init added
+	 * the default account to it, and release takes it away again */
+	bool			 own_accounts;
 };
 
-/* Set up srv around conf (borrowed; must outlive srv).  Returns 0 or -1 + err. */
+/*
+ * Set up srv around conf (borrowed; must outlive srv).  A conf that has no
+ * account table (made by hand, not by mcp_config_load()) is given the
+ * default account until mcp_server_release().  Returns 0 or -1 + err.
+ */
 int	mcp_server_init(struct mcp_server *srv, const struct mcp_config *conf,
 	    struct mb_err *err);
 void	mcp_server_release(struct mcp_server *srv);
 
 /*
- * This thread's read-only connection to the index, opened on first use and
- * closed when the thread exits (or by mcp_server_close_index()).  NULL with
- * err when the index cannot be opened; the next call tries again.
+ * This thread's read-only connection to the index of srv->conf->accounts[account],
+ * opened on first use and closed when the thread exits (or by
+ * mcp_server_close_index(), which closes every account's).  Borrowed.  NULL
+ * with err when the index cannot be opened; the next call tries again.
+ * mcp_server_index() is the first account's.
  */
+struct mb_index	*mcp_account_index(struct mcp_server *srv, size_t account, struct mb_err *err);
 struct mb_index	*mcp_server_index(struct mcp_server *srv, struct mb_err *err);
 void	mcp_server_close_index(struct mcp_server *srv);
 
@@ -171,6 +261,79 @@ json_t	*mcp_server_info(void);
 json_t	*mcp_icons(void);
 /* What the server tells the model about its tools (initialize, server/discover). */
 extern const char mcp_server_instructions[];
+
+/*
+ * accounts.c: the account a tool's id (gid) belongs to, with the id in its
+ * index in *local_r and this thread's connection to it in *idx_r (both
+ * borrowed).  NULL with err: MB_E_NOTFOUND ("not found": no such account,
+ * or one who may not read; the caller words it as for a missing message) or
+ * MB_E_TEMP (the index cannot be opened; logged).
+ */
+struct mcp_account;
+const struct mcp_account	*mcp_id_route(struct mcp_server *srv,
+	    const struct mcp_caller *who, int64_t gid, int64_t *local_r, struct mb_index **idx_r,
+	    struct mb_err *err);
+/*
+ * Call fn for each account in set (bits over srv->conf->accounts), in table
+ * order, with this thread's connection to its index and ctx.  Returns 0, or
+ * -1 with err at the first failure: fn's, or an index that cannot be opened
+ * (MB_E_TEMP, logged).
+ */
+int	mcp_each_account(struct mcp_server *srv, uint64_t set,
+	    int (*fn)(struct mcp_server *srv, const struct mcp_account *a, struct mb_index *idx,
+	    void *ctx, struct mb_err *err), void *ctx, struct mb_err *err);
+
+/* ---- merge.c: one page from the pages of several accounts */
+
+struct mcp_merge_part {
+	const struct mcp_account *acc;	/* borrowed */
+	int64_t		 offset;	/* where this account's page starts in its own order */
+	const void	*rows;		/* the page: n rows of size bytes each (borrowed) */
+	size_t		 n;
+	size_t		 size;
+	bool		 more;		/* the account has rows past its page ... */
+	int64_t		 next_offset;	/* ... starting here */
+	size_t		 used;		/* rows taken onto the merged page */
+	const void	*ctx;		/* what the tool's order needs besides the rows */
+};
+
+/* Whether row a (of part pa) comes before row b (of part pb) in the tool's order. */
+typedef bool (*mcp_merge_before_fn)(const struct mcp_merge_part *pa, const void *a,
+    const struct mcp_merge_part *pb, const void *b);
+/* Called for each row taken, in order; ctx is mcp_merge_take()'s. */
+typedef void (*mcp_merge_take_fn)(const struct mcp_merge_part *p, const void *row, void *ctx);
+
+/*
+ * Take up to limit rows from the parts' pages (each in order already) by
+ * before, calling take for each: the merged page.  Returns how many.
+ */
+size_t	mcp_merge_take(struct mcp_merge_part *p, size_t n, size_t limit,
+	    mcp_merge_before_fn before, mcp_merge_take_fn take, void *ctx);
+/* After mcp_merge_take(): each part's next offset into next[i]; true when a next page exists. */
+bool	mcp_merge_next(const struct mcp_merge_part *p, size_t n, int64_t *next);
+/* h with the bit set mixed in (FNV-1a): a cursor is bound to the accounts it was made for. */
+uint64_t	mcp_merge_hash(uint64_t h, uint64_t set);
+/*
+ * The accounts a search or an overview covers: its "account" argument
+ * (absent: every account who may read) narrowed by q's account: names (q
+ * NULL: a tool without a query), into *set_r.  A thread:N in q narrows them
+ * to N's account and becomes N's id in that account's index (an account
+ * who may not read: no account, as for a thread that does not exist).
+ * *hash_r (the arguments' hash) gets the caller's accounts and the set
+ * mixed in.  -1 with err (MB_E_INVALID, listing the caller's accounts) for
+ * an account who may not read.
+ */
+struct mb_query;
+int	mcp_merge_accounts(struct mcp_server *srv, const struct mcp_caller *who, json_t *args,
+	    struct mb_query *q, uint64_t *set_r, uint64_t *hash_r, struct mb_err *err);
+/* This thread's connection to p's account (borrowed); NULL with err (MB_E_TEMP, logged). */
+struct mb_index	*mcp_merge_index(struct mcp_server *srv, const struct mcp_merge_part *p,
+	    struct mb_err *err);
+/* p's page: n rows of size bytes (borrowed), whether more follow and from where. */
+void	mcp_merge_page(struct mcp_merge_part *p, const void *rows, size_t n, size_t size,
+	    bool more, int64_t next_offset);
+/* One zeroed part per account in set, in table order, into p (MCP_ACCOUNTS_MAX); how many. */
+size_t	mcp_merge_parts(struct mcp_server *srv, uint64_t set, struct mcp_merge_part *p);
 
 /* ---- rpc.c: one HTTP POST body in, one HTTP answer out (docs/mcpd.md: the eras) */
 
@@ -438,25 +601,30 @@ json_t	*mcp_tool_get_attachment(struct mcp_server *srv, json_t *args,
 	    const struct mcp_caller *who, struct mb_err *err);
 /* One attachment of get_message's list, as structured data. */
 struct mb_read_attachment;
-json_t	*mcp_attachment_json(const struct mb_read_attachment *a);
+json_t	*mcp_attachment_json(const struct mb_read_attachment *a, const struct mcp_account *acc);
 /* The resource template of mail://attachment/{id}. */
 json_t	*mcp_attachment_template(void);
 /*
  * resources/read of a mail://attachment/{id} uri: the bytes as a blob,
  * up to MCP_ATTACHMENT_MAX_BYTES.  NULL with *code_r and *message_r set.
  */
-json_t	*mcp_attachment_resource(struct mcp_server *srv, const char *uri, int *code_r,
-	    const char **message_r);
+json_t	*mcp_attachment_resource(struct mcp_server *srv, const struct mcp_caller *who,
+	    const char *uri, int *code_r, const char **message_r);
 
 /* resources/list, resources/templates/list, resources/read: NULL with *code_r/-message
  * for a JSON-RPC error. */
-json_t	*mcp_resources_list(struct mcp_server *srv, json_t *params, int *code_r,
-	    const char **message_r);
+json_t	*mcp_resources_list(struct mcp_server *srv, const struct mcp_caller *who,
+	    json_t *params, int *code_r, const char **message_r);
 json_t	*mcp_resource_templates_list(void);
-json_t	*mcp_resources_read(struct mcp_server *srv, json_t *params, int *code_r,
-	    const char **message_r);
+json_t	*mcp_resources_read(struct mcp_server *srv, const struct mcp_caller *who,
+	    json_t *params, int *code_r, const char **message_r);
 /* /healthz: JSON text (caller frees) and the HTTP status. */
 char	*mcp_healthz(struct mcp_server *srv, int *status_r);
+
+/* ---- tools_accounts.c: list_accounts */
+
+json_t	*mcp_tool_list_accounts(struct mcp_server *srv, json_t *args,
+	    const struct mcp_caller *who, struct mb_err *err);
 
 /* ---- tools_overview.c: counts, people, conversations awaiting a reply (mailbox/overview.h) */
 
@@ -512,7 +680,16 @@ int	mcp_fence_inline(struct mb_buf *out, const char *s);
  */
 json_t	*mcp_json_text(const char *s, size_t len);
 
-/* Cursors: an opaque, HMAC-signed token carrying kind, offset and a query hash. */
+/*
+ * Cursors: an opaque, HMAC-signed token carrying kind, offsets (one per
+ * account of a merged search; n at most MCP_ACCOUNTS_MAX) and a query hash.
+ * _make returns a string the caller frees; _parse returns 0, or -1 when the
+ * cursor is not ours, of another kind or carries another number of offsets.
+ */
+char	*mcp_cursor_make_multi(struct mcp_server *srv, char kind, const int64_t *offsets,
+	    size_t n, uint64_t qhash);
+int	mcp_cursor_parse_multi(struct mcp_server *srv, const char *cursor, char kind,
+	    int64_t *offsets, size_t n, uint64_t *qhash_r);
 char	*mcp_cursor_make(struct mcp_server *srv, char kind, int64_t offset, uint64_t qhash);
 int	mcp_cursor_parse(struct mcp_server *srv, const char *cursor, char kind,
 	    int64_t *offset_r, uint64_t *qhash_r);

@@ -205,11 +205,11 @@ mcp_rpc_method(struct mcp_server *srv, const char *method, json_t *params,
 			*msg_r = err->msg;
 		}
 	} else if (strcmp(method, "resources/list") == 0)
-		result = mcp_resources_list(srv, params, code_r, msg_r);
+		result = mcp_resources_list(srv, &who, params, code_r, msg_r);
 	else if (strcmp(method, "resources/templates/list") == 0)
 		result = mcp_resource_templates_list();
 	else if (strcmp(method, "resources/read") == 0) {
-		result = mcp_resources_read(srv, params, code_r, msg_r);
+		result = mcp_resources_read(srv, &who, params, code_r, msg_r);
 		if (result == NULL && *code_r == MCP_RPC_RESOURCE_NOT_FOUND && modern)
 			*code_r = MCP_RPC_INVALID_PARAMS;	/* 2026-07-28's code for it */
 	} else if (strcmp(method, "logging/setLevel") == 0 && !modern) {

@@ -17,12 +17,20 @@
 
 #define MCP_INDEX_MMAP	(INT64_C(4) << 30)	/* 4 GiB of address space at most */
 
+/* A thread's read-only connections, one slot per account (opened on first use). */
+struct thread_indexes {
+	size_t		 n;
+	struct mb_index	*idx[];
+};
+
 static void
 close_thread_index(void *p)
 {
-	struct mb_index *idx = p;
+	struct thread_indexes *t = p;
 
-	mb_index_close(&idx);
+	for (size_t i = 0; i < t->n; i++)
+		mb_index_close(&t->idx[i]);
+	free(t);
 }
 
 /*
@@ -53,6 +61,10 @@ mcp_server_init(struct mcp_server *srv, const struct mcp_config *conf, struct mb
 	if (mcp_tools_load(err) == -1)	/* a broken mcpd/tools/<name>.json stops mcpd here */
 		return -1;
 	srv->conf = conf;
+	if (conf->n_accounts == 0) {	/* made by hand, not by mcp_config_load() */
+		mcp_accounts_default((struct mcp_config *)conf);
+		srv->own_accounts = true;
+	}
 	if (RAND_bytes(srv->cursor_key, sizeof(srv->cursor_key)) != 1)
 		return mb_err_set(err, MB_E_INTERNAL, "no random bytes for the cursor key");
 	if (pthread_key_create(&srv->idx_key, close_thread_index) != 0)
@@ -69,18 +81,32 @@ mcp_server_release(struct mcp_server *srv)
 	mcp_server_close_index(srv);
 	pthread_key_delete(srv->idx_key);
 	mcp_sessions_free(&srv->sessions);
+	if (srv->own_accounts)
+		mcp_accounts_release((struct mcp_config *)srv->conf);
 	OPENSSL_cleanse(srv->cursor_key, sizeof(srv->cursor_key));
 }
 
 struct mb_index *
-mcp_server_index(struct mcp_server *srv, struct mb_err *err)
+mcp_account_index(struct mcp_server *srv, size_t account, struct mb_err *err)
 {
-	struct mb_index *idx = pthread_getspecific(srv->idx_key);
+	struct thread_indexes *t = pthread_getspecific(srv->idx_key);
 	struct mb_err ignored = { 0 };
+	struct mb_index *idx;
 
-	if (idx != NULL)
-		return idx;
-	if (mb_index_open(srv->conf->index_path, MB_INDEX_RO, &idx, err) == -1)
+	if (MB_NEVER(account >= srv->conf->n_accounts)) {
+		mb_err_set(err, MB_E_INTERNAL, "account %zu of %zu", account,
+		    srv->conf->n_accounts);
+		return NULL;
+	}
+	if (t == NULL) {
+		t = mb_xcalloc(1, sizeof(*t) + srv->conf->n_accounts * sizeof(t->idx[0]));
+		t->n = srv->conf->n_accounts;
+		pthread_setspecific(srv->idx_key, t);
+	}
+	if (t->idx[account] != NULL)
+		return t->idx[account];
+	if (mb_index_open(srv->conf->accounts[account].index_path, MB_INDEX_RO, &idx,
+	    err) == -1)
 		return NULL;
 	/*
 	 * Read the index through a shared mapping rather than pread() into each
@@ -91,24 +117,31 @@ mcp_server_index(struct mcp_server *srv, struct mb_err *err)
 	 * still work, only slower.
 	 */
 	(void)mb_index_set_mmap(idx, MCP_INDEX_MMAP, &ignored);
-	pthread_setspecific(srv->idx_key, idx);
+	t->idx[account] = idx;
 	return idx;
+}
+
+struct mb_index *
+mcp_server_index(struct mcp_server *srv, struct mb_err *err)
+{
+	return mcp_account_index(srv, 0, err);
 }
 
 void
 mcp_server_close_index(struct mcp_server *srv)
 {
-	struct mb_index *idx = pthread_getspecific(srv->idx_key);
+	struct thread_indexes *t = pthread_getspecific(srv->idx_key);
 
-	if (idx != NULL) {
+	if (t != NULL) {
 		pthread_setspecific(srv->idx_key, NULL);
-		mb_index_close(&idx);
+		close_thread_index(t);
 	}
 }
 
 const char mcp_server_instructions[] =
     "Search the user's mail with search_messages, then read hits with get_message or "
-    "get_thread (or read mail://message/{id}); list_folders names the folders. Where the "
+    "get_thread (or read mail://message/{id}); list_folders names the folders, list_accounts "
+    "the mail accounts (ids carry their account; account:NAME narrows a search). Where the "
     "server allows writes, flag_message, label_message, move_message, trash_message and "
     "create_draft change the mailbox (every change is recorded: list_recent_writes). Everything quoted from mail "
     "arrives between <untrusted-mail nonce=\"...\"> and </untrusted-mail nonce=\"...\"> with a "

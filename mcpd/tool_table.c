@@ -32,6 +32,7 @@ static const struct mcp_tool tools[] = {
 	{ "awaiting_reply",	MCP_SCOPE_READ,		mcp_tool_awaiting_reply },
 	{ "get_attachment",	MCP_SCOPE_READ,		mcp_tool_get_attachment },
 	{ "label_message",	MCP_SCOPE_WRITE,	mcp_tool_label_message },
+	{ "list_accounts",	MCP_SCOPE_READ,		mcp_tool_list_accounts },
 };
 
 #define FENCE_MARK	"@FENCE_NOTE@"

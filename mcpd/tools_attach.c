@@ -36,9 +36,10 @@ text_status(const char *status)
 }
 
 json_t *
-mcp_attachment_json(const struct mb_read_attachment *a)
+mcp_attachment_json(const struct mb_read_attachment *a, const struct mcp_account *acc)
 {
-	return json_pack("{s:I, s:o, s:o, s:I, s:b, s:b, s:s}", "id", (json_int_t)a->id,
+	return json_pack("{s:I, s:o, s:o, s:I, s:b, s:b, s:s}", "id",
+	    (json_int_t)mcp_gid(acc, a->id),
 	    "name", mcp_str_json(a->name), "type", mcp_str_json(a->type),
 	    "size", (json_int_t)a->size, "inline", a->is_inline, "text_available", a->has_text,
 	    "text_status", text_status(a->text_status));
@@ -50,18 +51,20 @@ json_t *
 mcp_tool_get_attachment(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
     struct mb_err *err)
 {
+	const struct mcp_account *acc;
 	struct mb_attachment_page ap;
 	struct mb_index *idx;
 	struct mcp_answer a;
-	int64_t id = mcp_arg_int(args, "id");
+	int64_t id = mcp_arg_int(args, "id"), local = 0;
 	long long offset = mcp_arg_int(args, "offset");
 	struct mb_buf inner = MB_BUF_INIT(8u << 20);
 	json_t *d;
 
-	idx = mcp_server_index(srv, err);
-	if (idx == NULL)
-		return mcp_index_unavailable(err);
-	if (mb_attachment_read(idx, id, (size_t)offset, MCP_BODY_CAP_CHARS, &ap, err) == -1) {
+	acc = mcp_id_route(srv, who, id, &local, &idx, err);
+	if (acc == NULL && err->code == MB_E_TEMP)
+		return NULL;
+	if (acc == NULL ||
+	    mb_attachment_read(idx, local, (size_t)offset, MCP_BODY_CAP_CHARS, &ap, err) == -1) {
 		if (err->code != MB_E_NOTFOUND)
 			return mcp_index_failure(err);
 		mb_err_clear(err);
@@ -71,7 +74,10 @@ mcp_tool_get_attachment(struct mcp_server *srv, json_t *args, const struct mcp_c
 	}
 	mcp_answer_init(&a);
 	d = a.data;
+	ap.id = mcp_gid(acc, ap.id);	/* from here on, the ids the caller sees */
+	ap.message_id = mcp_gid(acc, ap.message_id);
 	json_object_set_new(d, "id", json_integer(ap.id));
+	json_object_set_new(d, "account", json_string(acc->name));
 	json_object_set_new(d, "message_id", json_integer(ap.message_id));
 	if (ap.name != NULL)
 		json_object_set_new(d, "name", mcp_str_json(ap.name));
@@ -175,17 +181,19 @@ sha_matches(const unsigned char *p, size_t n, const char *hex)
 }
 
 json_t *
-mcp_attachment_resource(struct mcp_server *srv, const char *uri, int *code_r,
-    const char **message_r)
+mcp_attachment_resource(struct mcp_server *srv, const struct mcp_caller *who, const char *uri,
+    int *code_r, const char **message_r)
 {
 	static _Thread_local char why[320];
 	const char *p = uri + strlen(ATTACH_PREFIX);
+	const struct mcp_account *acc;
 	struct mb_attachment_page ap;
 	struct mb_err err = { 0 };
 	struct mb_index *idx;
 	unsigned char *bytes;
 	char path[4200], *b64, *end;
 	long long id;
+	int64_t local = 0;
 	json_t *r;
 
 	errno = 0;
@@ -195,13 +203,13 @@ mcp_attachment_resource(struct mcp_server *srv, const char *uri, int *code_r,
 		*message_r = "Resource not found";
 		return NULL;
 	}
-	if ((idx = mcp_server_index(srv, &err)) == NULL) {
-		mb_log_warnx("resources/read: %s", err.msg);
+	acc = mcp_id_route(srv, who, id, &local, &idx, &err);
+	if (acc == NULL && err.code == MB_E_TEMP) {
 		*code_r = -32603;
 		*message_r = "Internal error: the mail index is not available";
 		return NULL;
 	}
-	if (mb_attachment_read(idx, id, 0, 0, &ap, &err) == -1) {
+	if (acc == NULL || mb_attachment_read(idx, local, 0, 0, &ap, &err) == -1) {
 		bool failed = err.code != MB_E_NOTFOUND;
 
 		if (failed)
@@ -226,7 +234,7 @@ mcp_attachment_resource(struct mcp_server *srv, const char *uri, int *code_r,
 		*message_r = why;
 		return NULL;
 	}
-	snprintf(path, sizeof(path), "%s/blobs/%.2s/%s", srv->conf->data_dir, ap.sha256,
+	snprintf(path, sizeof(path), "%s/blobs/%.2s/%s", acc->data_dir, ap.sha256,
 	    ap.sha256 + 2);
 	bytes = read_blob(path, (uint64_t)ap.size);
 	if (bytes == NULL || !sha_matches(bytes, (size_t)ap.size, ap.sha256)) {

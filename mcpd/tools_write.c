@@ -57,24 +57,30 @@ parse_flags(json_t *a, unsigned *bits_r, const char **bad)
 	return 0;
 }
 
-/* Hand rq to syncd: its answer as the CallToolResult, or NULL + err (MB_E_TEMP). */
+/*
+ * Hand rq to acc's syncd: its answer as the CallToolResult, or NULL + err
+ * (MB_E_TEMP).  The reply's message id is acc's, shown as mcpd's id.
+ */
 static json_t *
-forward(struct mcp_server *srv, const struct mb_ctl_request_view *rq, struct mb_err *err)
+forward(const struct mcp_account *acc, const struct mb_ctl_request_view *rq,
+    struct mb_err *err)
 {
 	struct mb_ctl_reply rp;
 	struct mb_err e = { 0 };
 	json_t *data, *r;
 
-	if (mcp_ctl_call(srv->conf->syncd_socket, rq, CTL_TIMEOUT_S, &rp, &e) == -1) {
+	if (mcp_ctl_call(acc->syncd_socket, rq, CTL_TIMEOUT_S, &rp, &e) == -1) {
 		mb_log_warnx("%s: %s", mb_ctl_op_name(rq->op), e.msg);
 		/* syncd's words are for the operator and the model alike (no secret, no path
 		 * but SYNCD_SOCKET's): say them, whatever went wrong */
 		mb_err_set(err, MB_E_TEMP, "the write could not be handed to syncd: %s", e.msg);
 		return NULL;
 	}
-	data = json_pack("{s:s, s:o, s:I}", "outcome", mb_ctl_outcome_name(rp.outcome),
-	    "detail", mcp_str_json(rp.detail), "write_log_id", (json_int_t)rp.log_id);
-	json_object_set_new(data, "id", rp.message_id ? json_integer(rp.message_id) : json_null());
+	data = json_pack("{s:s, s:o, s:I, s:s}", "outcome", mb_ctl_outcome_name(rp.outcome),
+	    "detail", mcp_str_json(rp.detail), "write_log_id", (json_int_t)rp.log_id,
+	    "account", acc->name);
+	json_object_set_new(data, "id", rp.message_id ? json_integer(mcp_gid(acc,
+	    rp.message_id)) : json_null());
 	json_object_set_new(data, "folder", mcp_str_json(rp.folder));
 	if ((rq->op == MB_CTL_FLAG && rp.outcome == MB_CTL_OK) || rp.keywords != NULL)
 		/* the words search and get_message use, not the IMAP names */
@@ -86,7 +92,7 @@ forward(struct mcp_server *srv, const struct mb_ctl_request_view *rq, struct mb_
 
 		/* syncd's detail names folders, and folder names come from the mailbox:
 		 * both quoted (fence.c) */
-		mb_buf_addf(&text, "%s: %s: ", mb_ctl_op_name(rq->op),
+		mb_buf_addf(&text, "%s%s: %s: ", mb_ctl_op_name(rq->op), acc->tag,
 		    mb_ctl_outcome_name(rp.outcome));
 		mcp_fence_inline(&text, rp.detail);
 		if (rp.folder) {
@@ -175,63 +181,161 @@ audit_int(int64_t v)
 	return v != -1 ? json_integer(v) : json_null();
 }
 
-json_t *
-mcp_tool_list_recent_writes(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
-    struct mb_err *err)
+/* One write_log row of some account, for the merged list. */
+struct audit_row {
+	const struct mcp_account	*acc;
+	const struct mb_audit_entry	*e;	/* borrowed from its account's list */
+};
+
+struct audit_ctx {
+	size_t			 limit;
+	struct mb_audit_entry	*lists[MCP_ACCOUNTS_MAX];	/* owned */
+	size_t			 sizes[MCP_ACCOUNTS_MAX];
+	size_t			 n_lists;
+	struct audit_row	*rows;		/* owned */
+	size_t			 n;
+};
+
+static int
+audit_of(struct mcp_server *srv, const struct mcp_account *acc, struct mb_index *idx,
+    void *vctx, struct mb_err *err)
 {
-	json_int_t limit = mcp_arg_int(args, "limit");
-	json_t *writes, *data;
-	struct mb_index *idx;
+	struct audit_ctx *c = vctx;
 	struct mb_audit_entry *e;
 	size_t n;
 
-	if ((idx = mcp_server_index(srv, err)) == NULL)
-		return mcp_index_unavailable(err);
-	if (mb_index_audit_recent(idx, (size_t)limit, &e, &n, err) == -1) {
+	(void)srv;
+	if (mb_index_audit_recent(idx, c->limit, &e, &n, err) == -1) {
 		if (err->code == MB_E_TEMP) {	/* SQLite's words stay in the log */
 			mb_log_warnx("write_log: %s", err->msg);
 			mb_err_clear(err);
 			mb_err_set(err, MB_E_TEMP, "the audit log is busy; try again");
 		}
-		return NULL;
+		return -1;
 	}
-	writes = json_array();
-	for (size_t i = 0; i < n; i++) {
-		json_t *w = json_object();
-		char d[32];
-		struct tm tm;
-		time_t t = (time_t)e[i].at;
+	c->lists[c->n_lists] = e;
+	c->sizes[c->n_lists++] = n;
+	for (size_t i = 0; i < n; i++)
+		c->rows[c->n++] = (struct audit_row){ .acc = acc, .e = &e[i] };
+	return 0;
+}
 
-		if (gmtime_r(&t, &tm) != NULL && strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%SZ", &tm))
-			json_object_set_new(w, "at", json_string(d));
-		json_object_set_new(w, "write_log_id", json_integer(e[i].id));
-		json_object_set_new(w, "tool", audit_text(e[i].tool));
-		json_object_set_new(w, "requested_by", audit_text(e[i].requested_by));
-		json_object_set_new(w, "peer_uid", audit_int(e[i].peer_uid));
-		json_object_set_new(w, "id", audit_int(e[i].message_id));
-		json_object_set_new(w, "folder", audit_text(e[i].folder));
-		json_object_set_new(w, "uidvalidity", audit_int(e[i].uidvalidity));
-		json_object_set_new(w, "uid", audit_int(e[i].uid));
-		json_object_set_new(w, "arguments", audit_text(e[i].arguments));
-		json_object_set_new(w, "outcome", audit_text(e[i].outcome));
-		json_object_set_new(w, "detail", audit_text(e[i].detail));
-		json_array_append_new(writes, w);
-	}
-	mb_audit_list_free(&e, n);
+/* Newest first; within a second, the account's table order, then the latest row. */
+static int
+audit_cmp(const void *pa, const void *pb)
+{
+	const struct audit_row *a = pa, *b = pb;
+
+	if (a->e->at != b->e->at)
+		return a->e->at > b->e->at ? -1 : 1;
+	if (a->acc != b->acc)
+		return a->acc < b->acc ? -1 : 1;
+	return a->e->id > b->e->id ? -1 : a->e->id < b->e->id;
+}
+
+static json_t *
+audit_json(const struct audit_row *r)
+{
+	const struct mb_audit_entry *e = r->e;
+	json_t *w = json_object();
+	char d[32];
+	struct tm tm;
+	time_t t = (time_t)e->at;
+
+	if (gmtime_r(&t, &tm) != NULL && strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		json_object_set_new(w, "at", json_string(d));
+	json_object_set_new(w, "account", json_string(r->acc->name));
+	json_object_set_new(w, "write_log_id", json_integer(e->id));
+	json_object_set_new(w, "tool", audit_text(e->tool));
+	json_object_set_new(w, "requested_by", audit_text(e->requested_by));
+	json_object_set_new(w, "peer_uid", audit_int(e->peer_uid));
+	json_object_set_new(w, "id", e->message_id > 0 ? json_integer(mcp_gid(r->acc,
+	    e->message_id)) : audit_int(e->message_id));
+	json_object_set_new(w, "folder", audit_text(e->folder));
+	json_object_set_new(w, "uidvalidity", audit_int(e->uidvalidity));
+	json_object_set_new(w, "uid", audit_int(e->uid));
+	json_object_set_new(w, "arguments", audit_text(e->arguments));
+	json_object_set_new(w, "outcome", audit_text(e->outcome));
+	json_object_set_new(w, "detail", audit_text(e->detail));
+	return w;
+}
+
+json_t *
+mcp_tool_list_recent_writes(struct mcp_server *srv, json_t *args, const struct mcp_caller *who,
+    struct mb_err *err)
+{
+	struct audit_ctx c = { .limit = (size_t)mcp_arg_int(args, "limit") };
+	json_t *writes, *data, *r = NULL;
+	uint64_t set;
+
+	if (mcp_account_arg(srv->conf, who, args, &set, err) == -1)
+		return NULL;
+	c.rows = mb_xcalloc(c.limit * srv->conf->n_accounts + 1, sizeof(*c.rows));
+	if (mcp_each_account(srv, set, audit_of, &c, err) == -1)
+		goto out;
+	qsort(c.rows, c.n, sizeof(*c.rows), audit_cmp);
+	writes = json_array();
+	for (size_t i = 0; i < c.n && i < c.limit; i++)
+		json_array_append_new(writes, audit_json(&c.rows[i]));
 	data = json_pack("{s:o}", "writes", writes);
 	{
 		char *text = json_dumps(data, JSON_COMPACT);
-		json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text",
-		    "text", text ? text : "{}", "structuredContent", data, "isError", 0);
 
+		r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text",
+		    "text", text ? text : "{}", "structuredContent", data, "isError", 0);
 		free(text);
-		return r;
 	}
+out:
+	for (size_t i = 0; i < c.n_lists; i++)
+		mb_audit_list_free(&c.lists[i], c.sizes[i]);
+	free(c.rows);
+	return r;
+}
+
+/*
+ * Whether who may write account i of srv (a tool error in err when not):
+ * the caller's WRITERS, and a syncd socket for the account.
+ */
+static int
+may_write(struct mcp_server *srv, const struct mcp_caller *who, size_t i, const char *tool,
+    struct mb_err *err)
+{
+	const struct mcp_account *acc = &srv->conf->accounts[i];
+
+	if (!(mcp_may_write(srv->conf, who) >> i & 1))
+		return mb_err_set(err, MB_E_AUTH, "%s: this caller may read account %s but not "
+		    "change it", tool, acc->name);
+	if (acc->syncd_socket == NULL)
+		return mb_err_set(err, MB_E_INVALID, "%s: account %s is read-only on this server "
+		    "(it has no ACCOUNT_%s_SYNCD_SOCKET)", tool, acc->name, acc->name);
+	return 0;
+}
+
+/*
+ * The account a write tool's message id (gid) belongs to, checked writable
+ * by who, with the id in its index in *local_r; NULL with err (an id who
+ * cannot read is "no message", as get_message says).
+ */
+static const struct mcp_account *
+write_target(struct mcp_server *srv, const struct mcp_caller *who, int64_t gid,
+    const char *tool, int64_t *local_r, struct mb_err *err)
+{
+	int i = mcp_account_of(srv->conf, who, gid, local_r);
+
+	if (i < 0) {
+		mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from "
+		    "search_messages or get_thread", (long long)gid);
+		return NULL;
+	}
+	if (may_write(srv, who, (size_t)i, tool, err) == -1)
+		return NULL;
+	return &srv->conf->accounts[i];
 }
 
 /*
  * The request every write tool starts from: who asks (the token subject, cut
- * to the wire's limit) into who_buf, and the message id.
+ * to the wire's limit) into who_buf, and the message id (in its account's
+ * index).
  */
 static void
 write_request(struct mb_ctl_request_view *rq, char who_buf[MB_CTL_WHO_MAX + 1],
@@ -263,8 +367,13 @@ mcp_tool_flag_message(struct mcp_server *srv, json_t *args, const struct mcp_cal
 	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
 	const char *bad = NULL;
+	const struct mcp_account *acc;
+	int64_t local = 0;
 
-	write_request(&rq, who_buf, who, mcp_arg_int(args, "id"));
+	if ((acc = write_target(srv, who, mcp_arg_int(args, "id"), "flag_message", &local,
+	    err)) == NULL)
+		return NULL;
+	write_request(&rq, who_buf, who, local);
 	rq.op = MB_CTL_FLAG;
 	if (parse_flags(json_object_get(args, "add"), &rq.add, &bad) == -1 ||
 	    parse_flags(json_object_get(args, "remove"), &rq.remove, &bad) == -1) {
@@ -282,7 +391,7 @@ mcp_tool_flag_message(struct mcp_server *srv, json_t *args, const struct mcp_cal
 		    "removed");
 		return NULL;
 	}
-	return forward(srv, &rq, err);
+	return forward(acc, &rq, err);
 }
 
 json_t *
@@ -292,15 +401,20 @@ mcp_tool_move_message(struct mcp_server *srv, json_t *args, const struct mcp_cal
 	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
 	const char *d = mcp_arg_str(args, "destination");
+	const struct mcp_account *acc;
+	int64_t local = 0;
 
-	write_request(&rq, who_buf, who, mcp_arg_int(args, "id"));
+	if ((acc = write_target(srv, who, mcp_arg_int(args, "id"), "move_message", &local,
+	    err)) == NULL)
+		return NULL;
+	write_request(&rq, who_buf, who, local);
 	if (*d == '\0' || strlen(d) > MB_CTL_FOLDER_MAX) {
 		mb_err_set(err, MB_E_INVALID, "move_message: destination must be a folder name");
 		return NULL;
 	}
 	rq.op = MB_CTL_MOVE;
 	rq.dest = d;
-	return forward(srv, &rq, err);
+	return forward(acc, &rq, err);
 }
 
 json_t *
@@ -309,10 +423,69 @@ mcp_tool_trash_message(struct mcp_server *srv, json_t *args, const struct mcp_ca
 {
 	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
+	const struct mcp_account *acc;
+	int64_t local = 0;
 
-	write_request(&rq, who_buf, who, mcp_arg_int(args, "id"));
+	if ((acc = write_target(srv, who, mcp_arg_int(args, "id"), "trash_message", &local,
+	    err)) == NULL)
+		return NULL;
+	write_request(&rq, who_buf, who, local);
 	rq.op = MB_CTL_TRASH;
-	return forward(srv, &rq, err);
+	return forward(acc, &rq, err);
+}
+
+/*
+ * create_draft's account: its "account" argument, which is required when
+ * who may write more than one; in_reply_to_id (when given) must be of it.
+ * *local_r is in_reply_to_id in that account's index (0: none).
+ */
+static const struct mcp_account *
+draft_account(struct mcp_server *srv, const struct mcp_caller *who, json_t *args,
+    int64_t *local_r, struct mb_err *err)
+{
+	uint64_t writable = mcp_may_write(srv->conf, who), set;
+	int64_t reply = mcp_arg_int(args, "in_reply_to_id");
+	size_t i;
+
+	*local_r = 0;
+	if (mcp_account_arg(srv->conf, who, args, &set, err) == -1)
+		return NULL;
+	if (mcp_arg_str(args, "account") == NULL) {
+		set = writable;
+		if (set & (set - 1)) {
+			struct mb_buf b = MB_BUF_INIT(4096);
+
+			mcp_accounts_text(srv->conf, writable, &b);
+			mb_err_set(err, MB_E_INVALID, "create_draft: name the account to save the "
+			    "draft in (account: one of %s)", b.data);
+			mb_buf_release(&b);
+			return NULL;
+		}
+	}
+	for (i = 0; i < srv->conf->n_accounts && !(set >> i & 1); i++)
+		;
+	if (i == srv->conf->n_accounts) {
+		mb_err_set(err, MB_E_AUTH, "create_draft: this caller may write no account");
+		return NULL;
+	}
+	if (may_write(srv, who, i, "create_draft", err) == -1)
+		return NULL;
+	if (reply != 0) {
+		int r = mcp_account_of(srv->conf, who, reply, local_r);
+
+		if (r < 0) {
+			mb_err_set(err, MB_E_NOTFOUND, "no message with id %lld; ids come from "
+			    "search_messages or get_thread", (long long)reply);
+			return NULL;
+		}
+		if ((size_t)r != i) {
+			mb_err_set(err, MB_E_INVALID, "create_draft: in_reply_to_id %lld is a message "
+			    "of account %s, not %s; a reply is saved in the account of the message",
+			    (long long)reply, srv->conf->accounts[r].name, srv->conf->accounts[i].name);
+			return NULL;
+		}
+	}
+	return &srv->conf->accounts[i];
 }
 
 json_t *
@@ -321,11 +494,15 @@ mcp_tool_create_draft(struct mcp_server *srv, json_t *args, const struct mcp_cal
 {
 	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
+	const struct mcp_account *acc;
+	int64_t local = 0;
 	json_t *r = NULL;
 
-	write_request(&rq, who_buf, who, mcp_arg_int(args, "in_reply_to_id"));
+	if ((acc = draft_account(srv, who, args, &local, err)) == NULL)
+		return NULL;
+	write_request(&rq, who_buf, who, local);
 	if (draft_request(args, &rq, err) == 0)
-		r = forward(srv, &rq, err);
+		r = forward(acc, &rq, err);
 	free(rq.to);	/* the arrays are ours, their strings are args' */
 	free(rq.cc);
 	return r;
@@ -368,9 +545,14 @@ mcp_tool_label_message(struct mcp_server *srv, json_t *args, const struct mcp_ca
 {
 	struct mb_ctl_request_view rq;
 	char who_buf[MB_CTL_WHO_MAX + 1];
+	const struct mcp_account *acc;
+	int64_t local = 0;
 	json_t *r = NULL;
 
-	write_request(&rq, who_buf, who, mcp_arg_int(args, "id"));
+	if ((acc = write_target(srv, who, mcp_arg_int(args, "id"), "label_message", &local,
+	    err)) == NULL)
+		return NULL;
+	write_request(&rq, who_buf, who, local);
 	rq.op = MB_CTL_LABEL;
 	if (label_list(args, "add", &rq.labels_add, &rq.n_labels_add, err) == 0 &&
 	    label_list(args, "remove", &rq.labels_remove, &rq.n_labels_remove, err) == 0) {
@@ -378,7 +560,7 @@ mcp_tool_label_message(struct mcp_server *srv, json_t *args, const struct mcp_ca
 			mb_err_set(err, MB_E_INVALID, "label_message: name at least one label to add "
 			    "or remove");
 		else
-			r = forward(srv, &rq, err);
+			r = forward(acc, &rq, err);
 	}
 	free(rq.labels_add);	/* the arrays are ours, their strings are args' */
 	free(rq.labels_remove);

@@ -28,6 +28,9 @@
  *   thread:N        the messages of thread N
  *   list:x          mail whose List-Id contains x
  *   label:x keyword:x tag:x   carries the IMAP keyword x (any case)
+ *   account:NAME    the account NAME only (several: any of them); kept in
+ *                   q->accounts for mcpd, which serves several indexes: the
+ *                   search engine of one index never reads it
  *   has:attachment  is:unread is:read is:flagged is:starred is:answered
  *                   is:replied is:draft
  * Negation (-) applies to words and to has:, is:, label: and from:me/to:me;
@@ -78,6 +81,8 @@ struct mb_query {
 	size_t	 n_terms;	/* positive text terms in match */
 	const char *column;	/* static; the FTS5 column every positive term is
 				 * restricted to (subject:a subject:b), or NULL */
+	char	*accounts;	/* owned; the account: names, lower-cased, each once,
+				 * separated by single spaces; NULL: none given */
 	char	**hl;		/* owned; the positive terms' words, for highlighting */
 	size_t	 n_hl;
 };
@@ -106,7 +111,10 @@ int	mb_query_compile(const char *text, size_t len, struct mb_query *q, struct mb
 int	mb_query_and_from(struct mb_query *q, const char *value, size_t len,
 	    struct mb_err *err);
 
-/* True when q has neither text terms nor any filter. */
+/*
+ * True when q has neither text terms nor any filter.  account: is not one
+ * here: it chooses indexes, not messages (a query of account: alone is empty).
+ */
 bool	mb_query_empty(const struct mb_query *q);
 
 /*

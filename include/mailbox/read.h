@@ -87,8 +87,10 @@ void	mb_read_message_release(struct mb_read_message *m);	/* m becomes empty */
  * re-created on the server; the current copy is id N" when a current row
  * has its Message-ID, else "no longer in the mailbox" -- or 0 when id is
  * current or names no row at all (then buf is untouched); -1 with err.
+ * The sentence names ids as id_base + the index's id (mcpd's account
+ * prefix, docs/mcpd.md; 0 for the index's own ids).
  */
-int	mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len,
+int	mb_read_gone(struct mb_index *idx, int64_t id, int64_t id_base, char *buf, size_t len,
 	    struct mb_err *err);
 
 /* One message of a thread. */
@@ -142,6 +144,8 @@ void	mb_read_folders_free(struct mb_read_folder **listp, size_t n);
 struct mb_read_recent {
 	int64_t		 id;
 	char		*subject;
+	bool		 has_date;
+	int64_t		 date;		/* the sort date (what orders the list), when has_date */
 };
 
 /*

@@ -63,6 +63,15 @@ struct mb_search_hit {
 	bool		 has_received;
 	int64_t		 received;	/* INTERNALDATE, when has_received */
 	bool		 dated_by_header;	/* ordered by date (else by received) */
+	/*
+	 * What orders it: the score (BM25 with the column weights, lower is
+	 * better; 0 for a query of filters alone), then the sort date (the
+	 * date or received above, newest first, none last), then the id, highest
+	 * first.  mcpd merges the pages of several indexes by the same order.
+	 */
+	double		 score;
+	bool		 has_sort_date;
+	int64_t		 sort_date;
 	char		*message_id;	/* without <> */
 	char		*from;		/* the From header as indexed for search */
 	char		*from_name;	/* its display name */

@@ -218,7 +218,8 @@ current_copy(struct mb_index *idx, const char *mid, int64_t folder_id, int64_t *
 }
 
 int
-mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len, struct mb_err *err)
+mb_read_gone(struct mb_index *idx, int64_t id, int64_t id_base, char *buf, size_t len,
+    struct mb_err *err)
 {
 	sqlite3_stmt *st;
 	char *mid = NULL, *folder = NULL;
@@ -257,14 +258,15 @@ mb_read_gone(struct mb_index *idx, int64_t id, char *buf, size_t len, struct mb_
 	    "is no longer on the server";
 	if (copy != 0 && same_gen)
 		snprintf(buf, len, "message %lld is an old copy: its folder %s; the current copy "
-		    "is id %lld", (long long)id, left_out ? where : "is no longer on the server "
-		    "(deleted or renamed)", (long long)copy);
+		    "is id %lld", (long long)(id_base + id), left_out ? where : "is no longer on the "
+		    "server (deleted or renamed)", (long long)(id_base + copy));
 	else if (copy != 0)
 		snprintf(buf, len, "message %lld is an old copy: this folder was re-created on the "
-		    "server; the current copy is id %lld", (long long)id, (long long)copy);
+		    "server; the current copy is id %lld", (long long)(id_base + id),
+		    (long long)(id_base + copy));
 	else
 		snprintf(buf, len, "message %lld is no longer in the mailbox (folder '%s' %s)",
-		    (long long)id, folder, same_gen ? where : "was re-created on the server");
+		    (long long)(id_base + id), folder, same_gen ? where : "was re-created on the server");
 	free(mid);
 	free(folder);
 	return 1;
@@ -419,6 +421,8 @@ mb_read_recent(struct mb_index *idx, int64_t offset, size_t limit,
 		}
 		list[n].id = sqlite3_column_int64(st, 0);
 		list[n].subject = idx_col_text(st, 1, NULL);
+		list[n].has_date = sqlite3_column_type(st, 2) != SQLITE_NULL;
+		list[n].date = sqlite3_column_int64(st, 2);
 		n++;
 	}
 	if (rc != SQLITE_DONE)

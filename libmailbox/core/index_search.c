@@ -108,7 +108,7 @@ static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
 	"m.attachment_count, m.thread_id, m.body, m.keywords, m.message_id, m.from_name, "
 	"m.from_addr, m.to_json, m.internaldate, "
-	"m.sort_date IS NOT NULL AND m.sort_date IS m.date FROM messages AS m "
+	"m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.sort_date FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 
 #define EXCERPT_CHARS	160	/* about what snippet() gives for 16 tokens */
@@ -289,6 +289,7 @@ rank_break_ties(struct mb_index *idx, struct ranked *rows, size_t n, size_t lo, 
 /* The ids of one page of a search. */
 struct search_ids {
 	int64_t	ids[MB_SEARCH_MAX_LIMIT];
+	double	scores[MB_SEARCH_MAX_LIMIT];	/* ranked: each id's score; else 0 */
 	size_t	n;
 	int64_t	matches;	/* ranked: every match of the query, counted */
 	bool	more;		/* a next page exists */
@@ -334,8 +335,10 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 		free(set.rows);
 		return -1;
 	}
-	for (size_t i = lo; i < hi; i++)
+	for (size_t i = lo; i < hi; i++) {
+		pg->scores[pg->n] = set.rows[i].score;
 		pg->ids[pg->n++] = set.rows[i].id;
+	}
 	pg->more = set.matches > (int64_t)hi;
 	pg->matches = set.matches;
 	free(set.rows);
@@ -390,6 +393,8 @@ hit_fill(struct mb_search_hit *h, sqlite3_stmt *st, int64_t id)
 	h->has_received = sqlite3_column_type(st, 15) != SQLITE_NULL;
 	h->received = sqlite3_column_int64(st, 15);
 	h->dated_by_header = sqlite3_column_int(st, 16) != 0;
+	h->has_sort_date = sqlite3_column_type(st, 17) != SQLITE_NULL;
+	h->sort_date = sqlite3_column_int64(st, 17);
 	h->snippet = mb_xstrdup("");
 	h->snippet_len = 0;
 }
@@ -433,6 +438,7 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 			continue;	/* deleted between the two reads */
 		h = &page->hits[page->n++];
 		hit_fill(h, hit, pg->ids[i]);
+		h->score = pg->scores[i];
 		if (q->match) {
 			struct mb_buf ex = MB_BUF_INIT(4096);
 			const char *body = (const char *)sqlite3_column_text(hit, 9);

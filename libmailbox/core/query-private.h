@@ -39,6 +39,7 @@ enum q_field {
 	QF_LABEL,
 	QF_HAS,
 	QF_IS,
+	QF_ACCOUNT,	/* kept in q->accounts for the caller; never reaches SQL */
 	QF_FROM_ME,	/* from:me, to:me and cc:me: not names in the table */
 	QF_TO_ME,
 };

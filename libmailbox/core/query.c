@@ -58,6 +58,7 @@ static const struct {
 	{ "is", QF_IS, NULL },
 	{ "filename", QF_FILENAME, "att_names" },	/* docs/attachments.md */
 	{ "attachment", QF_ATTACHMENT, "att_text" },
+	{ "account", QF_ACCOUNT, NULL },	/* resolved by mcpd (docs/mcpd.md, accounts) */
 };
 
 struct q_term {
@@ -98,6 +99,7 @@ mb_query_release(struct mb_query *q)
 	free(q->list);
 	free(q->labels);
 	free(q->dates);
+	free(q->accounts);
 	for (size_t i = 0; i < q->n_hl; i++)
 		free(q->hl[i]);
 	free(q->hl);

@@ -362,7 +362,7 @@ thread_filter(struct mb_query *q, const char *v, size_t vlen, struct mb_err *err
 	int64_t n = 0;
 
 	for (size_t i = 0; i < vlen; i++) {
-		if (!isdigit((unsigned char)v[i]) || i == 15) {
+		if (!isdigit((unsigned char)v[i]) || i == 16) {
 			n = 0;
 			break;
 		}
@@ -389,6 +389,44 @@ list_filter(struct mb_query *q, const char *v, size_t vlen, struct mb_err *err)
 	rc = set_once(&q->list, lower, vlen, "list", err);
 	free(lower);
 	return rc;
+}
+
+/*
+ * account: adds the name to q->accounts (space-separated, each once).  A
+ * name is 1-32 of [a-z0-9_]; capitals are folded, as mcpd's ACCOUNTS
+ * names are lower case.  Whether the account exists is the caller's word.
+ */
+static int
+account_filter(struct mb_query *q, const char *v, size_t vlen, struct mb_err *err)
+{
+	struct mb_buf b = MB_BUF_INIT(MB_QUERY_MAX_LEN + 64);
+	char name[33];
+	const char *p;
+
+	if (vlen > 32)
+		goto bad;
+	for (size_t i = 0; i < vlen; i++) {
+		char c = (char)tolower((unsigned char)v[i]);
+
+		if (!(isdigit((unsigned char)c) || (c >= 'a' && c <= 'z') || c == '_'))
+			goto bad;
+		name[i] = c;
+	}
+	name[vlen] = '\0';
+	for (p = q->accounts; p != NULL && *p; p += strcspn(p, " "), p += *p == ' ')
+		if (strncmp(p, name, vlen) == 0 && (p[vlen] == ' ' || p[vlen] == '\0'))
+			return 0;	/* named twice: once is enough */
+	if ((q->accounts && (mb_buf_adds(&b, q->accounts) == -1 || mb_buf_addc(&b, ' ') == -1)) ||
+	    mb_buf_adds(&b, name) == -1) {
+		mb_buf_release(&b);
+		return mb_err_set(err, MB_E_INTERNAL, "query: out of buffer space");
+	}
+	free(q->accounts);
+	q->accounts = mb_buf_detach(&b, NULL);
+	return 0;
+bad:
+	return mb_err_set(err, MB_E_INVALID, "account: wants an account name (1-32 letters, "
+	    "digits or _; list_accounts names them), got '%.*s'", SHOWN(vlen), v);
 }
 
 /* label: appends "+x" (or "-x") to q->labels, the argument of mb_labels_test(). */
@@ -488,6 +526,7 @@ example(enum q_field f)
 	case QF_ID: return "id:1234@example.com";
 	case QF_THREAD: return "thread:42";
 	case QF_LIST: return "list:lists.example.org";
+	case QF_ACCOUNT: return "account:work";
 	case QF_LABEL: return "label:project-x";
 	case QF_HAS: return "has:attachment";
 	case QF_IS: return "is:unread";
@@ -526,7 +565,9 @@ q_filter_apply(struct mb_query *q, enum q_field f, const char *name, const char 
 		    f == QF_LARGER ? "use smaller: instead" :
 		    f == QF_SMALLER ? "use larger: instead" :
 		    f == QF_DATE ? "use before: or after: instead" :
-		    f == QF_SIZE ? "use smaller: instead" : "search for what you want instead";
+		    f == QF_SIZE ? "use smaller: instead" :
+		    f == QF_ACCOUNT ? "name the accounts to search instead" :
+		    "search for what you want instead";
 
 		return mb_err_set(err, MB_E_INVALID, "%s: cannot be negated; %s", name, instead);
 	}
@@ -561,6 +602,8 @@ q_filter_apply(struct mb_query *q, enum q_field f, const char *name, const char 
 		return list_filter(q, v, vlen, err);
 	case QF_LABEL:
 		return label_filter(q, name, v, vlen, neg, err);
+	case QF_ACCOUNT:
+		return account_filter(q, v, vlen, err);
 	case QF_HAS:
 		return has_filter(q, v, vlen, neg, err);
 	case QF_IS:

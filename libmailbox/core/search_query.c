@@ -89,5 +89,6 @@ mb_search_hash(const struct mb_query *q)
 	h = fnv1a(h, q->msgid ? q->msgid : "", q->msgid ? strlen(q->msgid) + 1 : 1);
 	h = fnv1a(h, q->list ? q->list : "", q->list ? strlen(q->list) + 1 : 1);
 	h = fnv1a(h, q->labels ? q->labels : "", q->labels ? strlen(q->labels) + 1 : 1);
+	h = fnv1a(h, q->accounts ? q->accounts : "", q->accounts ? strlen(q->accounts) + 1 : 1);
 	return h;
 }

@@ -2,7 +2,7 @@
  * mkindex: build a test index from .eml fixtures, the way syncd would store
  * them (mb_mime_parse + mb_index_upsert), without IMAP.
  *
- *   mkindex INDEX DIR [--synthetic N]
+ *   mkindex INDEX DIR [--synthetic N | --bench N | --corpus CORPUS N [FIRST]]
  *
  * DIR holds one subdirectory per folder (INBOX, Sent, ...), each with .eml
  * files taken in name order as UIDs 1, 2, ...; the letters after the last
@@ -13,7 +13,10 @@
  * word vocabulary, about 2 KB each, closer to real mail for timing searches.
  * --corpus CORPUS N adds N messages in folder "Corpus": the .txt files under
  * CORPUS (the SpamAssassin corpus from scripts/deps) parsed in name order and
- * cloned round-robin with fresh Message-IDs until there are N.
+ * cloned round-robin with fresh Message-IDs until there are N.  With FIRST,
+ * the clones FIRST .. FIRST+N-1 of that same sequence (UIDs from 1): two
+ * indexes made with FIRST 0 and FIRST N hold the two halves of the one made
+ * with 2N, message for message (scripts/bench-accounts).
  */
 #include <dirent.h>
 #include <strings.h>
@@ -309,7 +312,7 @@ clone_message(const char *raw, size_t len, size_t serial, size_t *len_r)
 }
 
 static void
-corpus(struct mb_index *idx, const char *dir, unsigned n)
+corpus(struct mb_index *idx, const char *dir, unsigned first, unsigned n)
 {
 	struct mb_mime_opts opts = MB_MIME_OPTS_DEFAULT;
 	struct mb_err err = { 0 };
@@ -327,14 +330,15 @@ corpus(struct mb_index *idx, const char *dir, unsigned n)
 		fprintf(stderr, "mkindex: %s\n", err.msg);
 		exit(1);
 	}
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = first + k;	/* the clone's place in the sequence */
 		struct mb_msg *m = NULL;
 		struct mb_index_row row = { 0 };
 		size_t len, clen;
 		char *raw = slurp(files[i % nf], &len);
 		char *c = clone_message(raw, len, i, &clen);
 
-		if (i % 5000 == 0 && mb_index_begin(idx, &err) == -1)
+		if (k % 5000 == 0 && mb_index_begin(idx, &err) == -1)
 			goto fail;
 		if (mb_mime_parse(c, clen, &opts, &m, &err) == -1) {
 			fprintf(stderr, "mkindex: %s: %s\n", files[i % nf], err.msg);
@@ -342,7 +346,7 @@ corpus(struct mb_index *idx, const char *dir, unsigned n)
 		}
 		row.folder_id = folder;
 		row.uidvalidity = 1;
-		row.uid = i + 1;
+		row.uid = k + 1;
 		row.flags = (i % 4) ? MB_FLAG_SEEN : 0;
 		row.internaldate = m->has_date ? m->date : 0;
 		row.size = clen;
@@ -352,7 +356,7 @@ corpus(struct mb_index *idx, const char *dir, unsigned n)
 		mb_msg_free(&m);
 		free(c);
 		free(raw);
-		if ((i % 5000 == 4999 || i + 1 == n) && mb_index_commit(idx, &err) == -1)
+		if ((k % 5000 == 4999 || k + 1 == n) && mb_index_commit(idx, &err) == -1)
 			goto fail;
 	}
 	for (size_t i = 0; i < nf; i++)
@@ -376,9 +380,9 @@ main(int argc, char **argv)
 
 	if (argc != 3 && !(argc == 5 && (strcmp(argv[3], "--synthetic") == 0 ||
 	    strcmp(argv[3], "--bench") == 0)) &&
-	    !(argc == 6 && strcmp(argv[3], "--corpus") == 0)) {
+	    !((argc == 6 || argc == 7) && strcmp(argv[3], "--corpus") == 0)) {
 		fprintf(stderr, "usage: mkindex INDEX DIR [--synthetic N | --bench N | "
-		    "--corpus CORPUS N]\n");
+		    "--corpus CORPUS N [FIRST]]\n");
 		return 2;
 	}
 	mb_mime_global_init();
@@ -435,8 +439,9 @@ main(int argc, char **argv)
 	free(folders);
 	if (argc == 5 && strcmp(argv[3], "--synthetic") == 0)
 		synthetic(idx, (unsigned)strtoul(argv[4], NULL, 10));
-	else if (argc == 6)
-		corpus(idx, argv[4], (unsigned)strtoul(argv[5], NULL, 10));
+	else if (argc >= 6)
+		corpus(idx, argv[4], argc == 7 ? (unsigned)strtoul(argv[6], NULL, 10) : 0,
+		    (unsigned)strtoul(argv[5], NULL, 10));
 	else if (argc == 5)
 		bench(idx, (unsigned)strtoul(argv[4], NULL, 10));
 	mb_index_close(&idx);

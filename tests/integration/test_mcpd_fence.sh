@@ -70,7 +70,7 @@ for t in $tools; do
 		rpc tools/call '{"name":"search_messages","arguments":{"query":"obeyword"}}' ;;
 	get_message | get_thread)
 		rpc tools/call "{\"name\":\"$t\",\"arguments\":{\"id\":$id}}" ;;
-	list_folders | list_recent_writes | find_contacts)
+	list_folders | list_recent_writes | find_contacts | list_accounts)
 		rpc tools/call "{\"name\":\"$t\",\"arguments\":{}}" ;;
 	count_messages)
 		for g in folder sender sender_domain label; do

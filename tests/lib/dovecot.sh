@@ -38,6 +38,11 @@
 #	DOVECOT_MAILDIR		the user's Maildir
 #	DOVECOT_CONF		the generated dovecot.conf (for doveadm -c)
 #
+# dovecot_add_user NAME (after dovecot_start) adds another user with a password
+# of its own in $DOVECOT_DIR/password-NAME (mode 0600) and an empty Maildir;
+# the helpers below act on $DOVECOT_USER, so run them for that user as
+# DOVECOT_USER=NAME dovecot_load_maildir ...
+#
 # Counting what a client did: dovecot_login_attempts (successful + refused
 # logins, from the log) and dovecot_count_commands REGEX (client command lines
 # after login, from the rawlogs).  Mail is owned by uid/gid 65534 when run as
@@ -275,6 +280,18 @@ PY
 		_dovecot_die "imaps listener on $ps does not answer with a verified certificate"
 		return 1
 	fi
+}
+
+dovecot_add_user() {	# name
+	local name=$1 pw
+	case $name in *:*|*/*|"") _dovecot_die "dovecot_add_user: bad name '$name'"; return 1;; esac
+	pw="pw-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+	mkdir -p "$DOVECOT_DIR/home/$name/Maildir"
+	chown -R "$DOVECOT_MAIL_UID:$DOVECOT_MAIL_GID" "$DOVECOT_DIR/home/$name"
+	(umask 077; printf '%s' "$pw" > "$DOVECOT_DIR/password-$name")
+	# passwd-file is read again when it changes: no reload needed
+	printf '%s:{PLAIN}%s:%s:%s::%s::\n' "$name" "$pw" "$DOVECOT_MAIL_UID" "$DOVECOT_MAIL_GID" \
+	    "$DOVECOT_DIR/home/$name" >> "$DOVECOT_DIR/users"
 }
 
 _dovecot_stop_dir() {	# dir

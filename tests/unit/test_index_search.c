@@ -529,16 +529,16 @@ only_the_current_generation_of_listed_folders_is_served(void **state)
 	assert_int_equal(listed_count(f, "INBOX"), 0);
 	assert_int_equal(mb_read_message(reader(f), old1, 0, 100, &rm, &err), -1);
 	assert_int_equal(err.code, MB_E_NOTFOUND);
-	assert_int_equal(mb_read_gone(reader(f), old1, why, sizeof(why), &err), 1);
+	assert_int_equal(mb_read_gone(reader(f), old1, 0, why, sizeof(why), &err), 1);
 	snprintf(want, sizeof(want), "message %lld is an old copy: this folder was re-created "
 	    "on the server; the current copy is id %lld", (long long)old1, (long long)copy);
 	assert_string_equal(why, want);
-	assert_int_equal(mb_read_gone(reader(f), old2, why, sizeof(why), &err), 1);
+	assert_int_equal(mb_read_gone(reader(f), old2, 0, why, sizeof(why), &err), 1);
 	snprintf(want, sizeof(want), "message %lld is no longer in the mailbox (folder 'INBOX' "
 	    "was re-created on the server)", (long long)old2);
 	assert_string_equal(why, want);
-	assert_int_equal(mb_read_gone(reader(f), copy, why, sizeof(why), &err), 0);
-	assert_int_equal(mb_read_gone(reader(f), 999, why, sizeof(why), &err), 0);
+	assert_int_equal(mb_read_gone(reader(f), copy, 0, why, sizeof(why), &err), 0);
+	assert_int_equal(mb_read_gone(reader(f), 999, 0, why, sizeof(why), &err), 0);
 
 	/* Archive missing from LIST: hidden at once, served again when listed. */
 	assert_int_equal(mb_index_folder_presence(f->rw, f->archive, false, true, &absent, &err), 0);
@@ -560,7 +560,7 @@ only_the_current_generation_of_listed_folders_is_served(void **state)
 	/* The purges: older generations, then a whole folder. */
 	assert_int_equal(mb_index_purge_generations(f->rw, f->inbox, 2, &purged, &err), 0);
 	assert_int_equal(purged, 2);
-	assert_int_equal(mb_read_gone(reader(f), old1, why, sizeof(why), &err), 0);
+	assert_int_equal(mb_read_gone(reader(f), old1, 0, why, sizeof(why), &err), 0);
 	assert_int_equal(mb_index_purge_generations(f->rw, f->inbox, 2, &purged, &err), 0);
 	assert_int_equal(purged, 0);
 	assert_int_equal(mb_index_purge_folder(f->rw, f->archive, &purged, &err), 0);

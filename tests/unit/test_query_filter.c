@@ -330,7 +330,36 @@ static const struct {
 	{ "-in:sent x", "cannot be negated" },
 	{ "from:me -from:me", "contradict" },
 	{ "-list:x y", "cannot be negated" },
+	{ "-account:work x", "name the accounts to search instead" },
+	{ "account:wo-rk x", "account: wants an account name" },
+	{ "account:abcdefghijklmnopqrstuvwxyz0123456 x", "account: wants" },
+	{ "account: x", "account: needs a value, e.g. account:work" },
 };
+
+/*
+ * account: is kept for mcpd, lower-cased and each name once, and selects no
+ * message by itself: alone it leaves the query empty, beside a word it
+ * leaves the MATCH as the word alone; it changes the cursor hash.
+ */
+static void
+account_names_are_kept_for_mcpd(void **state)
+{
+	struct mb_query q, plain;
+
+	(void)state;
+	compile(&q, "account:Work invoice account:home_2 account:work");
+	assert_string_equal(q.accounts, "work home_2");
+	assert_string_equal(q.match, "\"invoice\"");
+	compile(&plain, "invoice");
+	assert_true(mb_search_hash(&q) != mb_search_hash(&plain));
+	mb_query_release(&plain);
+	mb_query_release(&q);
+	compile(&q, "account:work");
+	assert_true(mb_query_empty(&q));
+	assert_string_equal(q.accounts, "work");
+	mb_query_release(&q);
+	assert_null(q.accounts);
+}
 
 static void
 bad_filters_say_what_to_change(void **state)
@@ -438,6 +467,7 @@ main(void)
 		cmocka_unit_test(from_me_and_to_me_are_filters_not_words),
 		cmocka_unit_test(bad_filters_say_what_to_change),
 		cmocka_unit_test(a_url_or_quoted_colon_is_text),
+		cmocka_unit_test(account_names_are_kept_for_mcpd),
 		cmocka_unit_test(every_prefix_is_documented_and_in_the_fuzz_dictionary),
 	};
 
