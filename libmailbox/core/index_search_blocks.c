@@ -43,6 +43,7 @@ static const char stats_sql[] =
 static const char weights_sql[] = "SELECT weights FROM rank_state";
 static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 static const char chunks_sql[] = "SELECT chunk, blocks, gen FROM rank_chunks";
+static const char term_sql[] = "SELECT 1 FROM rank_terms WHERE term = ?1";
 static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHERE term = ?1";
 static const char range_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
@@ -58,13 +59,22 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
  */
 #define RANK_SLACK	1e-9
 /*
- * When the blocks left to read make more runs than their matches / this,
- * one statement steps over all of them instead, and mb_bm25_top() answers
- * the rows of blocks that cannot reach the page at once (idx_rank_floor).
+ * When the matches that the blocks left to read would make a single
+ * statement step over for nothing are fewer than their runs x this, one
+ * statement over all of them replaces the ranges, and mb_bm25_top()
+ * answers the rows of blocks that cannot reach the page at once
+ * (idx_rank_floor).  Only for one word: a phrase's rows are tested by
+ * their positions, however they are answered.
  * A range statement costs about as much as stepping over this many such
  * rows: 40, 150 and 600 were tried at 100,000 messages (docs/benchmarks.md).
  */
-#define RANK_RANGE_ROWS	40
+/*
+ * The floor rises fast over the first blocks read once the page is full:
+ * the choice between ranges and one statement waits for this many, so it
+ * is made against a floor near its last.
+ */
+#define RANK_FIRST_READS	8
+#define RANK_RANGE_ROWS	200
 
 /* One phrase of the query: its tokens as the query tokenizer makes them. */
 struct phrase {
@@ -78,6 +88,8 @@ struct walk {
 	struct idx_rank_stats	 stats;
 	struct phrase		 ph[IDX_RANK_PHRASES];
 	int			 n_ph;
+	int			 n_tokens;	/* of every phrase: each range seeks each */
+	bool			 all_of;	/* a match holds every phrase (match_all_of) */
 	int64_t			 n_blocks;
 	uint32_t		*chunk_blocks;	/* owned: per chunk, the bounded blocks' bits */
 	int64_t			*chunk_gen;	/* owned: per chunk, its build */
@@ -139,6 +151,25 @@ phrases_of(const char *match, char **texts, int *n_r)
 	return true;
 }
 
+/*
+ * Whether every phrase of match must be in a row for it to match: no OR,
+ * no NOT outside the quoted strings (query.c writes the operators in
+ * capitals, between spaces).
+ */
+static bool
+match_all_of(const char *match)
+{
+	bool quoted = false;
+
+	for (const char *p = match; *p != '\0'; p++) {
+		if (*p == '"')
+			quoted = !quoted;	/* a doubled quote toggles twice */
+		else if (!quoted && (strncmp(p, " OR ", 4) == 0 || strncmp(p, " NOT ", 5) == 0))
+			return false;
+	}
+	return true;
+}
+
 bool
 idx_match_plain(const char *match)
 {
@@ -163,8 +194,7 @@ phrase_token(void *ctx, int flags, const char *tok, int n, int start, int end)
 
 /*
  * w's phrases from match, tokenized as FTS5 tokenizes a query; false when
- * they are not the phrases FTS5 ranks (their number or sizes differ from
- * the statistics'), or cannot be bounded.
+ * there is a prefix or too many.
  */
 static bool
 phrases_tokenize(struct walk *w, const char *match)
@@ -175,19 +205,66 @@ phrases_tokenize(struct walk *w, const char *match)
 	Fts5Tokenizer *t = NULL;
 	fts5_tokenizer tk;
 
-	ok = phrases_of(match, texts, &n_texts) && n_texts == w->stats.n_phrase &&
-	    mb_fts_tokenizer(w->idx->db, &tk, &t) == 0;
+	ok = phrases_of(match, texts, &n_texts) && mb_fts_tokenizer(w->idx->db, &tk, &t) == 0;
 	for (int i = 0; ok && i < n_texts; i++) {
 		w->n_ph++;
 		ok = tk.xTokenize(t, &w->ph[i], FTS5_TOKENIZE_QUERY, texts[i],
-		    (int)strlen(texts[i]), phrase_token) == SQLITE_OK &&
-		    w->ph[i].n == w->stats.size[i];
+		    (int)strlen(texts[i]), phrase_token) == SQLITE_OK;
+		w->n_tokens += w->ph[i].n;
 	}
 	if (t != NULL)
 		tk.xDelete(t);
 	for (int i = 0; i < n_texts; i++)
 		free(texts[i]);
 	return ok;
+}
+
+/* Whether w's phrases are the ones FTS5 ranks: as many, each of as many tokens. */
+static bool
+phrases_are_ranked(const struct walk *w)
+{
+	if (!w->stats.set || w->n_ph != w->stats.n_phrase)
+		return false;
+	for (int i = 0; i < w->n_ph; i++)
+		if (w->ph[i].n != w->stats.size[i])
+			return false;
+	return true;
+}
+
+/*
+ * *all_r: every phrase of w has a token syncd bounds (rank_terms).  A
+ * phrase without one bounds every block at its most, IDF x (k1 + 1), which
+ * leaves nearly every block able to reach the page: reading every match in
+ * one statement is then cheaper than asking block by block.
+ */
+static int
+all_bounded(struct walk *w, bool *all_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_sql, err);
+	int rc = SQLITE_DONE;
+
+	*all_r = false;
+	if (st == NULL)
+		return -1;
+	for (int i = 0; i < w->n_ph; i++) {
+		bool any = false;
+
+		for (int j = 0; !any && !w->ph[i].colocated && j < w->ph[i].n; j++) {
+			sqlite3_reset(st);
+			sqlite3_bind_text(st, 1, w->ph[i].tokens[j], -1, SQLITE_STATIC);
+			rc = sqlite3_step(st);
+			any = rc == SQLITE_ROW;
+			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+				goto out;
+		}
+		if (!any)
+			goto out;
+	}
+	*all_r = w->n_ph > 0;
+out:
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	    idx_sqlerr(w->idx, rc, "search: rank terms", err);
 }
 
 /* *ok_r: the index has bounds for these weights (none before migration 0014). */
@@ -326,8 +403,12 @@ blocks_bound(struct walk *w, struct mb_err *err)
 			if (token_bound(w, w->ph[i].tokens[j], err) == -1)
 				return -1;
 		for (int64_t b = 0; b < w->n_blocks; b++)
-			w->bound[b] += w->stats.idf[i] * w->term[b];
+			w->bound[b] = w->bound[b] < 0.0 || (w->all_of && w->term[b] == 0.0) ?
+			    -1.0 : w->bound[b] + w->stats.idf[i] * w->term[b];
 	}
+	/* -1 marked a block that lacks a phrase every match holds: it has none */
+	for (int64_t b = 0; b < w->n_blocks; b++)
+		w->bound[b] = w->bound[b] < 0.0 ? 0.0 : w->bound[b];
 	for (int64_t b = 0; b < w->n_blocks; b++)
 		w->bound[b] = -1.0 * (w->bound[b] * (1.0 + RANK_SLACK));
 	return 0;
@@ -375,18 +456,20 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
  */
 static int64_t
 runs_left(const struct walk *w, const bool *read, double floor, int64_t *first_r,
-    int64_t *last_r)
+    int64_t *last_r, int64_t *blocks_r)
 {
 	int64_t runs = 0;
 	bool in = false;
 
 	*first_r = *last_r = -1;
+	*blocks_r = 0;
 	for (int64_t b = 0; b < w->n_blocks; b++) {
 		bool can = !read[b] && w->bound[b] < 0.0 && w->bound[b] <= floor;
 
 		if (can && !in)
 			runs++;
 		if (can) {
+			(*blocks_r)++;
 			*first_r = *first_r < 0 ? b : *first_r;
 			*last_r = b;
 		}
@@ -396,18 +479,18 @@ runs_left(const struct walk *w, const bool *read, double floor, int64_t *first_r
 }
 
 /*
- * The matches of the query in blocks [first, last], as guessed from its
- * phrases' row counts spread evenly (the fewest of them: an AND holds no
- * more; for an OR this guesses low, which only costs time).
+ * The matches of the query in n blocks, as guessed from its phrases' row
+ * counts spread evenly (the fewest of them: an AND holds no more; for an
+ * OR this guesses low, which only costs time).
  */
 static double
-matches_in(const struct walk *w, int64_t first, int64_t last)
+matches_in(const struct walk *w, int64_t n_blocks)
 {
 	double n = (double)w->stats.n_hit[0];
 
 	for (int i = 1; i < w->stats.n_phrase; i++)
 		n = (double)w->stats.n_hit[i] < n ? (double)w->stats.n_hit[i] : n;
-	return n * (double)(last - first + 1) / (double)w->n_blocks;
+	return n * (double)n_blocks / (double)w->n_blocks;
 }
 
 /*
@@ -423,6 +506,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 {
 	int64_t *order = mb_xcalloc((size_t)w->n_blocks, sizeof(*order));
 	bool *read = mb_xcalloc((size_t)w->n_blocks, sizeof(*read));
+	int reads_floored = 0;	/* ranges read since the page was full */
 	int rc = 0;
 
 	for (int64_t b = 0; b < w->n_blocks; b++)
@@ -437,11 +521,13 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			continue;
 		if (!(w->bound[b] < 0.0) || (set->floor.set && w->bound[b] > set->floor.score))
 			break;	/* sorted: no later block can reach the page either */
-		if (set->floor.set) {
-			int64_t first, last, runs = runs_left(w, read, set->floor.score, &first,
-			    &last);
+		if (set->floor.set && w->n_tokens == 1 && ++reads_floored > RANK_FIRST_READS) {
+			int64_t first, last, n_can, runs = runs_left(w, read, set->floor.score,
+			    &first, &last, &n_can);
 
-			if (matches_in(w, first, last) < (double)runs * RANK_RANGE_ROWS) {
+			/* the rows one statement would step over for nothing, against the ranges */
+			if (matches_in(w, last - first + 1 - n_can) < (double)runs *
+			    RANK_RANGE_ROWS * w->n_tokens) {
 				/* one statement over them all, skipping what cannot reach */
 				set->floor.block_bound = w->bound;
 				set->floor.block_read = read;
@@ -485,15 +571,36 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 		return -1;
 	if (!ok)
 		return 0;
-	if (!phrases_of(q->match, NULL, NULL))
-		return 0;	/* a prefix: the caller reads every match */
+	/*
+	 * A prefix, or no word bounded: the caller reads every match.  So with
+	 * a column ({from_text} : ...): the bounds count a word's hits in every
+	 * column, and from:yahoo.com through them cost twice its whole read.
+	 */
+	if (strchr(q->match, '{') != NULL || !phrases_tokenize(&w, q->match)) {
+		rc = 0;
+		goto out;
+	}
+	if (all_bounded(&w, &any, err) == -1)
+		goto out;
+	if (!any) {
+		rc = 0;
+		goto out;
+	}
+	w.all_of = match_all_of(q->match);
 	if (query_stats(&w, q, &any, err) == -1)
-		return -1;
+		goto out;
 	if (!any) {		/* nothing matches: nothing to rank or count */
 		*used_r = true;
-		return 0;
+		rc = 0;
+		goto out;
 	}
-	if (!w.stats.set || !phrases_tokenize(&w, q->match)) {
+	/*
+	 * One phrase only: for several, the sum of their bounds is loose (each
+	 * at its best in another row), few blocks fall below the floor, and the
+	 * ranges cost more than reading every match (`free money`: 4.5 ms of
+	 * CPU read whole, 5.9 through the blocks; docs/benchmarks.md).
+	 */
+	if (!phrases_are_ranked(&w) || w.n_ph != 1) {
 		rc = 0;
 		goto out;
 	}
