@@ -498,12 +498,13 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 		 * FTS5 walks every match between the lowest and the highest id:
 		 * for a frequent word whose page is spread over the whole index,
 		 * most of its matches (10 ms of `the`'s 16 at 100,000 messages).
-		 * Then, when the query has many more matches than 400 a snippet,
-		 * one statement per id, each a seek in the doclists, unless a
-		 * prefix would merge its doclists again for each.
+		 * Then, when the query has many more matches than 400 a snippet
+		 * and a word (each statement seeks every word's doclist), one
+		 * statement per id, unless a prefix would merge its doclists
+		 * again for each.
 		 */
-		bool each = idx_match_plain(q->match) &&
-		    pg->matches > SNIPPET_ROWS_PER_ID * (int64_t)n_need;
+		bool each = idx_match_plain(q->match) && pg->matches >
+		    SNIPPET_ROWS_PER_ID * (int64_t)n_need * (int64_t)(q->n_terms ? q->n_terms : 1);
 
 		for (size_t i = 0; rc == SQLITE_DONE && i < (each ? n_need : 1); i++)
 			rc = snippets_of(idx, snip, q, each ? need + i : need, each ? 1 : n_need,

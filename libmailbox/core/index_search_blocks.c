@@ -580,6 +580,16 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 		rc = 0;
 		goto out;
 	}
+	/*
+	 * One phrase only: for several, the sum of their bounds is loose (each
+	 * at its best in another row), few blocks fall below the floor, and the
+	 * ranges cost more than reading every match (`free money`: 4.5 ms of
+	 * CPU read whole, 5.9 through the blocks; docs/benchmarks.md).
+	 */
+	if (w.n_ph != 1) {
+		rc = 0;
+		goto out;
+	}
 	if (all_bounded(&w, &any, err) == -1)
 		goto out;
 	if (!any) {
@@ -594,13 +604,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 		rc = 0;
 		goto out;
 	}
-	/*
-	 * One phrase only: for several, the sum of their bounds is loose (each
-	 * at its best in another row), few blocks fall below the floor, and the
-	 * ranges cost more than reading every match (`free money`: 4.5 ms of
-	 * CPU read whole, 5.9 through the blocks; docs/benchmarks.md).
-	 */
-	if (!phrases_are_ranked(&w) || w.n_ph != 1) {
+	if (!phrases_are_ranked(&w)) {
 		rc = 0;
 		goto out;
 	}
