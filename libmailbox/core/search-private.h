@@ -13,6 +13,8 @@
 
 #include "mailbox/err.h"
 
+#include "index-private.h"	/* struct idx_rank_floor */
+
 struct mb_index;
 struct mb_query;
 
