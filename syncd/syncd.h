@@ -547,6 +547,7 @@ int	sd_writer_flush(struct sd *sd, struct mb_err *err);
 void	sd_writer_tick_begin(struct sd *sd);
 #define SD_TXN_ROWS	1000	/* rows per group commit: ~5 MB staged in the scheduler */
 #define SD_TXN_MS	1000	/* the oldest uncommitted row waits at most this (plus a range) */
+#define SD_RANK_CHUNKS	2	/* ranking bounds built after a commit, at most (writer.c) */
 
 /* ---- progress.c: the backfill's progress display on stdout */
 

@@ -59,6 +59,26 @@ sd_writer_tick_begin(struct sd *sd)
 	sd->writer.tick_rows = 0;
 }
 
+/*
+ * The ranking's block bounds for the chunks of ids the commit completed
+ * (mb_index_rank_build, docs/index.md "Ranking"), a few at a time so that
+ * a backfill keeps up (a chunk is 2,048 messages, a group commit 1,000)
+ * without one commit waiting on many.  Searches are exact without them,
+ * so a failure is logged and retried after the next commit.
+ */
+static void
+writer_bounds(struct sd *sd)
+{
+	struct mb_err err = { 0 };
+	size_t built = 0;
+
+	if (mb_index_rank_build(sd->idx, SD_RANK_CHUNKS, &built, &err) == -1)
+		mb_log_warnx("ranking bounds: %s; searches read every match meanwhile",
+		    err.msg);
+	else if (built > 0)
+		mb_log_debug("ranking bounds: %zu chunks of ids bounded", built);
+}
+
 int
 sd_writer_flush(struct sd *sd, struct mb_err *err)
 {
@@ -68,6 +88,7 @@ sd_writer_flush(struct sd *sd, struct mb_err *err)
 	if (mb_index_flush(sd->idx, err) == 0 && sd_commit(sd, err) == 0) {
 		sd->writer.tick_rows += sd->writer.txn_rows;
 		sd->writer.txn_rows = 0;
+		writer_bounds(sd);
 		return 0;
 	}
 	mb_index_rollback(sd->idx);	/* no-op when sd_commit already rolled back */

@@ -234,6 +234,19 @@ int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
 	    uint32_t old_watermark, const uint32_t *mailbox_uids, size_t n, uint32_t *wm_r,
 	    struct mb_err *err);
 
+/*
+ * Build the ranking's block bounds (migrations/0014_rank_bounds.sql,
+ * docs/index.md "Ranking") for up to max_chunks chunks of 2,048 ids that
+ * are complete (a higher id exists) and not bounded, oldest first, each in
+ * its own unit of work (a savepoint inside the caller's transaction); when
+ * the index has doubled since the frequent terms were chosen, chooses them
+ * again first (a read of FTS5's whole vocabulary).  *built_r: the chunks
+ * built.  syncd calls it after a commit and when idle; a search is exact
+ * with or without them, only faster with.
+ */
+int	mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
+	    struct mb_err *err);
+
 /* Online backup to dest_path through the sqlite3 backup API. */
 int	mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err);
 

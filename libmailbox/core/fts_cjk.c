@@ -293,6 +293,20 @@ mb_fts5_api(sqlite3 *db)
 }
 
 int
+mb_fts_tokenizer(sqlite3 *db, fts5_tokenizer *tk, Fts5Tokenizer **t)
+{
+	static const char *const args[] = { "porter", "unicode61", "remove_diacritics", "2" };
+	fts5_api *api = mb_fts5_api(db);
+	void *ud = NULL;
+
+	*t = NULL;
+	if (api == NULL || api->xFindTokenizer(api, "mb_cjk", &ud, tk) != SQLITE_OK ||
+	    tk->xCreate(ud, (const char **)args, (int)MB_ARRAY_LEN(args), t) != SQLITE_OK)
+		return -1;
+	return 0;
+}
+
+int
 mb_fts_cjk_register(sqlite3 *db, struct mb_err *err)
 {
 	static fts5_tokenizer methods = {

@@ -199,19 +199,13 @@ int
 mb_fts_mark(sqlite3 *db, const struct mb_query *q, const char *text, size_t len,
     size_t max_bytes, struct mb_buf *out, size_t *from_r, size_t *to_r)
 {
-	/* the tokenizer of messages_fts (migrations/0005) */
-	static const char *const args[] = { "porter", "unicode61", "remove_diacritics", "2" };
-	fts5_api *api = mb_fts5_api(db);
 	struct mark_ctx m = { .n_tokens = 0 };
 	fts5_tokenizer tk;
 	Fts5Tokenizer *t = NULL;
-	void *ud = NULL;
 	size_t at, end;
 	int rc;
 
-	if (api == NULL || len > INT32_MAX ||
-	    api->xFindTokenizer(api, "mb_cjk", &ud, &tk) != SQLITE_OK ||
-	    tk.xCreate(ud, (const char **)args, (int)MB_ARRAY_LEN(args), &t) != SQLITE_OK)
+	if (len > INT32_MAX || mb_fts_tokenizer(db, &tk, &t) == -1)
 		return -1;
 	rc = SQLITE_OK;
 	for (size_t i = 0; rc == SQLITE_OK && i < q->n_hl; i++)

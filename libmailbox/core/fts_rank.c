@@ -43,6 +43,7 @@
 #include "mailbox/util.h"
 
 #include "index-private.h"
+#include "rank-private.h"
 
 #define RANK_CACHE	32	/* queries whose statistics a connection keeps */
 #define RANK_KEY_MAX	8192	/* longer MATCH texts are not kept */
@@ -53,7 +54,7 @@ struct rank_stats {
 	unsigned	 version;	/* SQLITE_FCNTL_DATA_VERSION when computed */
 	int		 n_phrase;
 	double		 avgdl;		/* average row length in tokens */
-	double		*idf;		/* owned: n_phrase IDFs */
+	double		*idf;		/* owned: n_phrase IDFs, then n_phrase row counts */
 	uint64_t	 used;		/* LRU clock */
 };
 
@@ -67,6 +68,7 @@ struct rank_query {
 	int	n_phrase;
 	double	avgdl;
 	double	*idf;		/* n_phrase */
+	double	*n_hit;		/* n_phrase: the rows that hold each phrase */
 	double	*freq;		/* n_phrase: the current row's weighted hit counts */
 };
 
@@ -118,8 +120,8 @@ rank_cache_put(struct rank_cache *c, const char *key, unsigned version,
 	s->version = version;
 	s->n_phrase = q->n_phrase;
 	s->avgdl = q->avgdl;
-	s->idf = mb_xmalloc((size_t)q->n_phrase * sizeof(double) + 1);
-	memcpy(s->idf, q->idf, (size_t)q->n_phrase * sizeof(double));
+	s->idf = mb_xmalloc(2 * (size_t)q->n_phrase * sizeof(double) + 1);
+	memcpy(s->idf, q->idf, 2 * (size_t)q->n_phrase * sizeof(double));
 	s->used = ++c->clock;
 }
 
@@ -157,6 +159,7 @@ rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q
 			double idf = log((n_row - n_hit + 0.5) / (n_hit + 0.5));
 
 			q->idf[i] = idf <= 0.0 ? 1e-6 : idf;
+			q->n_hit[i] = (double)n_hit;
 		}
 	}
 	return rc;
@@ -183,21 +186,22 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	if (q != NULL)
 		return q;
 	n = api->xPhraseCount(fts);
-	q = sqlite3_malloc64(sizeof(*q) + 2 * (size_t)n * sizeof(double));
+	q = sqlite3_malloc64(sizeof(*q) + 3 * (size_t)n * sizeof(double));
 	if (q == NULL) {
 		*rc_r = SQLITE_NOMEM;
 		return NULL;
 	}
 	q->n_phrase = n;
 	q->idf = (double *)(q + 1);
-	q->freq = q->idf + n;
+	q->n_hit = q->idf + n;	/* right after the IDFs: the cache copies both at once */
+	q->freq = q->n_hit + n;
 	/* no version (an odd VFS): never cached */
 	cacheable = key != NULL && strlen(key) <= RANK_KEY_MAX &&
 	    sqlite3_file_control(sqlite3_context_db_handle(ctx), "main",
 	    SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK;
 	if (cacheable && (s = rank_cache_find(c, key, version, n)) != NULL) {
 		q->avgdl = s->avgdl;
-		memcpy(q->idf, s->idf, (size_t)n * sizeof(double));
+		memcpy(q->idf, s->idf, 2 * (size_t)n * sizeof(double));
 	} else if ((*rc_r = rank_compute(api, fts, q)) != SQLITE_OK) {
 		sqlite3_free(q);
 		return NULL;
@@ -240,6 +244,15 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	struct rank_query *q;
 	int rc, n_inst = 0, n_tok;
 
+	if (floor != NULL && floor->block_bound != NULL) {
+		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
+
+		if (b >= 0 && b < floor->n_blocks && (floor->block_read[b] ||
+		    (floor->set && floor->block_bound[b] > floor->score))) {
+			sqlite3_result_null(ctx);	/* ranked, or cannot reach the page */
+			return;
+		}
+	}
 	q = rank_query_get(api, fts, ctx, val[0], &rc);
 	if (q != NULL) {
 		memset(q->freq, 0, (size_t)q->n_phrase * sizeof(double));
@@ -287,6 +300,42 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 	rank_row(api, fts, ctx, n_val, val, sqlite3_value_pointer(val[1], IDX_RANK_FLOOR), 2);
 }
 
+/*
+ * mb_bm25_stats(messages_fts, MATCH, STATS): fills STATS (val[1]) from the
+ * statistics this connection ranks MATCH with, once; answers NULL.  The
+ * block walk (index_search_blocks.c) bounds its blocks with them.
+ */
+static void
+mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
+    sqlite3_value **val)
+{
+	struct idx_rank_stats *out;
+	struct rank_query *q;
+	int rc;
+
+	if (n_val < 2) {
+		sqlite3_result_error(ctx, "mb_bm25_stats: the MATCH text or the output is missing",
+		    -1);
+		return;
+	}
+	out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
+	if ((q = rank_query_get(api, fts, ctx, val[0], &rc)) == NULL) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	if (out != NULL && !out->set && q->n_phrase <= IDX_RANK_PHRASES) {
+		out->n_phrase = q->n_phrase;
+		out->avgdl = q->avgdl;
+		for (int i = 0; i < q->n_phrase; i++) {
+			out->size[i] = api->xPhraseSize(fts, i);
+			out->idf[i] = q->idf[i];
+			out->n_hit[i] = (int64_t)q->n_hit[i];
+		}
+		out->set = true;
+	}
+	sqlite3_result_null(ctx);
+}
+
 int
 mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 {
@@ -305,6 +354,8 @@ mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 	}
 	/* the same cache: the connection frees it once, with mb_bm25 */
 	rc = api->xCreateFunction(api, "mb_bm25_top", c, mb_bm25_top, NULL);
+	if (rc == SQLITE_OK)
+		rc = api->xCreateFunction(api, "mb_bm25_stats", c, mb_bm25_stats, NULL);
 	if (rc != SQLITE_OK)
 		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25_top: %s",
 		    sqlite3_errstr(rc));

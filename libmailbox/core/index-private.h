@@ -221,6 +221,13 @@ int	mb_fts_mark(sqlite3 *db, const struct mb_query *q, const char *text, size_t 
  * (fts_cjk.c); NULL when SQLite has no FTS5.  Borrowed: it lives as long as db. */
 fts5_api	*mb_fts5_api(sqlite3 *db);
 
+/*
+ * An instance of messages_fts's tokenizer (mb_cjk over porter, unicode61,
+ * remove_diacritics 2: migrations/0005) into *tk and *t, to tokenize text
+ * as the index does; free it with tk->xDelete(*t).  -1 when there is none.
+ */
+int	mb_fts_tokenizer(sqlite3 *db, fts5_tokenizer *tk, Fts5Tokenizer **t);
+
 /* Register the mb_cjk FTS5 tokenizer on db (fts_cjk.c). */
 int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 
@@ -235,9 +242,45 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 struct idx_rank_floor {
 	bool	set;
 	double	score;
+	/*
+	 * The block walk's (index_search_blocks.c; NULL otherwise): per block
+	 * of RANK_BLOCK_IDS ids, the best score a row of it can have, and
+	 * whether it was ranked already.  A row of a block ranked, or whose
+	 * bound is worse than the floor, is answered NULL before its hits are
+	 * read.
+	 */
+	const double	*block_bound;
+	const bool	*block_read;
+	int64_t		 n_blocks;
 };
 
-/* Register the FTS5 ranking functions mb_bm25 and mb_bm25_top on db (fts_rank.c). */
+/*
+ * The column weights of the ranking (docs/index.md, "Ranking"), as SQL
+ * arguments: subject over sender over recipients over body; attachment file
+ * names as the sender, their text as the body.  The ranked statements and
+ * the bounds syncd builds for them (index_rank_build.c) take the same text,
+ * and rank_state records it: bounds built for other weights are ignored.
+ */
+#define IDX_RANK_WEIGHTS	"10.0, 4.0, 2.0, 1.0, 4.0, 1.0"
+
+/*
+ * A query's statistics as mb_bm25 scores with them, filled by
+ * mb_bm25_stats() (fts_rank.c) on the first row of a statement, through a
+ * pointer bound with the type IDX_RANK_STATS; set stays false when the
+ * query has more phrases than fit.  The caller owns it.
+ */
+#define IDX_RANK_STATS		"mb_rank_stats"
+#define IDX_RANK_PHRASES	64
+struct idx_rank_stats {
+	bool	set;
+	int	n_phrase;
+	int	size[IDX_RANK_PHRASES];		/* tokens in each phrase */
+	double	idf[IDX_RANK_PHRASES];
+	int64_t	n_hit[IDX_RANK_PHRASES];	/* rows that hold each phrase */
+	double	avgdl;				/* average row length in tokens */
+};
+
+/* Register the FTS5 ranking functions mb_bm25, mb_bm25_top and mb_bm25_stats on db (fts_rank.c). */
 int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
 
 /* Register the SQL function mb_labels_test() on db (labels.c, mailbox/labels.h). */

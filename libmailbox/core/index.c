@@ -26,6 +26,7 @@
 #include "mailbox/util.h"
 
 #include "index-private.h"
+#include "rank-private.h"
 
 #define IDX_BUSY_TIMEOUT_MS	10000
 #define IDX_PATH_MAX		4096
@@ -576,7 +577,8 @@ mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r
 	sqlite3_extended_result_codes(idx->db, 1);
 	sqlite3_busy_timeout(idx->db, IDX_BUSY_TIMEOUT_MS);
 	if (mb_fts_cjk_register(idx->db, err) == -1 || mb_fts_rank_register(idx->db, err) == -1 ||
-	    mb_fts_hits_register(idx->db, err) == -1 || mb_labels_register(idx->db, err) == -1)
+	    mb_fts_hits_register(idx->db, err) == -1 || mb_fts_bounds_register(idx->db, err) == -1 ||
+	    mb_labels_register(idx->db, err) == -1)
 		goto fail;
 	if ((mode == MB_INDEX_RO ? open_ro(idx, err) : open_rw(idx, err)) == -1)
 		goto fail;

@@ -142,6 +142,11 @@ mb_index_reset(struct mb_index *idx, struct mb_err *err)
 		"DELETE FROM thread_refs",
 		"DELETE FROM dead_letters",
 		"DELETE FROM folders",
+		/* the ranking's bounds: ids are reused from 1, the terms chosen again */
+		"DELETE FROM rank_chunks",
+		"DELETE FROM rank_bounds",
+		"DELETE FROM rank_terms",
+		"DELETE FROM rank_state",
 	};
 	int rc;
 

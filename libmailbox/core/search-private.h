@@ -13,6 +13,8 @@
 
 #include "mailbox/err.h"
 
+#include "index-private.h"	/* struct idx_rank_floor */
+
 struct mb_index;
 struct mb_query;
 
@@ -127,5 +129,53 @@ int	idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t fold
  */
 int	idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err);
+
+/* One match of a ranked search. */
+struct idx_ranked {
+	int64_t	id;
+	double	score;		/* bm25(): lower is better */
+	int64_t	date;
+	int	date_state;	/* enum below: dates are read for ties only */
+};
+enum { RANK_DATE_UNREAD, RANK_DATE_SET, RANK_DATE_NULL };
+
+/*
+ * The rows of a ranked statement that can still be on the page: the best
+ * keep rows so far and every row tied with the last of them (ties are
+ * ordered by date and id later, so a tie group is kept whole).  Rows are
+ * appended until there are twice as many as needed, then sorted and cut
+ * back, and the floor raised to the keep-th score (index_search.c).
+ */
+struct idx_rank_set {
+	struct idx_ranked	*rows;		/* owned */
+	size_t			 n, cap;
+	size_t			 keep;		/* offset + limit */
+	size_t			 trim_at;	/* n that triggers the next cut */
+	int64_t			 matches;	/* every row the statement gave, scored or not */
+	struct idx_rank_floor	 floor;		/* bound to the statement */
+};
+
+/* Sort set's rows and drop those strictly worse than the keep-th. */
+void	idx_rank_trim(struct idx_rank_set *set);
+
+/*
+ * Step st (a bound ranked statement, its floor set's) to the end into set;
+ * with_date: column 2 is the date.  Returns the step's result code; the
+ * rows are set's either way.
+ */
+int	idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set);
+
+/* Whether a MATCH expression (as query.c writes it) has no prefix ("..."*). */
+bool	idx_match_plain(const char *match);
+
+/*
+ * Rank q (words, no filters, every row current) into set through the
+ * block bounds (index_search_blocks.c): only the blocks of ids whose bound
+ * can reach set's floor are read.  *used_r false when the bounds cannot
+ * serve q (no bounds, a prefix, too many phrases): set is untouched and the
+ * caller reads every match.  Else *matches_r is every match, counted.
+ */
+int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_set *set,
+	    bool *used_r, int64_t *matches_r, struct mb_err *err);
 
 #endif

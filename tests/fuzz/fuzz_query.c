@@ -2,7 +2,8 @@
  * libFuzzer target for the search query compiler: any input either compiles
  * to an FTS5 expression that SQLite accepts, or is refused with MB_E_INVALID;
  * never an FTS5 syntax error.  The input is "query\ntext": the text (when it
- * is valid UTF-8) also goes through mb_query_excerpt().
+ * is valid UTF-8) also goes through mb_query_excerpt().  The expression
+ * also goes through the block walk's phrase reader (index_search_blocks.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 #include "mailbox/query.h"
 #include "mailbox/search.h"
 #include "mailbox/utf8.h"
+
+#include "../../libmailbox/core/search-private.h"
 
 static sqlite3 *db;
 static sqlite3_stmt *st;
@@ -64,6 +67,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			;
 		if (rc != SQLITE_DONE)
 			mb_fatalx("FTS5 rejected '%s': %s", q.match, sqlite3_errmsg(db));
+		/* read as the block walk reads it: within bounds whatever was typed */
+		(void)idx_match_plain(q.match);
 	}
 	/* the label tests are the compiler's own "+x -y" list, whatever was typed */
 	if (q.labels != NULL && (q.labels[0] != '+' && q.labels[0] != '-'))

@@ -9,6 +9,7 @@
 #include "mailbox/index_raw.h"
 #include "mailbox/log.h"
 #include "mailbox/msg.h"
+#include "mailbox/query.h"
 #include "mailbox/util.h"
 
 #include "support_index.h"
@@ -95,9 +96,20 @@ mb_test_index_open(struct mb_test_index *t, const char *tag)
 	mb_test_folder_examined(t->idx, "INBOX");
 }
 
+struct mb_index *
+mb_test_index_reader(struct mb_test_index *t)
+{
+	struct mb_err err = { 0 };
+
+	if (t->ro == NULL && mb_index_open(t->path, MB_INDEX_RO, &t->ro, &err) == -1)
+		mb_fatalx("test index: read-only: %s", err.msg);
+	return t->ro;
+}
+
 void
 mb_test_index_close(struct mb_test_index *t)
 {
+	mb_index_close(&t->ro);
 	mb_index_close(&t->idx);
 	mb_test_rmtree(t->dir);
 }
@@ -154,4 +166,35 @@ mb_test_index_int(struct mb_test_index *t, const char *sql)
 		v = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	return v;
+}
+
+size_t
+mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t max)
+{
+	static const char sql[] =
+	    "SELECT m.id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
+	    "WHERE messages_fts MATCH ?1 ORDER BY bm25(messages_fts, 10.0, 4.0, 2.0, 1.0, "
+	    "4.0, 1.0), m.sort_date DESC NULLS LAST, m.id DESC";
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	sqlite3_stmt *st;
+	size_t n = 0;
+	int rc;
+
+	mb_query_init(&q);
+	if (mb_query_compile(text, strlen(text), &q, &err) == -1)
+		mb_fatalx("test index: query \"%s\": %s", text, err.msg);
+	if (sqlite3_prepare_v2(mb_index_db(idx), sql, -1, &st, NULL) != SQLITE_OK)
+		mb_fatalx("test index: %s", sqlite3_errmsg(mb_index_db(idx)));
+	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == max)
+			mb_fatalx("test index: \"%s\" matches more than %zu", text, max);
+		ids[n++] = sqlite3_column_int64(st, 0);
+	}
+	if (rc != SQLITE_DONE)
+		mb_fatalx("test index: %s", sqlite3_errmsg(mb_index_db(idx)));
+	sqlite3_finalize(st);
+	mb_query_release(&q);
+	return n;
 }

@@ -6,6 +6,7 @@
 #define MB_TEST_SUPPORT_INDEX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct mb_index;
@@ -17,6 +18,7 @@ struct mb_test_index {
 	char		 path[128];
 	struct mb_index	*idx;
 	int64_t		 inbox;
+	struct mb_index	*ro;	/* mb_test_index_reader()'s; NULL until asked */
 };
 /*
  * Record folder name as examined under UIDVALIDITY 1 (the one mb_test_put
@@ -26,7 +28,9 @@ struct mb_test_index {
 void	mb_test_folder_examined(struct mb_index *idx, const char *name);
 /* Open t under /tmp/<tag>.XXXXXX (INBOX examined); exits on failure. */
 void	mb_test_index_open(struct mb_test_index *t, const char *tag);
-/* Close t and remove its directory. */
+/* t's read-only handle, as mcpd reads, opened on first use (borrowed: t's); exits on failure. */
+struct mb_index	*mb_test_index_reader(struct mb_test_index *t);
+/* Close t (and its reader) and remove its directory. */
 void	mb_test_index_close(struct mb_test_index *t);
 /* cmocka setup and teardown: *state is a struct mb_test_index, opened and closed. */
 int	mb_test_index_setup(void **state);
@@ -65,6 +69,14 @@ struct mb_test_msg {
 /* Upsert t as folder's uid (UIDVALIDITY 1 unless t says); t is borrowed.  Exits on failure. */
 void	mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid,
 	    const struct mb_test_msg *t);
+
+/*
+ * The order a search promises, computed independently of the engine: every
+ * match of the query text, by FTS5's own bm25() with the engine's column
+ * weights, then the date (newest first, undated last), then the id (highest
+ * first), into ids (room for max); returns how many.  Exits on failure.
+ */
+size_t	mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t max);
 
 /* Remove dir and everything under it (a test index's mkdtemp directory). */
 void	mb_test_rmtree(const char *dir);

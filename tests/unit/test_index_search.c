@@ -225,37 +225,6 @@ ties_are_newest_first_then_highest_id_on_every_page(void **state)
 }
 
 /*
- * The order a search promises, computed independently of the engine: FTS5's
- * own bm25() with the engine's column weights over every match, then the
- * date (newest first, undated last), then the id (highest first).  ids gets
- * every match in that order; returns how many.
- */
-static size_t
-oracle_ids(struct fx *f, const char *text, int64_t *ids, size_t max)
-{
-	static const char sql[] =
-	    "SELECT m.id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
-	    "WHERE messages_fts MATCH ?1 ORDER BY bm25(messages_fts, 10.0, 4.0, 2.0, 1.0, "
-	    "4.0, 1.0), m.sort_date DESC NULLS LAST, m.id DESC";
-	struct mb_query q;
-	sqlite3_stmt *st;
-	size_t n = 0;
-	int rc;
-
-	compile(&q, text, NULL);
-	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->rw), sql, -1, &st, NULL), SQLITE_OK);
-	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		assert_true(n < max);
-		ids[n++] = sqlite3_column_int64(st, 0);
-	}
-	assert_int_equal(rc, SQLITE_DONE);
-	sqlite3_finalize(st);
-	mb_query_release(&q);
-	return n;
-}
-
-/*
  * A frequent word (600 messages, more than the 500 the engine once ranked):
  * every match is one of n, uid i dated T0 + i.  The best match is the
  * oldest: the word twice in a short subject and once in a short body.
@@ -291,7 +260,7 @@ the_best_match_is_first_however_old(void **state)
 	int64_t want[KAYAKS];
 
 	put_kayaks(f);
-	assert_int_equal(oracle_ids(f, "kayak", want, KAYAKS), KAYAKS);
+	assert_int_equal(mb_test_bm25_order(f->rw, "kayak", want, KAYAKS), KAYAKS);
 	assert_int_equal(want[0], 1);	/* the fixture is what it says */
 	page_of(f, "kayak", NULL, 0, 20, &pg);
 	assert_int_equal(pg.n, 20);
@@ -325,7 +294,7 @@ pages_of_a_frequent_word_hold_every_match_once(void **state)
 	size_t n_want;
 
 	put_kayaks(f);
-	n_want = oracle_ids(f, "kayak", want, KAYAKS);
+	n_want = mb_test_bm25_order(f->rw, "kayak", want, KAYAKS);
 	assert_int_equal(n_want, KAYAKS);
 	for (size_t l = 0; l < MB_ARRAY_LEN(limits); l++) {
 		size_t n = all_ids(f, "kayak", NULL, limits[l], got, KAYAKS);
@@ -337,7 +306,7 @@ pages_of_a_frequent_word_hold_every_match_once(void **state)
 				    limits[l], i, (long long)got[i], (long long)want[i]);
 	}
 	/* a rarer word of the same mail: the same promise */
-	n_want = oracle_ids(f, "meeting", want, KAYAKS);
+	n_want = mb_test_bm25_order(f->rw, "meeting", want, KAYAKS);
 	assert_int_equal(all_ids(f, "meeting", NULL, 13, got, KAYAKS), n_want);
 	assert_memory_equal(got, want, n_want * sizeof(want[0]));
 }

@@ -1,0 +1,442 @@
+/*
+ * The ranking's block bounds, built by syncd (migrations/0014_rank_bounds.sql,
+ * docs/index.md "Ranking"): which terms are frequent enough to bound, and
+ * for each chunk of 2,048 ids that no insert will reach any more, each such
+ * term's Pareto front of (weighted hits, length) per block of 128 ids.
+ *
+ * The fronts are read from FTS5 itself, one statement per term and chunk
+ * (MATCH the term AND rowid BETWEEN the chunk's ids), through mb_rank_tf(),
+ * which counts a row's hits exactly as mb_bm25 does: the bounds describe
+ * what the index holds, whatever the tokenizer did when the row went in.
+ * A term is bounded only when the query tokenizer turns its text back
+ * into itself, so that the search's MATCH of that text reads the very
+ * doclist the front was built from.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/index.h"
+#include "mailbox/query.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+#include "rank-private.h"
+
+/*
+ * A term is frequent when at least one row in RANK_TERM_SHARE holds it
+ * (and RANK_TERM_MIN_DOCS rows): below that a word's matches cost a few
+ * milliseconds to rank whole, and every term bounded costs the builder a
+ * statement per chunk.  The terms are chosen again when the index has
+ * doubled since.
+ */
+#define RANK_TERM_SHARE		10
+#define RANK_TERM_MIN_DOCS	256
+#define RANK_TERMS_MAX		4096
+
+static const char state_sql[] = "SELECT weights, terms_rows, gen FROM rank_state";
+static const char state_put_sql[] =
+	"INSERT OR REPLACE INTO rank_state (id, weights, terms_rows, gen) VALUES (1, ?1, ?2, ?3)";
+static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
+static const char chunks_sql[] = "SELECT chunk, blocks FROM rank_chunks";
+static const char terms_sql[] = "SELECT term FROM rank_terms";
+static const char term_put_sql[] = "INSERT INTO rank_terms (term, docs) VALUES (?1, ?2)";
+static const char chunk_put_sql[] =
+	"INSERT OR REPLACE INTO rank_chunks (chunk, blocks, gen) VALUES (?1, ?2, ?3)";
+static const char bounds_put_sql[] =
+	"INSERT OR REPLACE INTO rank_bounds (term, chunk, gen, bounds) VALUES (?1, ?2, ?3, ?4)";
+/* One term's rows in one chunk, counted as the ranking counts them. */
+static const char tf_sql[] =
+	"SELECT rowid, mb_rank_tf(messages_fts, " IDX_RANK_WEIGHTS ") FROM messages_fts "
+	"WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3";
+/*
+ * The rows' lengths in tokens, as FTS5 keeps them for bm25() (its docsize
+ * table: one varint per column, in SQLite's varint form), read once a chunk.
+ */
+static const char lengths_sql[] =
+	"SELECT id, sz FROM messages_fts_docsize WHERE id BETWEEN ?1 AND ?2";
+/* FTS5's vocabulary: every term with the rows that hold it (a read of the whole index). */
+static const char vocab_make_sql[] =
+	"CREATE VIRTUAL TABLE IF NOT EXISTS temp.rank_vocab USING fts5vocab(main, messages_fts, row)";
+static const char vocab_sql[] =
+	"SELECT term, doc FROM temp.rank_vocab WHERE doc >= ?1 ORDER BY doc DESC LIMIT ?2";
+/* Bounds built for other weights vouch for nothing: start again. */
+static const char reset_chunks_sql[] = "DELETE FROM rank_chunks";
+static const char reset_bounds_sql[] = "DELETE FROM rank_bounds";
+static const char reset_terms_sql[] = "DELETE FROM rank_terms";
+
+struct build {
+	struct mb_index	*idx;
+	char		**terms;	/* owned, n_terms of them */
+	size_t		 n_terms;
+	int64_t		 gen;		/* the last generation built */
+	int64_t		 terms_rows;	/* max id when the terms were chosen */
+};
+
+static int
+one_int64(struct mb_index *idx, const char *sql, int64_t *v_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v_r = sqlite3_column_int64(st, 0);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "rank bounds", err);
+}
+
+/* Run one statement that returns no rows. */
+static int
+exec_sql(struct mb_index *idx, const char *sql, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+
+	return st == NULL ? -1 : idx_step_done(idx, st, "rank bounds", err);
+}
+
+static int
+state_put(struct build *b, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(b->idx, state_put_sql, err);
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, IDX_RANK_WEIGHTS, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, b->terms_rows);
+	sqlite3_bind_int64(st, 3, b->gen);
+	return idx_step_done(b->idx, st, "rank bounds: state", err);
+}
+
+/* The recorded state into b; bounds of other weights (or none) are reset. */
+static int
+state_get(struct build *b, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(b->idx, state_sql, err);
+	bool same = false;
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *w = (const char *)sqlite3_column_text(st, 0);
+
+		same = w != NULL && strcmp(w, IDX_RANK_WEIGHTS) == 0;
+		b->terms_rows = sqlite3_column_int64(st, 1);
+		b->gen = sqlite3_column_int64(st, 2);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return idx_sqlerr(b->idx, rc, "rank bounds: state", err);
+	if (same)
+		return 0;
+	if (exec_sql(b->idx, reset_chunks_sql, err) == -1 ||
+	    exec_sql(b->idx, reset_bounds_sql, err) == -1 ||
+	    exec_sql(b->idx, reset_terms_sql, err) == -1)
+		return -1;
+	b->terms_rows = 0;
+	return state_put(b, err);
+}
+
+/* Whether the query tokenizer makes term (one index term) into exactly itself. */
+struct roundtrip {
+	const char	*term;
+	int		 n;
+	bool		 same;
+};
+
+static int
+roundtrip_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+	struct roundtrip *r = ctx;
+
+	(void)start;
+	(void)end;
+	r->same = r->n == 0 && (flags & FTS5_TOKEN_COLOCATED) == 0 &&
+	    (size_t)n == strlen(r->term) && memcmp(tok, r->term, (size_t)n) == 0;
+	r->n++;
+	return SQLITE_OK;
+}
+
+/* Choose the frequent terms afresh (rank_terms), from FTS5's vocabulary. */
+static int
+terms_choose(struct build *b, int64_t max_id, struct mb_err *err)
+{
+	sqlite3_stmt *st, *put;
+	Fts5Tokenizer *t = NULL;
+	fts5_tokenizer tk;
+	int rc;
+
+	if (mb_fts_tokenizer(b->idx->db, &tk, &t) == -1)
+		return mb_err_set(err, MB_E_INTERNAL, "rank bounds: no mb_cjk tokenizer");
+	if (exec_sql(b->idx, vocab_make_sql, err) == -1 ||
+	    exec_sql(b->idx, reset_terms_sql, err) == -1) {
+		tk.xDelete(t);
+		return -1;
+	}
+	if ((st = idx_stmt_sql(b->idx, vocab_sql, err)) == NULL ||
+	    (put = idx_stmt_sql(b->idx, term_put_sql, err)) == NULL) {
+		idx_stmt_done(st);
+		tk.xDelete(t);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, max_id / RANK_TERM_SHARE > RANK_TERM_MIN_DOCS ?
+	    max_id / RANK_TERM_SHARE : RANK_TERM_MIN_DOCS);
+	sqlite3_bind_int(st, 2, RANK_TERMS_MAX);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *term = (const char *)sqlite3_column_text(st, 0);
+		struct roundtrip r = { .term = term };
+
+		if (term == NULL || tk.xTokenize(t, &r, FTS5_TOKENIZE_QUERY, term,
+		    (int)strlen(term), roundtrip_token) != SQLITE_OK || r.n != 1 || !r.same)
+			continue;	/* never bounded: its searches read every match */
+		sqlite3_reset(put);
+		sqlite3_bind_text(put, 1, term, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(put, 2, sqlite3_column_int64(st, 1));
+		if ((rc = sqlite3_step(put)) != SQLITE_DONE)
+			break;
+	}
+	idx_stmt_done(put);
+	idx_stmt_done(st);
+	tk.xDelete(t);
+	if (rc != SQLITE_DONE)
+		return idx_sqlerr(b->idx, rc, "rank bounds: choosing terms", err);
+	b->terms_rows = max_id;
+	return state_put(b, err);
+}
+
+static int
+terms_load(struct build *b, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(b->idx, terms_sql, err);
+	size_t cap = 0;
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (b->n_terms == cap) {
+			cap = cap ? 2 * cap : 256;
+			b->terms = mb_xrealloc(b->terms, cap * sizeof(*b->terms));
+		}
+		b->terms[b->n_terms++] = idx_col_text(st, 0, NULL);
+	}
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(b->idx, rc, "rank bounds: terms", err);
+}
+
+/*
+ * The sum of the varints of blob (FTS5's, which are SQLite's: seven bits a
+ * byte, high first, the top bit set on every byte but the last); a value
+ * past 32 bits, or a cut one, counts as 0, which only loosens a bound.
+ */
+static uint32_t
+length_of(const uint8_t *p, int n)
+{
+	uint64_t sum = 0, v = 0;
+	int len = 0;
+
+	for (int i = 0; i < n; i++) {
+		v = v << 7 | (p[i] & 0x7f);
+		if (++len > 5)
+			return 0;
+		if ((p[i] & 0x80) == 0) {
+			sum += v;
+			v = 0;
+			len = 0;
+		}
+	}
+	return len == 0 && sum <= UINT32_MAX ? (uint32_t)sum : 0;
+}
+
+/* Each row's length in chunk c into len[id - first id] (0: no row). */
+static int
+rank_lengths(struct build *b, int64_t c, uint32_t len[RANK_CHUNK_IDS], struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(b->idx, lengths_sql, err);
+	int64_t lo = c * RANK_CHUNK_IDS;
+	int rc;
+
+	memset(len, 0, RANK_CHUNK_IDS * sizeof(*len));
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, lo + RANK_CHUNK_IDS - 1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+
+		if (id >= lo && id < lo + RANK_CHUNK_IDS)
+			len[id - lo] = length_of(sqlite3_column_blob(st, 1),
+			    sqlite3_column_bytes(st, 1));
+	}
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(b->idx, rc, "rank bounds: lengths", err);
+}
+
+/* One term's fronts in chunk c into rank_bounds; len: rank_lengths()'. */
+static int
+term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
+    sqlite3_stmt *tf, sqlite3_stmt *put, struct mb_err *err)
+{
+	struct rank_front fr[RANK_CHUNK_BLOCKS];
+	struct mb_buf quoted = MB_BUF_INIT(4096), blob = MB_BUF_INIT(1 << 20);
+	int64_t lo = c * RANK_CHUNK_IDS;
+	int rc;
+
+	memset(fr, 0, sizeof(fr));
+	if (mb_query_quote(&quoted, term, strlen(term)) == -1) {
+		mb_buf_release(&quoted);
+		return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a term too long");
+	}
+	sqlite3_reset(tf);
+	sqlite3_bind_text(tf, 1, quoted.data, (int)quoted.len, SQLITE_STATIC);
+	sqlite3_bind_int64(tf, 2, lo);
+	sqlite3_bind_int64(tf, 3, lo + RANK_CHUNK_IDS - 1);
+	while ((rc = sqlite3_step(tf)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(tf, 0), f = sqlite3_column_int64(tf, 1);
+
+		if (id < lo || id >= lo + RANK_CHUNK_IDS || f < 0 || f > UINT32_MAX) {
+			rc = SQLITE_CORRUPT;	/* never: the statement asks for these ids */
+			break;
+		}
+		rank_front_add(&fr[(id - lo) / RANK_BLOCK_IDS], (uint32_t)f, len[id - lo]);
+	}
+	sqlite3_reset(tf);
+	mb_buf_release(&quoted);
+	if (rc != SQLITE_DONE) {
+		mb_buf_release(&blob);
+		return idx_sqlerr(b->idx, rc, "rank bounds: a term's rows", err);
+	}
+	for (unsigned i = 0; i < RANK_CHUNK_BLOCKS; i++)
+		if (fr[i].n > 0 && rank_front_put(&blob, i, &fr[i]) == -1) {
+			mb_buf_release(&blob);
+			return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a blob too long");
+		}
+	sqlite3_reset(put);
+	sqlite3_bind_text(put, 1, term, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(put, 2, c);
+	sqlite3_bind_int64(put, 3, b->gen);
+	sqlite3_bind_blob(put, 4, blob.data, (int)blob.len, SQLITE_STATIC);
+	rc = idx_step_done(b->idx, put, "rank bounds: a term's bounds", err);
+	mb_buf_release(&blob);
+	return rc;
+}
+
+/* Chunk c's bounds for every term, as one unit of work. */
+static int
+chunk_build(struct build *b, int64_t c, struct mb_err *err)
+{
+	sqlite3_stmt *tf, *put, *chunk;
+	uint32_t *len = mb_xcalloc(RANK_CHUNK_IDS, sizeof(*len));
+	struct idx_unit u;
+	int rc = 0;
+
+	if (idx_unit_begin(b->idx, &u, err) == -1) {
+		free(len);
+		return -1;
+	}
+	b->gen++;
+	if (rank_lengths(b, c, len, err) == -1 ||
+	    (tf = idx_stmt_sql(b->idx, tf_sql, err)) == NULL ||
+	    (put = idx_stmt_sql(b->idx, bounds_put_sql, err)) == NULL ||
+	    (chunk = idx_stmt_sql(b->idx, chunk_put_sql, err)) == NULL)
+		rc = -1;
+	for (size_t i = 0; rc == 0 && i < b->n_terms; i++)
+		rc = term_build(b, b->terms[i], c, len, tf, put, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(chunk, 1, c);
+		sqlite3_bind_int64(chunk, 2, RANK_CHUNK_FULL);
+		sqlite3_bind_int64(chunk, 3, b->gen);
+		rc = idx_step_done(b->idx, chunk, "rank bounds: a chunk", err);
+	}
+	if (rc == 0)
+		rc = state_put(b, err);
+	if (idx_unit_end(b->idx, &u, rc == 0, err) == -1)
+		rc = -1;
+	free(len);
+	return rc;
+}
+
+/*
+ * The complete chunks below max_id that are not bounded whole into todo
+ * (owned by the caller, *n_r of them, oldest first).
+ */
+static int
+chunks_todo(struct build *b, int64_t max_id, int64_t **todo_r, size_t *n_r, struct mb_err *err)
+{
+	int64_t n_complete = (max_id + 1) / RANK_CHUNK_IDS;
+	bool *done = mb_xcalloc((size_t)n_complete + 1, sizeof(*done));
+	sqlite3_stmt *st = idx_stmt_sql(b->idx, chunks_sql, err);
+	int rc;
+
+	*todo_r = NULL;
+	*n_r = 0;
+	if (st == NULL) {
+		free(done);
+		return -1;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t c = sqlite3_column_int64(st, 0);
+
+		if (c >= 0 && c < n_complete)
+			done[c] = sqlite3_column_int64(st, 1) == RANK_CHUNK_FULL;
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		free(done);
+		return idx_sqlerr(b->idx, rc, "rank bounds: chunks", err);
+	}
+	*todo_r = mb_xcalloc((size_t)n_complete + 1, sizeof(**todo_r));
+	for (int64_t c = 0; c < n_complete; c++)
+		if (!done[c])
+			(*todo_r)[(*n_r)++] = c;
+	free(done);
+	return 0;
+}
+
+int
+mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
+    struct mb_err *err)
+{
+	struct build b = { .idx = idx };
+	struct idx_unit u;
+	int64_t max_id = 0, *todo = NULL;
+	size_t n_todo = 0;
+	int rc = -1;
+
+	*built_r = 0;
+	if (one_int64(idx, max_id_sql, &max_id, err) == -1)
+		return -1;
+	if (max_id < RANK_CHUNK_IDS - 1)
+		return 0;	/* not one chunk yet */
+	if (idx_unit_begin(idx, &u, err) == -1)
+		return -1;
+	rc = state_get(&b, err);
+	if (rc == 0 && (b.terms_rows == 0 || max_id >= 2 * b.terms_rows))
+		rc = terms_choose(&b, max_id, err);
+	if (idx_unit_end(idx, &u, rc == 0, err) == -1 || rc == -1)
+		goto out;
+	rc = -1;
+	if (chunks_todo(&b, max_id, &todo, &n_todo, err) == -1 ||
+	    (n_todo > 0 && terms_load(&b, err) == -1))
+		goto out;
+	for (size_t i = 0; i < n_todo && *built_r < max_chunks; i++) {
+		if (chunk_build(&b, todo[i], err) == -1)
+			goto out;
+		(*built_r)++;
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; i < b.n_terms; i++)
+		free(b.terms[i]);
+	free(b.terms);
+	free(todo);
+	return rc;
+}

@@ -1,0 +1,628 @@
+/*
+ * Exact ranking through the block bounds (migrations/0014_rank_bounds.sql,
+ * docs/index.md "Ranking"): the same page as reading every match, reading
+ * only the blocks of ids that can hold one of its rows.
+ *
+ * For each block of 128 ids, an upper bound of the score any row of it can
+ * have: the sum over the query's phrases of IDF times the largest BM25 term
+ * the phrase can reach there.  A phrase's term is bounded by any of its
+ * words' fronts (a phrase is never more frequent in a row than its words);
+ * a word syncd bounded in that block contributes its front's value, or 0
+ * when the block lacks it; anything else (a word not bounded, a block not
+ * bounded or no longer, the newest ids) the most a term can give,
+ * IDF x (k1 + 1).  Blocks are read best bound first, each with the words'
+ * MATCH and a rowid range (which FTS5 seeks in its doclists), neighbours
+ * that can also reach the floor read in the same range, and the walk stops
+ * at the first block whose bound is strictly worse than the page's floor:
+ * no row of it, or of any block after it, can be on the page.  The rows
+ * read are scored by mb_bm25_top() exactly as the full walk scores them.
+ *
+ * What this does not serve (the caller reads every match): filters (their
+ * rows are tested in messages), prefixes (FTS5 merges a prefix's doclists
+ * again for every range), and an index without bounds.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+#include "mailbox/query.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+#include "rank-private.h"
+#include "search-private.h"
+
+/* The query's statistics, from the statement's first match (fts_rank.c). */
+static const char stats_sql[] =
+	"SELECT mb_bm25_stats(messages_fts, ?1, ?2) FROM messages_fts "
+	"WHERE messages_fts MATCH ?1 LIMIT 1";
+static const char weights_sql[] = "SELECT weights FROM rank_state";
+static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
+static const char chunks_sql[] = "SELECT chunk, blocks, gen FROM rank_chunks";
+static const char term_sql[] = "SELECT 1 FROM rank_terms WHERE term = ?1";
+static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHERE term = ?1";
+static const char range_sql[] =
+	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
+	"FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?22 AND ?23";
+/* The total of a query of several phrases (one phrase's is its row count). */
+static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
+
+#define RANK_K1_PLUS_1	2.2	/* the most a BM25 term gives, IDF aside (k1 = 1.2) */
+/*
+ * Rounding makes the scores' arithmetic monotone only up to an ulp or so
+ * per operation: a bound is widened by this much so that it is never below
+ * a row's real score.
+ */
+#define RANK_SLACK	1e-9
+/*
+ * When the matches that the blocks left to read would make a single
+ * statement step over for nothing are fewer than their runs x this, one
+ * statement over all of them replaces the ranges, and mb_bm25_top()
+ * answers the rows of blocks that cannot reach the page at once
+ * (idx_rank_floor).  Only for one word: a phrase's rows are tested by
+ * their positions, however they are answered.
+ * A range statement costs about as much as stepping over this many such
+ * rows: 40, 150 and 600 were tried at 100,000 messages (docs/benchmarks.md).
+ */
+/*
+ * The floor rises fast over the first blocks read once the page is full:
+ * the choice between ranges and one statement waits for this many, so it
+ * is made against a floor near its last.
+ */
+#define RANK_FIRST_READS	8
+#define RANK_RANGE_ROWS	200
+
+/* One phrase of the query: its tokens as the query tokenizer makes them. */
+struct phrase {
+	char	**tokens;	/* owned, n of them */
+	int	 n;
+	bool	 colocated;	/* a token with alternatives: never bounded */
+};
+
+struct walk {
+	struct mb_index		*idx;
+	struct idx_rank_stats	 stats;
+	struct phrase		 ph[IDX_RANK_PHRASES];
+	int			 n_ph;
+	int			 n_tokens;	/* of every phrase: each range seeks each */
+	bool			 all_of;	/* a match holds every phrase (match_all_of) */
+	int64_t			 n_blocks;
+	uint32_t		*chunk_blocks;	/* owned: per chunk, the bounded blocks' bits */
+	int64_t			*chunk_gen;	/* owned: per chunk, its build */
+	double			*term;		/* owned: one phrase's term per block, IDF aside */
+	double			*bound;		/* owned: per block, the best score it can hold */
+};
+
+static void
+walk_release(struct walk *w)
+{
+	for (int i = 0; i < w->n_ph; i++) {
+		for (int j = 0; j < w->ph[i].n; j++)
+			free(w->ph[i].tokens[j]);
+		free(w->ph[i].tokens);
+	}
+	free(w->chunk_blocks);
+	free(w->chunk_gen);
+	free(w->term);
+	free(w->bound);
+}
+
+/*
+ * The phrases of a MATCH expression as query.c writes it: every "..."
+ * string (a quote inside doubled) is one phrase, in the order FTS5 numbers
+ * them; operators, parentheses and {column} : are not phrases.  Their text
+ * into texts (owned; the caller frees *n_r of them, even on false; NULL:
+ * only check), false when one is a prefix ("..."*) or there are too many.
+ */
+static bool
+phrases_of(const char *match, char **texts, int *n_r)
+{
+	int n = 0;
+
+	if (n_r != NULL)
+		*n_r = 0;
+	for (const char *p = match; *p != '\0'; p++) {
+		char *t, *o;
+
+		if (*p != '"')
+			continue;
+		if (n == IDX_RANK_PHRASES)
+			return false;
+		t = o = texts != NULL ? mb_xmalloc(strlen(p)) : NULL;
+		for (p++; *p != '\0' && !(p[0] == '"' && p[1] != '"'); p++) {
+			if (p[0] == '"')
+				p++;	/* a doubled quote is one */
+			if (o != NULL)
+				*o++ = *p;
+		}
+		if (o != NULL) {
+			*o = '\0';
+			texts[n] = t;
+			*n_r = n + 1;
+		}
+		n++;
+		if (*p == '\0' || p[1] == '*')
+			return false;	/* unbalanced (never, from query.c), or a prefix */
+	}
+	return true;
+}
+
+/*
+ * Whether every phrase of match must be in a row for it to match: no OR,
+ * no NOT outside the quoted strings (query.c writes the operators in
+ * capitals, between spaces).
+ */
+static bool
+match_all_of(const char *match)
+{
+	bool quoted = false;
+
+	for (const char *p = match; *p != '\0'; p++) {
+		if (*p == '"')
+			quoted = !quoted;	/* a doubled quote toggles twice */
+		else if (!quoted && (strncmp(p, " OR ", 4) == 0 || strncmp(p, " NOT ", 5) == 0))
+			return false;
+	}
+	return true;
+}
+
+bool
+idx_match_plain(const char *match)
+{
+	return phrases_of(match, NULL, NULL);
+}
+
+static int
+phrase_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+	struct phrase *ph = ctx;
+
+	(void)start;
+	(void)end;
+	if (flags & FTS5_TOKEN_COLOCATED) {
+		ph->colocated = true;
+		return SQLITE_OK;
+	}
+	ph->tokens = mb_xrealloc(ph->tokens, (size_t)(ph->n + 1) * sizeof(*ph->tokens));
+	ph->tokens[ph->n++] = mb_xstrndup(tok, (size_t)n);
+	return SQLITE_OK;
+}
+
+/*
+ * w's phrases from match, tokenized as FTS5 tokenizes a query; false when
+ * there is a prefix or too many.
+ */
+static bool
+phrases_tokenize(struct walk *w, const char *match)
+{
+	char *texts[IDX_RANK_PHRASES];
+	int n_texts = 0;
+	bool ok;
+	Fts5Tokenizer *t = NULL;
+	fts5_tokenizer tk;
+
+	ok = phrases_of(match, texts, &n_texts) && mb_fts_tokenizer(w->idx->db, &tk, &t) == 0;
+	for (int i = 0; ok && i < n_texts; i++) {
+		w->n_ph++;
+		ok = tk.xTokenize(t, &w->ph[i], FTS5_TOKENIZE_QUERY, texts[i],
+		    (int)strlen(texts[i]), phrase_token) == SQLITE_OK;
+		w->n_tokens += w->ph[i].n;
+	}
+	if (t != NULL)
+		tk.xDelete(t);
+	for (int i = 0; i < n_texts; i++)
+		free(texts[i]);
+	return ok;
+}
+
+/* Whether w's phrases are the ones FTS5 ranks: as many, each of as many tokens. */
+static bool
+phrases_are_ranked(const struct walk *w)
+{
+	if (!w->stats.set || w->n_ph != w->stats.n_phrase)
+		return false;
+	for (int i = 0; i < w->n_ph; i++)
+		if (w->ph[i].n != w->stats.size[i])
+			return false;
+	return true;
+}
+
+/*
+ * *all_r: every phrase of w has a token syncd bounds (rank_terms).  A
+ * phrase without one bounds every block at its most, IDF x (k1 + 1), which
+ * leaves nearly every block able to reach the page: reading every match in
+ * one statement is then cheaper than asking block by block.
+ */
+static int
+all_bounded(struct walk *w, bool *all_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_sql, err);
+	int rc = SQLITE_DONE;
+
+	*all_r = false;
+	if (st == NULL)
+		return -1;
+	for (int i = 0; i < w->n_ph; i++) {
+		bool any = false;
+
+		for (int j = 0; !any && !w->ph[i].colocated && j < w->ph[i].n; j++) {
+			sqlite3_reset(st);
+			sqlite3_bind_text(st, 1, w->ph[i].tokens[j], -1, SQLITE_STATIC);
+			rc = sqlite3_step(st);
+			any = rc == SQLITE_ROW;
+			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+				goto out;
+		}
+		if (!any)
+			goto out;
+	}
+	*all_r = w->n_ph > 0;
+out:
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	    idx_sqlerr(w->idx, rc, "search: rank terms", err);
+}
+
+/* *ok_r: the index has bounds for these weights (none before migration 0014). */
+static int
+bounds_usable(struct walk *w, bool *ok_r, struct mb_err *err)
+{
+	struct mb_err ignored = { 0 };
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, weights_sql, &ignored);
+	int rc;
+
+	*ok_r = false;
+	if (st == NULL)
+		return 0;	/* an older schema: no table */
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*ok_r = sqlite3_column_text(st, 0) != NULL &&
+		    strcmp((const char *)sqlite3_column_text(st, 0), IDX_RANK_WEIGHTS) == 0;
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	    idx_sqlerr(w->idx, rc, "search: rank bounds", err);
+}
+
+/* The statistics of q into w->stats; *any_r false when nothing matches. */
+static int
+query_stats(struct walk *w, const struct mb_query *q, bool *any_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, stats_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+	sqlite3_bind_pointer(st, 2, &w->stats, IDX_RANK_STATS, NULL);
+	rc = sqlite3_step(st);
+	*any_r = rc == SQLITE_ROW;
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	    idx_sqlerr(w->idx, rc, "search: statistics", err);
+}
+
+static int
+one_int64(struct mb_index *idx, const char *sql, const char *match, int64_t *v_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	if (match != NULL)
+		sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v_r = sqlite3_column_int64(st, 0);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: rank blocks", err);
+}
+
+/* Which blocks of which chunks are bounded, and by which build. */
+static int
+chunks_load(struct walk *w, struct mb_err *err)
+{
+	int64_t n_chunks = w->n_blocks / RANK_CHUNK_BLOCKS + 1;
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, chunks_sql, err);
+	int rc;
+
+	w->chunk_blocks = mb_xcalloc((size_t)n_chunks, sizeof(*w->chunk_blocks));
+	w->chunk_gen = mb_xcalloc((size_t)n_chunks, sizeof(*w->chunk_gen));
+	if (st == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t c = sqlite3_column_int64(st, 0);
+
+		if (c >= 0 && c < n_chunks) {
+			w->chunk_blocks[c] = (uint32_t)sqlite3_column_int64(st, 1) &
+			    RANK_CHUNK_FULL;
+			w->chunk_gen[c] = sqlite3_column_int64(st, 2);
+		}
+	}
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank chunks", err);
+}
+
+/*
+ * Lower w->term (a phrase's term per block, IDF aside) to what token's
+ * bounds allow: in each block its chunk's build bounded, the token's front
+ * there, or 0 when the block lacks it.
+ */
+static int
+token_bound(struct walk *w, const char *token, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, bounds_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, token, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t c = sqlite3_column_int64(st, 0);
+		const uint8_t *p = sqlite3_column_blob(st, 2);
+		const uint8_t *end = p + sqlite3_column_bytes(st, 2);
+		double t[RANK_CHUNK_BLOCKS] = { 0 };	/* a block the token is not in: 0 */
+		struct rank_front fr;
+		unsigned block;
+		uint32_t bits;
+
+		if (c < 0 || c >= w->n_blocks / RANK_CHUNK_BLOCKS + 1 ||
+		    w->chunk_gen[c] != sqlite3_column_int64(st, 1))
+			continue;	/* of an older build of the chunk: vouches for nothing */
+		bits = w->chunk_blocks[c];
+		while (p != NULL && rank_front_next(&p, end, &block, &fr))
+			t[block] = rank_front_max(&fr, w->stats.avgdl);
+		if (p != end)
+			bits = 0;	/* a malformed blob: trust none of it */
+		for (unsigned i = 0; i < RANK_CHUNK_BLOCKS; i++) {
+			int64_t b = c * RANK_CHUNK_BLOCKS + i;
+
+			if ((bits & (1u << i)) && b < w->n_blocks && t[i] < w->term[b])
+				w->term[b] = t[i];
+		}
+	}
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank bounds", err);
+}
+
+/* w->bound: for each block, the best (lowest) score a row of it can have. */
+static int
+blocks_bound(struct walk *w, struct mb_err *err)
+{
+	w->term = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->term));
+	w->bound = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->bound));
+	for (int i = 0; i < w->n_ph; i++) {
+		for (int64_t b = 0; b < w->n_blocks; b++)
+			w->term[b] = RANK_K1_PLUS_1;
+		for (int j = 0; !w->ph[i].colocated && j < w->ph[i].n; j++)
+			if (token_bound(w, w->ph[i].tokens[j], err) == -1)
+				return -1;
+		for (int64_t b = 0; b < w->n_blocks; b++)
+			w->bound[b] = w->bound[b] < 0.0 || (w->all_of && w->term[b] == 0.0) ?
+			    -1.0 : w->bound[b] + w->stats.idf[i] * w->term[b];
+	}
+	/* -1 marked a block that lacks a phrase every match holds: it has none */
+	for (int64_t b = 0; b < w->n_blocks; b++)
+		w->bound[b] = w->bound[b] < 0.0 ? 0.0 : w->bound[b];
+	for (int64_t b = 0; b < w->n_blocks; b++)
+		w->bound[b] = -1.0 * (w->bound[b] * (1.0 + RANK_SLACK));
+	return 0;
+}
+
+static const double *sort_bound;	/* blocks_cmp's: set just before the qsort */
+
+static int
+blocks_cmp(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+
+	if (sort_bound[a] != sort_bound[b])
+		return sort_bound[a] < sort_bound[b] ? -1 : 1;
+	return a > b ? -1 : a < b;	/* newest first among equals */
+}
+
+/* Rank the rows of ids [lo, hi] into set; the floor is raised after. */
+static int
+range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
+    struct idx_rank_set *set, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, range_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
+	sqlite3_bind_int64(st, 22, lo);
+	sqlite3_bind_int64(st, 23, hi);
+	rc = idx_rank_collect(st, false, set);
+	idx_stmt_done(st);
+	if (rc != SQLITE_OK)
+		return idx_sqlerr(w->idx, rc, "search: rank a range", err);
+	if (set->n > set->keep)
+		idx_rank_trim(set);	/* the floor, as soon as the page is full */
+	return 0;
+}
+
+/*
+ * The blocks that can still hold a row of the page (unread, bound at or
+ * above the floor): how many runs of neighbours they make, the first and
+ * the last of them.
+ */
+static int64_t
+runs_left(const struct walk *w, const bool *read, double floor, int64_t *first_r,
+    int64_t *last_r, int64_t *blocks_r)
+{
+	int64_t runs = 0;
+	bool in = false;
+
+	*first_r = *last_r = -1;
+	*blocks_r = 0;
+	for (int64_t b = 0; b < w->n_blocks; b++) {
+		bool can = !read[b] && w->bound[b] < 0.0 && w->bound[b] <= floor;
+
+		if (can && !in)
+			runs++;
+		if (can) {
+			(*blocks_r)++;
+			*first_r = *first_r < 0 ? b : *first_r;
+			*last_r = b;
+		}
+		in = can;
+	}
+	return runs;
+}
+
+/*
+ * The matches of the query in n blocks, as guessed from its phrases' row
+ * counts spread evenly (the fewest of them: an AND holds no more; for an
+ * OR this guesses low, which only costs time).
+ */
+static double
+matches_in(const struct walk *w, int64_t n_blocks)
+{
+	double n = (double)w->stats.n_hit[0];
+
+	for (int i = 1; i < w->stats.n_phrase; i++)
+		n = (double)w->stats.n_hit[i] < n ? (double)w->stats.n_hit[i] : n;
+	return n * (double)n_blocks / (double)w->n_blocks;
+}
+
+/*
+ * Read the blocks best bound first until the next cannot reach the floor.
+ * A block read takes its unread neighbours along while they can reach the
+ * floor too (or, before there is one, have the same bound: the newest ids,
+ * which have none): one range statement instead of several.  Blocks whose
+ * bound is 0 hold no match (every phrase a match holds adds to its score).
+ */
+static int
+blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
+    struct mb_err *err)
+{
+	int64_t *order = mb_xcalloc((size_t)w->n_blocks, sizeof(*order));
+	bool *read = mb_xcalloc((size_t)w->n_blocks, sizeof(*read));
+	int reads_floored = 0;	/* ranges read since the page was full */
+	int rc = 0;
+
+	for (int64_t b = 0; b < w->n_blocks; b++)
+		order[b] = b;
+	sort_bound = w->bound;
+	qsort(order, (size_t)w->n_blocks, sizeof(*order), blocks_cmp);
+	for (int64_t k = 0; rc == 0 && k < w->n_blocks; k++) {
+		int64_t b = order[k], lo = b, hi = b;
+		double reach;
+
+		if (read[b])
+			continue;
+		if (!(w->bound[b] < 0.0) || (set->floor.set && w->bound[b] > set->floor.score))
+			break;	/* sorted: no later block can reach the page either */
+		if (set->floor.set && w->n_tokens == 1 && ++reads_floored > RANK_FIRST_READS) {
+			int64_t first, last, n_can, runs = runs_left(w, read, set->floor.score,
+			    &first, &last, &n_can);
+
+			/* the rows one statement would step over for nothing, against the ranges */
+			if (matches_in(w, last - first + 1 - n_can) < (double)runs *
+			    RANK_RANGE_ROWS * w->n_tokens) {
+				/* one statement over them all, skipping what cannot reach */
+				set->floor.block_bound = w->bound;
+				set->floor.block_read = read;
+				set->floor.n_blocks = w->n_blocks;
+				rc = range_rank(w, q, first * RANK_BLOCK_IDS,
+				    last * RANK_BLOCK_IDS + RANK_BLOCK_IDS - 1, set, err);
+				set->floor.block_bound = NULL;
+				set->floor.block_read = NULL;
+				break;
+			}
+		}
+		reach = set->floor.set ? set->floor.score : w->bound[b];
+		while (lo > 0 && !read[lo - 1] && w->bound[lo - 1] < 0.0 &&
+		    w->bound[lo - 1] <= reach)
+			lo--;
+		while (hi + 1 < w->n_blocks && !read[hi + 1] && w->bound[hi + 1] < 0.0 &&
+		    w->bound[hi + 1] <= reach)
+			hi++;
+		for (int64_t i = lo; i <= hi; i++)
+			read[i] = true;
+		rc = range_rank(w, q, lo * RANK_BLOCK_IDS, hi * RANK_BLOCK_IDS +
+		    RANK_BLOCK_IDS - 1, set, err);
+	}
+	free(order);
+	free(read);
+	return rc;
+}
+
+int
+idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_set *set,
+    bool *used_r, int64_t *matches_r, struct mb_err *err)
+{
+	struct walk w = { .idx = idx };
+	int64_t max_id = 0;
+	bool ok = false, any = false;
+	int rc = -1;
+
+	*used_r = false;
+	*matches_r = 0;
+	if (q->match == NULL || bounds_usable(&w, &ok, err) == -1)
+		return -1;
+	if (!ok)
+		return 0;
+	/*
+	 * A prefix, or no word bounded: the caller reads every match.  So with
+	 * a column ({from_text} : ...): the bounds count a word's hits in every
+	 * column, and from:yahoo.com through them cost twice its whole read.
+	 */
+	if (strchr(q->match, '{') != NULL || !phrases_tokenize(&w, q->match)) {
+		rc = 0;
+		goto out;
+	}
+	/*
+	 * One phrase only: for several, the sum of their bounds is loose (each
+	 * at its best in another row), few blocks fall below the floor, and the
+	 * ranges cost more than reading every match (`free money`: 4.5 ms of
+	 * CPU read whole, 5.9 through the blocks; docs/benchmarks.md).
+	 */
+	if (w.n_ph != 1) {
+		rc = 0;
+		goto out;
+	}
+	if (all_bounded(&w, &any, err) == -1)
+		goto out;
+	if (!any) {
+		rc = 0;
+		goto out;
+	}
+	w.all_of = match_all_of(q->match);
+	if (query_stats(&w, q, &any, err) == -1)
+		goto out;
+	if (!any) {		/* nothing matches: nothing to rank or count */
+		*used_r = true;
+		rc = 0;
+		goto out;
+	}
+	if (!phrases_are_ranked(&w)) {
+		rc = 0;
+		goto out;
+	}
+	if (one_int64(idx, max_id_sql, NULL, &max_id, err) == -1)
+		goto out;
+	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
+	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)
+		goto out;
+	if (blocks_walk(&w, q, set, err) == -1)
+		goto out;
+	/* every match counted: a phrase's rows are its statistics' */
+	if (w.stats.n_phrase == 1)
+		*matches_r = w.stats.n_hit[0];
+	else if (one_int64(idx, count_sql, q->match, matches_r, err) == -1)
+		goto out;
+	*used_r = true;
+	rc = 0;
+out:
+	walk_release(&w);
+	return rc;
+}

@@ -1,0 +1,64 @@
+/*
+ * Block bounds of the ranking (migrations/0014_rank_bounds.sql, docs/index.md
+ * "Ranking"): what syncd's builder (index_rank_build.c) and the search's
+ * block walk (index_search_blocks.c) share, in fts_bounds.c.  Not a public
+ * header.
+ */
+#ifndef MAILBOX_RANK_PRIVATE_H
+#define MAILBOX_RANK_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/err.h"
+
+/* The triggers of migration 0014 spell these numbers out: change both or neither. */
+#define RANK_BLOCK_IDS		128	/* ids in a block */
+#define RANK_CHUNK_BLOCKS	16	/* blocks in a chunk: one bit each in rank_chunks.blocks */
+#define RANK_CHUNK_IDS		(RANK_BLOCK_IDS * RANK_CHUNK_BLOCKS)
+#define RANK_CHUNK_FULL		((1 << RANK_CHUNK_BLOCKS) - 1)
+#define RANK_FRONT_MAX		16	/* points a front keeps before merging two */
+
+/*
+ * The Pareto front of one term's rows in one block: points (f, d) such that
+ * every row of the block holding the term has f at most and d at least
+ * those of some point, f its weighted hits (rounded up) and d its length in
+ * tokens.  BM25's term grows with f and shrinks with d, so the largest
+ * value over the points bounds every row, at any IDF and average length.
+ */
+struct rank_front {
+	int	n;
+	struct {
+		uint32_t	f, d;
+	} p[RANK_FRONT_MAX];
+};
+
+/* Add a row of f weighted hits and length d to fr (merging two points when full). */
+void	rank_front_add(struct rank_front *fr, uint32_t f, uint32_t d);
+
+/* BM25's term for one phrase without its IDF, f*(k1+1)/(f + k1*(1-b+b*d/avgdl)),
+ * at its largest over fr's points; 0 for an empty front. */
+double	rank_front_max(const struct rank_front *fr, double avgdl);
+
+/* Append block (0..RANK_CHUNK_BLOCKS-1) and its front to a chunk's bounds blob. */
+int	rank_front_put(struct mb_buf *out, unsigned block, const struct rank_front *fr);
+
+/*
+ * The next block of a bounds blob at *p (before end) into *block_r and
+ * *fr, advancing *p; false at the end or on a malformed blob (then *p is
+ * end: what follows is not trusted).
+ */
+bool	rank_front_next(const uint8_t **p, const uint8_t *end, unsigned *block_r,
+	    struct rank_front *fr);
+
+/*
+ * Register mb_rank_tf(messages_fts, w0, w1, ...): a row's weighted hits of
+ * the query, rounded up, counted as mb_bm25 counts them (fts_bounds.c).
+ */
+int	mb_fts_bounds_register(sqlite3 *db, struct mb_err *err);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * The ranking's block bounds (migrations/0014, index_rank_build.c,
+ * index_search_blocks.c): with bounds built, a search reads only some
+ * blocks of ids, and its pages must still be exactly FTS5's own bm25()
+ * order over every match (ties newest first, then by id), with exact
+ * totals: for words, ANDs, ORs, NOT, phrases and columns, at several page
+ * sizes and offsets; after deletions, after a row's text changed in a
+ * bounded block, after an id was reused there, and on an index never
+ * bounded.  The fixture is 5,000 messages (two chunks bounded, a tail
+ * that is not) of words of every frequency, the best match of each word
+ * among the oldest.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "mailbox/index.h"
+#include "mailbox/index_raw.h"
+#include "mailbox/query.h"
+#include "mailbox/search.h"
+#include "mailbox/util.h"
+#include "support_index.h"
+
+#define T0	1700000000
+#define N_MSG	5000
+
+/* Words by frequency: about 90%, 40%, 15%, 5% and 1% of messages. */
+static const char *const words[] = { "alpha", "beta", "gamma", "delta", "epsilon" };
+static const unsigned per_mille[] = { 900, 400, 150, 50, 10 };
+
+static uint32_t
+next_rand(uint32_t *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return *s >> 8;
+}
+
+/*
+ * Message uid i: each word by its frequency, 1-4 times, in the body or
+ * the subject; filler words of varied length; every tenth a "mailing list"
+ * footer; every 97th a copy of the one before (the same score: a tie,
+ * broken by the date, or by the id when the dates are equal too).
+ */
+static void
+put_msg(struct mb_test_index *f, uint32_t uid, uint32_t *seed, char *body, char *subject)
+{
+	size_t blen = 0, slen = 0;
+
+	if (uid % 97 != 0) {
+		body[0] = subject[0] = '\0';
+		for (size_t w = 0; w < MB_ARRAY_LEN(words); w++) {
+			unsigned reps = 1 + next_rand(seed) % 4;
+
+			if (next_rand(seed) % 1000 >= per_mille[w])
+				continue;
+			for (unsigned r = 0; r < reps; r++) {
+				if (next_rand(seed) % 8 == 0)
+					slen += (size_t)snprintf(subject + slen, 200 - slen, "%s ",
+					    slen < 150 ? words[w] : "");
+				else
+					blen += (size_t)snprintf(body + blen, 4000 - blen, "%s ",
+					    words[w]);
+			}
+		}
+		for (unsigned k = next_rand(seed) % 60; k > 0 && blen < 3500; k--)
+			blen += (size_t)snprintf(body + blen, 4000 - blen, "filler%u ",
+			    next_rand(seed) % 500);
+		if (uid % 10 == 0)
+			snprintf(body + blen, 4000 - blen, "sent to the mailing list");
+	}
+	mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = subject,
+	    .body = body, .date = uid % 13 == 0 ? 0 : T0 + (int64_t)(uid / 3) * 60 });
+}
+
+static void
+put_all(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	char *body = mb_xcalloc(1, 4000), *subject = mb_xcalloc(1, 200);
+	uint32_t seed = 19;
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	/* the best matches are the oldest: short, the word in the subject */
+	mb_test_put(f->idx, f->inbox, 1, &(struct mb_test_msg){
+	    .subject = "gamma gamma gamma", .body = "gamma", .date = T0 });
+	mb_test_put(f->idx, f->inbox, 2, &(struct mb_test_msg){
+	    .subject = "delta delta beta", .body = "alpha delta", .date = T0 });
+	for (uint32_t uid = 3; uid <= N_MSG; uid++)
+		put_msg(f, uid, &seed, body, subject);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	free(body);
+	free(subject);
+}
+
+static size_t
+build(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	size_t built = 0;
+
+	if (mb_index_rank_build(f->idx, 1000, &built, &err) == -1)
+		fail_msg("rank build: %s", err.msg);
+	return built;
+}
+
+/* Pages of text from offset 0 to below upto: exactly want's (n_want), totals too. */
+static void
+expect_exact(struct mb_test_index *f, const char *text, const int64_t *want, size_t n_want, size_t limit,
+    int64_t upto)
+{
+	for (int64_t offset = 0; offset < upto; offset += (int64_t)limit) {
+		struct mb_search_page pg;
+		struct mb_query q;
+		struct mb_err err = { 0 };
+
+		mb_query_init(&q);
+		assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+		if (mb_search_run(mb_test_index_reader(f), &q, offset, limit, &pg, &err) == -1)
+			fail_msg("search \"%s\": %s", text, err.msg);
+		mb_query_release(&q);
+		if (pg.total != (int64_t)n_want || !pg.total_exact)
+			fail_msg("\"%s\": total %lld, want %zu", text, (long long)pg.total, n_want);
+		for (size_t i = 0; i < pg.n; i++)
+			if ((size_t)offset + i >= n_want || pg.hits[i].id != want[offset + i])
+				fail_msg("\"%s\" (%zu a page): position %lld is id %lld, want %lld",
+				    text, limit, (long long)offset + (long long)i,
+				    (long long)pg.hits[i].id, (size_t)offset + i < n_want ?
+				    (long long)want[offset + i] : -1LL);
+		assert_int_equal(pg.n, n_want > (size_t)offset ?
+		    (n_want - (size_t)offset < limit ? n_want - (size_t)offset : limit) : 0);
+		mb_search_page_release(&pg);
+	}
+}
+
+static const char *const queries[] = {
+	"alpha", "beta", "gamma", "delta", "epsilon", "alpha beta", "gamma delta",
+	"beta -gamma", "delta OR epsilon", "\"mailing list\"", "\"list mailing\"",
+	"subject:gamma", "alpha mailing list", "nosuchword", "alpha nosuchword",
+};
+
+/* Every query, at 1, 7 and 50 a page, the first pages: as the oracle says. */
+static void
+expect_all_exact(struct mb_test_index *f)
+{
+	static int64_t want[N_MSG + 100];
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++) {
+		size_t n = mb_test_bm25_order(f->idx, queries[i], want, MB_ARRAY_LEN(want));
+
+		expect_exact(f, queries[i], want, n, 1, 5);
+		expect_exact(f, queries[i], want, n, 7, 28);
+		expect_exact(f, queries[i], want, n, 50, 150);
+	}
+}
+
+/* Bounds built: two chunks (ids up to 4,095); the pages are exact. */
+static void
+pages_with_bounds_are_bm25s(void **state)
+{
+	struct mb_test_index *f = *state;
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	assert_int_equal(build(f), 0);	/* nothing left to bound */
+	assert_int_equal(mb_test_index_int(f, "SELECT count(*) FROM rank_chunks"), 2);
+	/* alpha, beta, gamma, filler words: frequent; epsilon (1%) is not */
+	assert_int_equal(mb_test_index_int(f,
+	    "SELECT count(*) FROM rank_terms WHERE term IN ('alpha', 'beta', 'gamma')"), 3);
+	assert_int_equal(mb_test_index_int(f,
+	    "SELECT count(*) FROM rank_terms WHERE term = 'epsilon'"), 0);
+	expect_all_exact(f);
+}
+
+/* An index syncd never bounded (or of an older build) is ranked by reading every match. */
+static void
+pages_without_bounds_are_bm25s(void **state)
+{
+	struct mb_test_index *f = *state;
+
+	put_all(f);
+	expect_all_exact(f);
+}
+
+/*
+ * Deleting rows after the bounds were built (the best matches among them)
+ * leaves bounds that are too high, never too low: still exact.
+ */
+static void
+deletions_after_bounds_keep_pages_exact(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid += uid < 100 ? 1 : 7)
+		assert_int_equal(mb_index_delete(f->idx, f->inbox, 1, uid, &err), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	expect_all_exact(f);
+}
+
+/*
+ * A row whose text changes in a bounded block (a re-extracted attachment,
+ * a re-fetched message) can outscore its block's bound: its block is no
+ * longer bounded (the trigger), and it is found first.  Rebuilt, the
+ * chunk is bounded again, with the new text.
+ */
+static void
+a_changed_row_is_found_in_a_bounded_block(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_search_page pg;
+	struct mb_query q;
+	struct mb_err err = { 0 };
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	mb_test_put(f->idx, f->inbox, 3000, &(struct mb_test_msg){
+	    .subject = "beta beta beta beta", .body = "beta beta", .date = T0 });
+	assert_int_not_equal(mb_test_index_int(f,
+	    "SELECT blocks FROM rank_chunks WHERE chunk = 1"), (1 << 16) - 1);
+	expect_all_exact(f);
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile("beta", 4, &q, &err), 0);
+	assert_int_equal(mb_search_run(mb_test_index_reader(f), &q, 0, 1, &pg, &err), 0);
+	assert_int_equal(pg.n, 1);
+	assert_int_equal(pg.hits[0].id, mb_test_index_int(f,
+	    "SELECT id FROM messages WHERE uid = 3000"));
+	mb_search_page_release(&pg);
+	mb_query_release(&q);
+	assert_int_equal(build(f), 1);	/* chunk 1 again */
+	expect_all_exact(f);
+}
+
+/*
+ * Without AUTOINCREMENT an id is reused once the newest rows are gone: a
+ * new message then lands in a bounded block, which stops being bounded.
+ */
+static void
+a_reused_id_in_a_bounded_block_is_found(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	int64_t id;
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 3901; uid <= N_MSG; uid++)
+		assert_int_equal(mb_index_delete(f->idx, f->inbox, 1, uid, &err), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	mb_test_put(f->idx, f->inbox, 9000, &(struct mb_test_msg){
+	    .subject = "alpha alpha gamma gamma gamma gamma", .body = "gamma alpha",
+	    .date = T0 });
+	id = mb_test_index_int(f, "SELECT id FROM messages WHERE uid = 9000");
+	assert_true(id < 4096);	/* inside chunk 1, which was bounded */
+	expect_all_exact(f);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		MB_TEST_INDEX(pages_with_bounds_are_bm25s),
+		MB_TEST_INDEX(pages_without_bounds_are_bm25s),
+		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
+		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
+		MB_TEST_INDEX(a_reused_id_in_a_bounded_block_is_found),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
