@@ -32,6 +32,7 @@
 #include "mailbox/search.h"
 #include "mailbox/util.h"
 #include "mcpd.h"
+#include "support_env.h"
 #include "support_index.h"
 
 static void
@@ -619,24 +620,11 @@ long_subject_is_cut_for_the_audit_log(void **state)
 }
 
 /* The settings a test hands to mcp_config_load, as the environment would. */
-static const char *const *fake_env;
-
-static const char *
-fake_lookup(const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *const *e = fake_env; *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
-
 static int
 load(const char *const *env, struct mcp_config *c, struct mb_err *err)
 {
-	fake_env = env;
-	return mcp_config_load(c, fake_lookup, err);
+	mb_test_env_use(env);
+	return mcp_config_load(c, mb_test_env_lookup, err);
 }
 
 /* docs/mcpd.md: defaults, derived values, and errors that name the setting. */
