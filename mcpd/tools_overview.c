@@ -488,6 +488,7 @@ mcp_tool_awaiting_reply(struct mcp_server *srv, json_t *args, const struct mcp_c
 	unsigned dirs = MB_AWAIT_OTHERS | MB_AWAIT_ME;
 	struct mcp_merge_part parts[MCP_ACCOUNTS_MAX];
 	struct mb_await_page pages[MCP_ACCOUNTS_MAX];
+	struct mb_buf unknown = MB_BUF_INIT(4096);	/* accounts left out, comma-separated */
 	struct mcp_answer a;
 	json_t *results, *r = NULL;
 	uint64_t hash, set;
@@ -516,11 +517,21 @@ mcp_tool_awaiting_reply(struct mcp_server *srv, json_t *args, const struct mcp_c
 			goto out;
 		if (mb_overview_awaiting(idx, dirs, (int64_t)time(NULL) - days * 86400,
 		    parts[i].offset, (size_t)limit, &pages[i], err) == -1) {
-			if (err->code != MB_E_CONFIG)
+			if (err->code != MB_E_CONFIG) {
 				mcp_index_failure(err);
-			else	/* no own address: said as it is, for the operator */
+				goto out;
+			}
+			/*
+			 * No own address: one account without them must not take
+			 * the others' answer away, so beside others it is left out
+			 * and named; alone it is the error, said for the operator.
+			 */
+			if (n == 1) {
 				err->code = MB_E_INVALID;
-			goto out;
+				goto out;
+			}
+			mb_buf_addf(&unknown, "%s%s", unknown.len ? ", " : "", parts[i].acc->name);
+			mb_err_clear(err);
 		}
 		mcp_merge_page(&parts[i], pages[i].list, pages[i].n, sizeof(pages[i].list[0]),
 		    pages[i].more, pages[i].next_offset);
@@ -530,9 +541,15 @@ mcp_tool_awaiting_reply(struct mcp_server *srv, json_t *args, const struct mcp_c
 	mcp_merge_take(parts, n, (size_t)limit, await_before, await_take, results);
 	json_object_set_new(a.data, "results", results);
 	await_text(&a, results, page_offset(parts, n), (long long)days, srv->conf->n_accounts > 1);
+	if (unknown.len)
+		mb_buf_addf(&a.text, "Left out: account %s, whose own addresses the index does not "
+		    "know (syncd records them from IMAP_USER when it is an address, DRAFT_FROM and "
+		    "MY_ADDRESSES), so whose turn a conversation is cannot be told there.\n",
+		    unknown.data);
 	page_more(srv, &a, parts, n, CURSOR_AWAIT, hash, "awaiting_reply");
 	r = mcp_answer_result(&a);
 out:
+	mb_buf_release(&unknown);
 	for (size_t i = 0; i < n; i++)
 		mb_await_page_release(&pages[i]);
 	return r;

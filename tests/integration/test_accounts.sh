@@ -33,18 +33,19 @@ dovecot_load_maildir INBOX "$work"/mail/alice/*.eml
 DOVECOT_USER=bob dovecot_load_maildir INBOX "$work"/mail/bob/*.eml
 
 # --- one syncd per account ------------------------------------------------------
-start_syncd() {	# name user password_file: a backfilled index and a daemon on its socket
+start_syncd() {	# name user password_file [SETTING=value...]: a backfilled index and a daemon on its socket
 	local dir=$work/$1
 	mkdir -p "$dir"
 	SYNCD_LOG=$dir/syncd.log
 	syncd_init "$dir" IMAP_USER="$2" IMAP_PASSWORD_FILE="$3" SYNCD_SOCKET="$dir/control.sock" \
-	    SYNCD_ALLOWED_UIDS=0 SYNC_INTERVAL=3600
+	    SYNCD_ALLOWED_UIDS=0 SYNC_INTERVAL=3600 "${@:4}"
 	syncd --backfill > /dev/null || fail "$1: backfill"
 	"$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
 	testenv_track "$!"
 	until_ok "[ -S '$dir/control.sock' ]" || fail "$1: no control socket"
 }
-start_syncd work alice "$DOVECOT_PASSWORD_FILE"
+# work knows its own address, home does not (awaiting_reply below)
+start_syncd work alice "$DOVECOT_PASSWORD_FILE" MY_ADDRESSES=alice@example.org
 start_syncd home bob "$DOVECOT_DIR/password-bob"
 sql() { sqlite3 -batch -noheader "$work/$1/data/index.db" "$2"; }
 
@@ -171,6 +172,16 @@ DOVECOT_USER=bob dovecot_doveadm fetch -u bob hdr mailbox Drafts all | grep -q '
 call "$both" list_recent_writes '{"account":"home"}' > "$work/r.json"
 [ "$(jq_ 'sorted({(w["account"], w["tool"]) for w in d["structuredContent"]["writes"]})' < "$work/r.json")" = \
     "[('home', 'create_draft'), ('home', 'flag_message')]" ] || fail "list_recent_writes home: $(cat "$work/r.json")"
+# --- awaiting_reply: an account whose own addresses are unknown is left out and named,
+# not an error that takes the other account's answer away; alone, it is the error
+call "$both" awaiting_reply '{"days":0}' > "$work/r.json"
+[ "$(jq_ 'd.get("isError", False)' < "$work/r.json")" = False ] ||
+    fail "awaiting_reply over both failed for home's sake: $(cat "$work/r.json")"
+jq_ 'd["text"]' < "$work/r.json" | grep -q 'Left out: account home,' ||
+    fail "awaiting_reply does not say home was left out: $(cat "$work/r.json")"
+call "$both" awaiting_reply '{"account":"home"}' > "$work/r.json"
+[ "$(jq_ 'd.get("isError", False)' < "$work/r.json")" = True ] ||
+    fail "awaiting_reply on home alone: $(cat "$work/r.json")"
 kill -TERM "$mcpd"
 wait "$mcpd" || fail "mcpd exited $? on SIGTERM"
 mcpd=
