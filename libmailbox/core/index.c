@@ -39,7 +39,8 @@
 
 /*
  * The staging tables of the writer (see index_messages.c for why upserts
- * go through them).  TEMP: private to this connection, in memory.
+ * go through them).  TEMP: private to this connection, in a temporary file
+ * (temp_store FILE, open_rw) whose pages stay in a small cache.
  */
 static const char stage_sql[] =
 	"CREATE TEMP TABLE mb_stage ("
@@ -489,14 +490,20 @@ open_rw(struct mb_index *idx, struct mb_err *err)
 	 * system and measured best for this workload (docs/index.md).
 	 * secure_delete: Debian turns it on at compile time; it zeroes freed
 	 * pages, doubling the writes of every FTS merge for nothing we need.
+	 * temp_store FILE and a 4 MiB cache bound the writer's memory: with
+	 * MEMORY, the statement journal of the writer's one INSERT per group
+	 * (a copy of every page it changes, FTS5 merges included) stayed in
+	 * the heap, 20 MB and more at 100,000 messages; as a file (0600,
+	 * unlinked at once; spilled past 64 KiB) it is the kernel's page
+	 * cache.  A 16 MiB cache saved no CPU (docs/benchmarks.md).
 	 */
 	if (exec_fixed(idx, "PRAGMA page_size = 4096", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA journal_mode = WAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA synchronous = NORMAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA foreign_keys = ON", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA secure_delete = OFF", err) == -1 ||
-	    exec_fixed(idx, "PRAGMA temp_store = MEMORY", err) == -1 ||
-	    exec_fixed(idx, "PRAGMA cache_size = -16384", err) == -1)
+	    exec_fixed(idx, "PRAGMA temp_store = FILE", err) == -1 ||
+	    exec_fixed(idx, "PRAGMA cache_size = -4096", err) == -1)
 		return -1;
 	/*
 	 * Keep -wal and -shm after the writer closes, so mcpd (read-only, and
