@@ -40,7 +40,8 @@
 
 /*
  * The staging tables of the writer (see index_messages.c for why upserts
- * go through them).  TEMP: private to this connection, in memory.
+ * go through them).  TEMP: private to this connection, in a temporary file
+ * (temp_store FILE, open_rw) whose pages stay in a small cache.
  */
 static const char stage_sql[] =
 	"CREATE TEMP TABLE mb_stage ("
@@ -48,7 +49,8 @@ static const char stage_sql[] =
 	" message_id, in_reply_to, refs, thread_id, subject, from_name, from_addr, from_text,"
 	" recipients, to_json, cc_json, date, internaldate, size, flags, keywords, modseq,"
 	" list_id, body, body_truncated, body_from_html, headers_only, attachment_count,"
-	" parse_error, indexed_at, PRIMARY KEY (folder_id, uidvalidity, uid));"
+	" parse_error, indexed_at, att_names, att_text,"
+	" PRIMARY KEY (folder_id, uidvalidity, uid));"
 	"CREATE TEMP TABLE mb_stage_att ("
 	" folder_id INTEGER NOT NULL, uidvalidity INTEGER NOT NULL, uid INTEGER NOT NULL,"
 	" ordinal INTEGER NOT NULL, filename, mime_type, size, content_id, is_inline, sha256,"
@@ -104,8 +106,9 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	/* WHERE true: without it, ON CONFLICT would parse as a join constraint. */
 	[IDX_STAGE_FLUSH] =
-	    "INSERT INTO messages (" IDX_MSG_COLS ")"
-	    " SELECT " IDX_MSG_COLS " FROM temp.mb_stage WHERE true ORDER BY rowid"
+	    "INSERT INTO messages (" IDX_MSG_COLS ", att_names, att_text)"
+	    " SELECT " IDX_MSG_COLS ", att_names, att_text FROM temp.mb_stage"
+	    " WHERE true ORDER BY rowid"
 	    " ON CONFLICT (folder_id, uidvalidity, uid) DO UPDATE SET"
 	    " message_id = excluded.message_id, in_reply_to = excluded.in_reply_to,"
 	    " refs = excluded.refs, thread_id = excluded.thread_id,"
@@ -118,7 +121,8 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " list_id = excluded.list_id, body = excluded.body,"
 	    " body_truncated = excluded.body_truncated, body_from_html = excluded.body_from_html,"
 	    " headers_only = excluded.headers_only, attachment_count = excluded.attachment_count,"
-	    " parse_error = excluded.parse_error, indexed_at = excluded.indexed_at",
+	    " parse_error = excluded.parse_error, indexed_at = excluded.indexed_at,"
+	    " att_names = excluded.att_names, att_text = excluded.att_text",
 	[IDX_STAGE_ATT_REPLACE] =
 	    "DELETE FROM attachments WHERE message_id IN (SELECT m.id FROM temp.mb_stage s"
 	    " JOIN messages m ON m.folder_id = s.folder_id AND m.uidvalidity = s.uidvalidity"
@@ -131,21 +135,23 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " FROM temp.mb_stage_att a JOIN messages m ON m.folder_id = a.folder_id"
 	    " AND m.uidvalidity = a.uidvalidity AND m.uid = a.uid",
 	/*
-	 * The staged messages' attachment names and text, for FTS (migration
-	 * 0005): one statement per batch, like the flush, and only for rows
-	 * that have or had attachments, so mail without any never pays for it.
+	 * The staged messages' attachment names and text (migration 0005), from
+	 * the staged attachments, before the flush: so the row is inserted with
+	 * them, and FTS5 indexes it once.  Set by an UPDATE of messages after
+	 * the insert, the FTS update trigger deleted the row just indexed
+	 * (tokenizing it again for the delete) and indexed it a third time.
 	 */
-	[IDX_STAGE_ATT_FTS] =
-	    "UPDATE messages SET"
+	[IDX_STAGE_ATT_COLS] =
+	    "UPDATE temp.mb_stage SET"
 	    " att_names = (SELECT group_concat(filename, char(10)) FROM (SELECT filename"
-	    " FROM attachments AS a WHERE a.message_id = messages.id AND filename IS NOT NULL"
-	    " ORDER BY ordinal)),"
+	    " FROM temp.mb_stage_att AS a WHERE a.folder_id = mb_stage.folder_id"
+	    " AND a.uidvalidity = mb_stage.uidvalidity AND a.uid = mb_stage.uid"
+	    " AND filename IS NOT NULL ORDER BY ordinal)),"
 	    " att_text = (SELECT group_concat(extracted_text, char(10) || char(10)) FROM"
-	    " (SELECT extracted_text FROM attachments AS a WHERE a.message_id = messages.id"
-	    " AND extracted_text IS NOT NULL ORDER BY ordinal))"
-	    " WHERE id IN (SELECT m.id FROM temp.mb_stage s JOIN messages m"
-	    " ON m.folder_id = s.folder_id AND m.uidvalidity = s.uidvalidity AND m.uid = s.uid"
-	    " WHERE s.attachment_count > 0 OR m.att_names IS NOT NULL OR m.att_text IS NOT NULL)",
+	    " (SELECT extracted_text FROM temp.mb_stage_att AS a"
+	    " WHERE a.folder_id = mb_stage.folder_id AND a.uidvalidity = mb_stage.uidvalidity"
+	    " AND a.uid = mb_stage.uid AND extracted_text IS NOT NULL ORDER BY ordinal))"
+	    " WHERE attachment_count > 0",
 	[IDX_STAGE_CLEAR] = "DELETE FROM temp.mb_stage",
 	[IDX_STAGE_ATT_CLEAR] = "DELETE FROM temp.mb_stage_att",
 	[IDX_MSG_DELETE] =
@@ -485,14 +491,20 @@ open_rw(struct mb_index *idx, struct mb_err *err)
 	 * system and measured best for this workload (docs/index.md).
 	 * secure_delete: Debian turns it on at compile time; it zeroes freed
 	 * pages, doubling the writes of every FTS merge for nothing we need.
+	 * temp_store FILE and a 4 MiB cache bound the writer's memory: with
+	 * MEMORY, the statement journal of the writer's one INSERT per group
+	 * (a copy of every page it changes, FTS5 merges included) stayed in
+	 * the heap, 20 MB and more at 100,000 messages; as a file (0600,
+	 * unlinked at once; spilled past 64 KiB) it is the kernel's page
+	 * cache.  A 16 MiB cache saved no CPU (docs/benchmarks.md).
 	 */
 	if (exec_fixed(idx, "PRAGMA page_size = 4096", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA journal_mode = WAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA synchronous = NORMAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA foreign_keys = ON", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA secure_delete = OFF", err) == -1 ||
-	    exec_fixed(idx, "PRAGMA temp_store = MEMORY", err) == -1 ||
-	    exec_fixed(idx, "PRAGMA cache_size = -16384", err) == -1)
+	    exec_fixed(idx, "PRAGMA temp_store = FILE", err) == -1 ||
+	    exec_fixed(idx, "PRAGMA cache_size = -4096", err) == -1)
 		return -1;
 	/*
 	 * Keep -wal and -shm after the writer closes, so mcpd (read-only, and

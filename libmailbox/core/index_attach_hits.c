@@ -46,7 +46,7 @@ static const char where_sql[] =
 	"SELECT mb_hit_offset(messages_fts, 5), mb_column_tokens(messages_fts, 5),"
 	" mb_hit_offset(messages_fts, 4)"
 	" FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid = ?2";
-/* In the order IDX_STAGE_ATT_FTS and mb_attachment_set_text join them into att_text. */
+/* In the order IDX_STAGE_ATT_COLS and mb_attachment_set_text join them into att_text. */
 static const char texts_sql[] =
 	"SELECT id, filename FROM attachments WHERE message_id = ?1"
 	" AND extracted_text IS NOT NULL ORDER BY ordinal";

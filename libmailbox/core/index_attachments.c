@@ -29,7 +29,7 @@ static const char backlog_count_sql[] =
 
 static const char set_sql[] =
 	"UPDATE attachments SET extracted_text = ?2, extract_status = ?3 WHERE id = ?1";
-/* As IDX_STAGE_ATT_FTS does for new rows: the message's FTS columns follow by trigger. */
+/* The join IDX_STAGE_ATT_COLS makes for new rows; the message's FTS columns follow by trigger. */
 static const char refresh_sql[] =
 	"UPDATE messages SET att_text = (SELECT group_concat(extracted_text, char(10) || char(10))"
 	" FROM (SELECT extracted_text FROM attachments AS a WHERE a.message_id = messages.id"

@@ -257,10 +257,10 @@ run(struct mb_index *idx, enum idx_stmt id, const char *what, struct mb_err *err
 static int
 flush_stage(struct mb_index *idx, struct mb_err *err)
 {
-	if (run(idx, IDX_STAGE_FLUSH, "upsert", err) == -1 ||
+	if (run(idx, IDX_STAGE_ATT_COLS, "attachment text", err) == -1 ||
+	    run(idx, IDX_STAGE_FLUSH, "upsert", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_REPLACE, "replace attachments", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_FLUSH, "insert attachments", err) == -1 ||
-	    run(idx, IDX_STAGE_ATT_FTS, "attachment text", err) == -1 ||
 	    run(idx, IDX_STAGE_CLEAR, "clear stage", err) == -1 ||
 	    run(idx, IDX_STAGE_ATT_CLEAR, "clear stage", err) == -1)
 		return -1;

@@ -833,6 +833,8 @@ attachments_replaced_and_cascade(void **state)
 	    NULL, id), 2);
 	assert_int_equal(q_int(f->idx, "SELECT attachment_count FROM messages WHERE id = ?1",
 	    NULL, id), 2);
+	/* The names are searchable from the insert on (att_names, set in the stage). */
+	assert_int_equal(hits(f->idx, "att_names:pdf"), 1);
 
 	m = msg("files", "see attached", "att@x", NULL, NULL);
 	m->attachments = mb_xcalloc(1, sizeof(*m->attachments));
@@ -846,6 +848,15 @@ attachments_replaced_and_cascade(void **state)
 	    "c.txt", 0), 1);
 	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE filename = ?1",
 	    "a.pdf", 0), 0);
+	assert_int_equal(hits(f->idx, "att_names:pdf"), 0);
+	assert_int_equal(hits(f->idx, "att_names:txt"), 1);
+	/* Re-upserted without attachments: nothing of them is left to find. */
+	assert_int_equal(put(f, 1, msg("files", "see attached", "att@x", NULL, NULL), 0), id);
+	assert_int_equal(hits(f->idx, "att_names:txt"), 0);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM messages WHERE id = ?1"
+	    " AND att_names IS NULL AND att_text IS NULL", NULL, id), 1);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE message_id = ?1",
+	    NULL, id), 0);
 	assert_int_equal(mb_index_delete(f->idx, f->inbox, 7, 1, &err), 0);
 	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM attachments WHERE ?1 = 0", NULL, 0),
 	    0);
