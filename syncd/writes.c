@@ -224,9 +224,14 @@ check_message(struct sd *sd, struct sd_wjob *j, char *buf, size_t len)
 	uint32_t folder_uidv;
 
 	if (mb_index_write_target(sd->idx, j->rq.message_id, &t, &err) == -1) {
+		/*
+		 * No number in the words: this id is the index's own, which a
+		 * client of an mcpd serving several accounts never sees (its
+		 * ids carry the account); the reply's id field says which.
+		 */
 		if (err.code == MB_E_NOTFOUND)
-			snprintf(buf, len, "no message with id %lld in the index",
-			    (long long)j->rq.message_id);
+			snprintf(buf, len, "no such message in the index (it may have been "
+			    "deleted or moved since it was read)");
 		else
 			snprintf(buf, len, "%s", err.msg);
 		return -1;

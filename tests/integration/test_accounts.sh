@@ -172,6 +172,12 @@ DOVECOT_USER=bob dovecot_doveadm fetch -u bob hdr mailbox Drafts all | grep -q '
 call "$both" list_recent_writes '{"account":"home"}' > "$work/r.json"
 [ "$(jq_ 'sorted({(w["account"], w["tool"]) for w in d["structuredContent"]["writes"]})' < "$work/r.json")" = \
     "[('home', 'create_draft'), ('home', 'flag_message')]" ] || fail "list_recent_writes home: $(cat "$work/r.json")"
+# --- a write on an id of home that is in no index: the refusal names no other id
+# (syncd knows only its own index's numbers, which are not the ids mcpd shows)
+call "$both" flag_message "{\"id\":$((H + 999999)),\"add\":[\"flagged\"]}" > "$work/r.json"
+[ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] && grep -q 'no such message in the index' "$work/r.json" &&
+    ! grep -q 'id 999999' "$work/r.json" || fail "a write on a missing id of home: $(cat "$work/r.json")"
+
 # --- awaiting_reply: an account whose own addresses are unknown is left out and named,
 # not an error that takes the other account's answer away; alone, it is the error
 call "$both" awaiting_reply '{"days":0}' > "$work/r.json"

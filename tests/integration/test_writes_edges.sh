@@ -336,7 +336,7 @@ until_ok '! pgrep -P "$daemon" > /dev/null' || fail "the killed write process is
 
 # syncd keeps serving: a third request is answered.
 call "$purl" flag_message '{"id":999999,"add":["\\Seen"]}' > "$work/r3.json"
-grep -q "no message with id 999999" "$work/r3.json" || fail "after the deadlines: $(cat "$work/r3.json")"
+grep -q "no such message in the index" "$work/r3.json" || fail "after the deadlines: $(cat "$work/r3.json")"
 [ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "peer: pending rows left"
 stop_syncd
 syncd_log_clean "$SYNCD_LOG" "$work/mcpd-peer.log" || fail "sanitizer report"
