@@ -358,6 +358,7 @@ a_caller_of_one_finds_nothing_of_the_other(void **state)
 	const struct mcp_caller alice = { .owner = "alice" };
 	struct mb_err err = { 0 };
 	int code = 0;
+	size_t at;
 	const char *msg = NULL;
 	char *text, uri[64];
 	bool error;
@@ -425,7 +426,7 @@ a_caller_of_one_finds_nothing_of_the_other(void **state)
 	/* and resources/list and list_accounts show only work */
 	r = mcp_resources_list(&f->srv, &alice, NULL, &code, &msg);
 	assert_non_null(r);
-	json_array_foreach(json_object_get(r, "resources"), code, h)
+	json_array_foreach(json_object_get(r, "resources"), at, h)
 		assert_true(strtoll(json_string_value(json_object_get(h, "uri")) + 15, NULL, 10) <
 		    MCP_ACCOUNT_ID_BASE);
 	json_decref(r);
