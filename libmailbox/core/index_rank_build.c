@@ -365,18 +365,19 @@ chunk_build(struct build *b, int64_t c, struct mb_err *err)
 }
 
 /*
- * The complete chunks below max_id that are not bounded whole into todo
- * (owned by the caller, *n_r of them, oldest first).
+ * The complete chunks below max_id whose bounds are not built whole, into
+ * *unbuilt_r (owned by the caller, *n_r of them, oldest first).
  */
 static int
-chunks_todo(struct build *b, int64_t max_id, int64_t **todo_r, size_t *n_r, struct mb_err *err)
+chunks_unbuilt(struct build *b, int64_t max_id, int64_t **unbuilt_r, size_t *n_r,
+    struct mb_err *err)
 {
 	int64_t n_complete = (max_id + 1) / RANK_CHUNK_IDS;
 	bool *done = mb_xcalloc((size_t)n_complete + 1, sizeof(*done));
 	sqlite3_stmt *st = idx_stmt_sql(b->idx, chunks_sql, err);
 	int rc;
 
-	*todo_r = NULL;
+	*unbuilt_r = NULL;
 	*n_r = 0;
 	if (st == NULL) {
 		free(done);
@@ -393,10 +394,10 @@ chunks_todo(struct build *b, int64_t max_id, int64_t **todo_r, size_t *n_r, stru
 		free(done);
 		return idx_sqlerr(b->idx, rc, "rank bounds: chunks", err);
 	}
-	*todo_r = mb_xcalloc((size_t)n_complete + 1, sizeof(**todo_r));
+	*unbuilt_r = mb_xcalloc((size_t)n_complete + 1, sizeof(**unbuilt_r));
 	for (int64_t c = 0; c < n_complete; c++)
 		if (!done[c])
-			(*todo_r)[(*n_r)++] = c;
+			(*unbuilt_r)[(*n_r)++] = c;
 	free(done);
 	return 0;
 }
@@ -407,8 +408,8 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 {
 	struct build b = { .idx = idx };
 	struct idx_unit u;
-	int64_t max_id = 0, *todo = NULL;
-	size_t n_todo = 0;
+	int64_t max_id = 0, *unbuilt = NULL;
+	size_t n_unbuilt = 0;
 	int rc = -1;
 
 	*built_r = 0;
@@ -424,11 +425,11 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 	if (idx_unit_end(idx, &u, rc == 0, err) == -1 || rc == -1)
 		goto out;
 	rc = -1;
-	if (chunks_todo(&b, max_id, &todo, &n_todo, err) == -1 ||
-	    (n_todo > 0 && terms_load(&b, err) == -1))
+	if (chunks_unbuilt(&b, max_id, &unbuilt, &n_unbuilt, err) == -1 ||
+	    (n_unbuilt > 0 && terms_load(&b, err) == -1))
 		goto out;
-	for (size_t i = 0; i < n_todo && *built_r < max_chunks; i++) {
-		if (chunk_build(&b, todo[i], err) == -1)
+	for (size_t i = 0; i < n_unbuilt && *built_r < max_chunks; i++) {
+		if (chunk_build(&b, unbuilt[i], err) == -1)
 			goto out;
 		(*built_r)++;
 	}
@@ -437,6 +438,6 @@ out:
 	for (size_t i = 0; i < b.n_terms; i++)
 		free(b.terms[i]);
 	free(b.terms);
-	free(todo);
+	free(unbuilt);
 	return rc;
 }
