@@ -37,7 +37,9 @@
  * (struct idx_rank_floor, bound as ?9), raised as rows arrive; a row that
  * cannot reach it even at length zero is not scored to the end (fts_rank.c),
  * which spares the length lookup for most matches of a common word.  Every
- * match is still counted, so the total is exact.
+ * match is still counted, so the total is exact.  Where the block bounds
+ * serve the query (index_search_blocks.c) most matches are never read; with
+ * filters the total is then counted up to a cap.
  *
  * Until 2026-12 only the newest 500 matches were ranked: fast, but for a
  * word in more messages the best match was often not on the page (an exact
@@ -60,13 +62,15 @@ static const char search_sql_rank[] =
  * (migrations/0006): a row of messages holds its body, so reading it for
  * every match of a common word cost about 2 microseconds a match; the
  * narrow index packs a hundred rows a page.  For every query the index
- * covers (idx_search_covered).
+ * covers (idx_search_covered).  The date is spelled over the index's own
+ * columns (SEARCH_DATE_COVERED): naming sort_date, a generated column,
+ * makes SQLite read the table row after all (migrations/0012).
  */
 static const char search_sql_rank_ix[] =
-	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE " "
+	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE_COVERED " "
 	"FROM messages_fts CROSS JOIN messages AS m INDEXED BY messages_search_filter "
 	"ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES;
+	"WHERE messages_fts MATCH ?1 AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
 /*
  * id: or thread: beside words name a handful of rows: those are read
  * through their index and each is looked up in FTS5 (a seek in the words'
@@ -261,6 +265,7 @@ struct search_ids {
 	double	scores[MB_SEARCH_MAX_LIMIT];	/* ranked: each id's score; else 0 */
 	size_t	n;
 	int64_t	matches;	/* ranked: every match of the query, counted */
+	bool	matches_exact;	/* ranked: false when matches is a lower bound (a cap) */
 	bool	more;		/* a next page exists */
 };
 
@@ -276,13 +281,14 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	struct idx_rank_set set = { .keep = (uint64_t)offset < SIZE_MAX / 4 - limit ?
 	    (size_t)offset + limit : SIZE_MAX / 4 };
 	sqlite3_stmt *st;
-	bool blocks = false;
+	bool blocks = false, exact = true;
 	size_t lo, hi;
 	int rc;
 
 	set.trim_at = 2 * set.keep;
-	/* words alone over current rows: the block bounds, where they serve */
-	if (!filtered && idx_rank_blocks(idx, q, &set, &blocks, &set.matches, err) == -1) {
+	/* the block bounds, where they serve */
+	if (idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches, &exact,
+	    err) == -1) {
 		free(set.rows);
 		return -1;
 	}
@@ -319,6 +325,7 @@ ranked:
 	}
 	pg->more = set.matches > (int64_t)hi;
 	pg->matches = set.matches;
+	pg->matches_exact = exact;
 	free(set.rows);
 	return 0;
 }
@@ -525,7 +532,8 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 
 
 /*
- * page->total.  A ranked search read every match, so it knows.  A list of
+ * page->total.  A ranked search counted its matches as it ranked them, or
+ * (filters through the block bounds) up to a cap, and says which.  A list of
  * filters alone that has no next page ends at this one.  Otherwise the
  * matches are counted (idx_search_count), up to MB_SEARCH_COUNT_CAP: a count
  * reads a messages row per match (for a word in 90% of 100,000 messages,
@@ -539,6 +547,7 @@ search_total(struct mb_index *idx, const struct mb_query *q, bool ranked, int64_
 	page->total_exact = true;
 	if (ranked) {
 		page->total = pg->matches;
+		page->total_exact = pg->matches_exact;
 		return 0;
 	}
 	if (!pg->more && (pg->n > 0 || offset == 0)) {

@@ -17,9 +17,20 @@
  * no row of it, or of any block after it, can be on the page.  The rows
  * read are scored by mb_bm25_top() exactly as the full walk scores them.
  *
- * What this does not serve (the caller reads every match): filters (their
- * rows are tested in messages), prefixes (FTS5 merges a prefix's doclists
- * again for every range), and an index without bounds.
+ * Filters only take rows away, so a block's bound still holds with them:
+ * the ranges then join messages_search_filter and test the filters there
+ * (range_sql_filtered), and the walk reads blocks until the floor of the
+ * rows that pass.  What a filtered walk cannot know without reading every
+ * match is how many pass: that is counted up to a cap, as for a list of
+ * filters alone (idx_search_count), and beyond it the total is a lower
+ * bound.  A seek into that index costs about 0.6 us a match, so for a
+ * common word the exact count cost more than everything else
+ * (docs/benchmarks.md).
+ *
+ * What this does not serve (the caller reads every match): prefixes (FTS5
+ * merges a prefix's doclists again for every range), the filters the index
+ * does not cover (to:me, id:) and thread:, which name a few rows read
+ * through their own index, and an index without bounds.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +41,7 @@
 
 #include "mailbox/index.h"
 #include "mailbox/query.h"
+#include "mailbox/search.h"
 #include "mailbox/util.h"
 
 #include "index-private.h"
@@ -48,6 +60,17 @@ static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHE
 static const char range_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
 	"FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?22 AND ?23";
+/*
+ * The same with the query's filters (SEARCH_FILTERS_COVERED, bound by
+ * idx_search_bind) tested in messages_search_filter, the date spelled over
+ * its columns so that the index alone is read (search_sql_rank_ix).
+ */
+static const char range_sql_filtered[] =
+	"SELECT messages_fts.rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS "), "
+	SEARCH_DATE_COVERED " FROM messages_fts CROSS JOIN messages AS m "
+	"INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND "
+	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
 /* The total of a query of several phrases (one phrase's is its row count). */
 static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
 
@@ -75,6 +98,12 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
  */
 #define RANK_FIRST_READS	8
 #define RANK_RANGE_ROWS	200
+/*
+ * The same with filters: a statement stepping over a match seeks
+ * messages_search_filter for it (about 0.6 us) before mb_bm25_top() can
+ * skip it, a dozen times what a match of FTS5 alone costs.
+ */
+#define RANK_RANGE_ROWS_FILTERED	20
 
 /* One phrase of the query: its tokens as the query tokenizer makes them. */
 struct phrase {
@@ -85,6 +114,10 @@ struct phrase {
 
 struct walk {
 	struct mb_index		*idx;
+	bool			 filtered;	/* the ranges test the query's filters */
+	bool			 counted;	/* filtered: the last statement read every match */
+	int64_t			 n_counted;	/* and this many passed the filters */
+	int64_t			 folder_id;	/* its in: or role's folder, for the binds */
 	struct idx_rank_stats	 stats;
 	struct phrase		 ph[IDX_RANK_PHRASES];
 	int			 n_ph;
@@ -431,16 +464,20 @@ static int
 range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
     struct idx_rank_set *set, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(w->idx, range_sql, err);
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, w->filtered ? range_sql_filtered : range_sql,
+	    err);
 	int rc;
 
 	if (st == NULL)
 		return -1;
-	sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+	if (w->filtered)
+		idx_search_bind(st, q, w->folder_id);	/* ?1 too */
+	else
+		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
 	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
 	sqlite3_bind_int64(st, 22, lo);
 	sqlite3_bind_int64(st, 23, hi);
-	rc = idx_rank_collect(st, false, set);
+	rc = idx_rank_collect(st, w->filtered, set);
 	idx_stmt_done(st);
 	if (rc != SQLITE_OK)
 		return idx_sqlerr(w->idx, rc, "search: rank a range", err);
@@ -507,6 +544,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 	int64_t *order = mb_xcalloc((size_t)w->n_blocks, sizeof(*order));
 	bool *read = mb_xcalloc((size_t)w->n_blocks, sizeof(*read));
 	int reads_floored = 0;	/* ranges read since the page was full */
+	int reads_short = 0;	/* ranges read before it was */
 	int rc = 0;
 
 	for (int64_t b = 0; b < w->n_blocks; b++)
@@ -521,13 +559,34 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			continue;
 		if (!(w->bound[b] < 0.0) || (set->floor.set && w->bound[b] > set->floor.score))
 			break;	/* sorted: no later block can reach the page either */
-		if (set->floor.set && w->n_tokens == 1 && ++reads_floored > RANK_FIRST_READS) {
+		/*
+		 * A filter few matches pass may never fill the page, and would
+		 * leave the walk reading every block a range at a time: after a
+		 * few ranges without a full page, one statement reads every
+		 * match (the blocks read again, unscored) and so counts those
+		 * that pass, which spares the count after it.
+		 */
+		if (w->filtered && !set->floor.set && ++reads_short > RANK_FIRST_READS) {
+			set->matches = 0;
+			set->floor.block_bound = w->bound;
+			set->floor.block_read = read;
+			set->floor.n_blocks = w->n_blocks;
+			rc = range_rank(w, q, 0, w->n_blocks * RANK_BLOCK_IDS - 1, set, err);
+			set->floor.block_bound = NULL;
+			set->floor.block_read = NULL;
+			w->counted = true;
+			w->n_counted = set->matches;
+			break;
+		}
+		if (set->floor.set && (w->n_tokens == 1 || w->filtered) &&
+		    ++reads_floored > RANK_FIRST_READS) {
 			int64_t first, last, n_can, runs = runs_left(w, read, set->floor.score,
 			    &first, &last, &n_can);
+			double per_range = w->filtered ? RANK_RANGE_ROWS_FILTERED :
+			    RANK_RANGE_ROWS * w->n_tokens;
 
 			/* the rows one statement would step over for nothing, against the ranges */
-			if (matches_in(w, last - first + 1 - n_can) < (double)runs *
-			    RANK_RANGE_ROWS * w->n_tokens) {
+			if (matches_in(w, last - first + 1 - n_can) < (double)runs * per_range) {
 				/* one statement over them all, skipping what cannot reach */
 				set->floor.block_bound = w->bound;
 				set->floor.block_read = read;
@@ -556,18 +615,40 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 	return rc;
 }
 
-int
-idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_set *set,
-    bool *used_r, int64_t *matches_r, struct mb_err *err)
+/*
+ * The filtered walk's total: the matches that pass, counted up to the
+ * list's cap or one past the page, whichever is more (so that whether a
+ * next page exists is known).
+ */
+static int
+filtered_total(struct walk *w, const struct mb_query *q, const struct idx_rank_set *set,
+    int64_t *matches_r, bool *exact_r, struct mb_err *err)
 {
-	struct walk w = { .idx = idx };
+	int64_t cap = (int64_t)set->keep + 1 > MB_SEARCH_COUNT_CAP ? (int64_t)set->keep + 1 :
+	    MB_SEARCH_COUNT_CAP;
+
+	return idx_search_count(w->idx, q, w->folder_id, cap, matches_r, exact_r, err);
+}
+
+int
+idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,
+    bool *exact_r, struct mb_err *err)
+{
+	struct walk w = { .idx = idx, .filtered = filtered, .folder_id = folder_id };
 	int64_t max_id = 0;
 	bool ok = false, any = false;
 	int rc = -1;
 
 	*used_r = false;
 	*matches_r = 0;
-	if (q->match == NULL || bounds_usable(&w, &ok, err) == -1)
+	*exact_r = true;
+	if (q->match == NULL)
+		return -1;
+	/* filters the index does not hold, or that name a few rows of their own */
+	if (filtered && (!idx_search_covered(q) || q->msgid != NULL || q->thread_id > 0))
+		return 0;
+	if (bounds_usable(&w, &ok, err) == -1)
 		return -1;
 	if (!ok)
 		return 0;
@@ -616,7 +697,12 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 	if (blocks_walk(&w, q, set, err) == -1)
 		goto out;
 	/* every match counted: a phrase's rows are its statistics' */
-	if (w.stats.n_phrase == 1)
+	if (filtered && w.counted)
+		*matches_r = w.n_counted;
+	else if (filtered) {
+		if (filtered_total(&w, q, set, matches_r, exact_r, err) == -1)
+			goto out;
+	} else if (w.stats.n_phrase == 1)
 		*matches_r = w.stats.n_hit[0];
 	else if (one_int64(idx, count_sql, q->match, matches_r, err) == -1)
 		goto out;

@@ -169,13 +169,19 @@ int	idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set)
 bool	idx_match_plain(const char *match);
 
 /*
- * Rank q (words, no filters, every row current) into set through the
- * block bounds (index_search_blocks.c): only the blocks of ids whose bound
- * can reach set's floor are read.  *used_r false when the bounds cannot
- * serve q (no bounds, a prefix, too many phrases): set is untouched and the
- * caller reads every match.  Else *matches_r is every match, counted.
+ * Rank q into set through the block bounds (index_search_blocks.c): only
+ * the blocks of ids whose bound can reach set's floor are read.  filtered:
+ * q has filters, or some row is not current (folder_id as
+ * idx_search_scope() found it); the blocks' rows are then tested against
+ * them.  *used_r false when the bounds cannot serve q (no bounds, a prefix,
+ * too many phrases, a filter messages_search_filter does not cover): set is
+ * untouched and the caller reads every match.  Else *matches_r is the
+ * number of matches: exact without filters (*exact_r true); with filters
+ * counted up to a cap (MB_SEARCH_COUNT_CAP, or past set's keep), beyond
+ * which it is a lower bound (*exact_r false).
  */
-int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, struct idx_rank_set *set,
-	    bool *used_r, int64_t *matches_r, struct mb_err *err);
+int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,
+	    bool *exact_r, struct mb_err *err);
 
 #endif

@@ -169,18 +169,20 @@ mb_test_index_int(struct mb_test_index *t, const char *sql)
 }
 
 size_t
-mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t max)
+mb_test_bm25_order_where(struct mb_index *idx, const char *text, const char *where,
+    int64_t *ids, size_t max)
 {
-	static const char sql[] =
-	    "SELECT m.id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
-	    "WHERE messages_fts MATCH ?1 ORDER BY bm25(messages_fts, 10.0, 4.0, 2.0, 1.0, "
-	    "4.0, 1.0), m.sort_date DESC NULLS LAST, m.id DESC";
+	char sql[2048];
 	struct mb_query q;
 	struct mb_err err = { 0 };
 	sqlite3_stmt *st;
 	size_t n = 0;
 	int rc;
 
+	snprintf(sql, sizeof(sql),
+	    "SELECT m.id FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
+	    "WHERE messages_fts MATCH ?1 AND (%s) ORDER BY bm25(messages_fts, 10.0, 4.0, 2.0, "
+	    "1.0, 4.0, 1.0), m.sort_date DESC NULLS LAST, m.id DESC", where);
 	mb_query_init(&q);
 	if (mb_query_compile(text, strlen(text), &q, &err) == -1)
 		mb_fatalx("test index: query \"%s\": %s", text, err.msg);
@@ -197,4 +199,10 @@ mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t 
 	sqlite3_finalize(st);
 	mb_query_release(&q);
 	return n;
+}
+
+size_t
+mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t max)
+{
+	return mb_test_bm25_order_where(idx, text, "1", ids, max);
 }

@@ -78,6 +78,14 @@ void	mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid,
  */
 size_t	mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t max);
 
+/*
+ * The same over the matches for which where, an SQL condition on messages
+ * AS m, is true: the oracle of a query with filters, which the test spells
+ * in SQL of its own (text may hold the filters; only its words are used).
+ */
+size_t	mb_test_bm25_order_where(struct mb_index *idx, const char *text, const char *where,
+	    int64_t *ids, size_t max);
+
 /* Remove dir and everything under it (a test index's mkdtemp directory). */
 void	mb_test_rmtree(const char *dir);
 
