@@ -77,13 +77,37 @@ url=http://127.0.0.1:$(cat "$work/port")/mcp
 search() { node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" search_messages \
     "$(python3 -c 'import json,sys; print(json.dumps({"query": sys.argv[1]}))' "$1")"; }
 py() { python3 -c "import json,sys; d=json.load(sys.stdin); s=d['structuredContent']; print($1)"; }
-# expect QUERY "subject,subject" TOTAL: the subjects of the hits, in any order, and total
+# expect: lines "QUERY<tab>subject,subject<tab>TOTAL" on stdin, each query's
+# hits' subjects (in any order) and exact total; every query in one SDK session
+# (mcp_call.mjs batch), the answers checked after.
 expect() {
-	local r got
-	r=$(search "$1")
-	got=$(py "','.join(sorted(h['subject'] for h in s['results'])) + ' ' + str(s['total']) + ' ' + str(s['total_exact'])" <<< "$r") ||
-	    fail "'$1': $r"
-	[ "$got" = "$2 $3 True" ] || fail "'$1': got '$got', want '$2 $3 True'"
+	local out
+	cat > "$work/expect.tsv"
+	python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    print(json.dumps({"tool": "search_messages", "arguments": {"query": line.split("\t")[0]}}))
+' "$work/expect.tsv" | node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" batch \
+	    > "$work/expect.out" || fail "the batch of searches failed"
+	out=$(python3 - "$work/expect.tsv" "$work/expect.out" <<'PY'
+import json, sys
+specs = open(sys.argv[1]).read().splitlines()
+outs = open(sys.argv[2]).read().splitlines()
+if len(specs) != len(outs):
+    sys.exit("%d answers for %d queries" % (len(outs), len(specs)))
+bad = []
+for spec, line in zip(specs, outs):
+    q, subjects, total = spec.split("\t")
+    d = json.loads(line)
+    s = d["structuredContent"]
+    got = (",".join(sorted(h["subject"] for h in s["results"])) + " " + str(s["total"]) + " " +
+           str(s["total_exact"])) if s else repr(d)
+    want = "%s %s True" % (subjects, total)
+    if got != want:
+        bad.append("'%s': got '%s', want '%s'" % (q, got, want))
+sys.exit("\n".join(bad) if bad else 0)
+PY
+	) || fail "$out"
 }
 
 # labels: set by the other session, shown in hits, searched by label:/tag:/keyword:
@@ -92,29 +116,31 @@ r=$(search 'label:project-x')
     fail "labels of UID 1: $r"
 py "s['results'][0]['labels']" <<< "$(search 'lunch')" | grep -qx '\[\]' || fail "Lunch has labels"
 grep -q 'labels: ' <<< "$(py "d['text']" <<< "$r")" || fail "the text block lacks the labels: $r"
-expect 'label:project-x' "Budget plan" 1
-expect 'tag:$LABEL1' "Budget plan" 1
-expect 'budget keyword:done' "Re: Budget plan" 1
-expect 'budget -label:done' "Budget numbers,Budget plan" 2
-expect 'budget' "Budget numbers,Budget plan,Re: Budget plan" 3
-# the account's own addresses, the Sent role, the List-Id, sizes, ids, dates
-expect 'from:me' "Budget numbers" 1
-expect 'to:me' "Budget plan,Lunch" 2
-expect 'budget -from:me' "Budget plan,Re: Budget plan" 2
-expect 'in:sent' "Budget numbers" 1
-expect 'in:inbox budget' "Budget plan,Re: Budget plan" 2
-expect 'list:dev.lists' "Budget plan" 1
-expect 'larger:10K' "Re: Budget plan" 1
-expect 'smaller:10K budget' "Budget numbers,Budget plan" 2
-expect 'id:<q2@example.org>' "Re: Budget plan" 1
-expect 'date:2023' "Lunch" 1
-expect 'date:2024-03-02..2024-03-03' "Budget numbers,Re: Budget plan" 2
 # relative dates: N days back from today reaches 2024-01-01 (mcpd runs with TZ=UTC)
 days=$(( ($(date -u +%s) - $(date -u -d 2024-01-01 +%s)) / 86400 ))
-expect "older_than:${days}d" "Lunch" 1
-expect "newer_than:${days}d" "Budget numbers,Budget plan,Re: Budget plan" 3
 tid=$(py "s['results'][0]['thread_id']" <<< "$(search 'id:q1@example.org')")
-expect "thread:$tid" "Budget plan,Re: Budget plan" 2
+# labels, the account's own addresses, the Sent role, the List-Id, sizes, ids, dates
+expect <<EOF
+label:project-x	Budget plan	1
+tag:\$LABEL1	Budget plan	1
+budget keyword:done	Re: Budget plan	1
+budget -label:done	Budget numbers,Budget plan	2
+budget	Budget numbers,Budget plan,Re: Budget plan	3
+from:me	Budget numbers	1
+to:me	Budget plan,Lunch	2
+budget -from:me	Budget plan,Re: Budget plan	2
+in:sent	Budget numbers	1
+in:inbox budget	Budget plan,Re: Budget plan	2
+list:dev.lists	Budget plan	1
+larger:10K	Re: Budget plan	1
+smaller:10K budget	Budget numbers,Budget plan	2
+id:<q2@example.org>	Re: Budget plan	1
+date:2023	Lunch	1
+date:2024-03-02..2024-03-03	Budget numbers,Re: Budget plan	2
+older_than:${days}d	Lunch	1
+newer_than:${days}d	Budget numbers,Budget plan,Re: Budget plan	3
+thread:$tid	Budget plan,Re: Budget plan	2
+EOF
 grep -q '^2 messages match\.' <<< "$(py "d['text']" <<< "$(search "thread:$tid")")" ||
     fail "the text block does not give the total"
 
@@ -129,8 +155,10 @@ done
 imap_store INBOX 1 -FLAGS '(project-x)'
 imap_store INBOX 1 +FLAGS '(urgent)'
 syncd --once > /dev/null || fail "sync: $(tail -n 20 "$SYNCD_LOG")"
-expect 'label:project-x' "" 0
-expect 'label:urgent' "Budget plan" 1
+expect <<EOF
+label:project-x		0
+label:urgent	Budget plan	1
+EOF
 syncd_log_clean "$SYNCD_LOG"
 ok=1
 echo "test_query: ok"
