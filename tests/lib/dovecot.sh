@@ -292,6 +292,15 @@ dovecot_add_user() {	# name
 	# passwd-file is read again when it changes: no reload needed
 	printf '%s:{PLAIN}%s:%s:%s::%s::\n' "$name" "$pw" "$DOVECOT_MAIL_UID" "$DOVECOT_MAIL_GID" \
 	    "$DOVECOT_DIR/home/$name" >> "$DOVECOT_DIR/users"
+	# ...but the auth process looks at the file at most once a second: a
+	# lookup in the second of an earlier one says "User doesn't exist".
+	# Wait until it knows the user.
+	local i
+	for i in $(seq 50); do
+		dovecot_doveadm user "$name" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	_dovecot_die "dovecot_add_user: Dovecot does not know '$name' after 5 s"
 }
 
 _dovecot_stop_dir() {	# dir
