@@ -115,8 +115,7 @@ struct phrase {
 struct walk {
 	struct mb_index		*idx;
 	bool			 filtered;	/* the ranges test the query's filters */
-	bool			 counted;	/* filtered: the last statement read every match */
-	int64_t			 n_counted;	/* and this many passed the filters */
+	bool			 counted;	/* filtered: the last statement counted every match */
 	int64_t			 folder_id;	/* its in: or role's folder, for the binds */
 	struct idx_rank_stats	 stats;
 	struct phrase		 ph[IDX_RANK_PHRASES];
@@ -487,6 +486,27 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
 }
 
 /*
+ * One statement over blocks first..last that mb_bm25_top() answers at once
+ * for a row of a block read already (read) or bounded below the floor
+ * (struct idx_rank_floor); every row it gives is counted in set->matches.
+ */
+static int
+range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t last,
+    const bool *read, struct idx_rank_set *set, struct mb_err *err)
+{
+	int rc;
+
+	set->floor.block_bound = w->bound;
+	set->floor.block_read = read;
+	set->floor.n_blocks = w->n_blocks;
+	rc = range_rank(w, q, first * RANK_BLOCK_IDS, last * RANK_BLOCK_IDS + RANK_BLOCK_IDS - 1,
+	    set, err);
+	set->floor.block_bound = NULL;
+	set->floor.block_read = NULL;
+	return rc;
+}
+
+/*
  * The blocks that can still hold a row of the page (unread, bound at or
  * above the floor): how many runs of neighbours they make, the first and
  * the last of them.
@@ -568,14 +588,8 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		 */
 		if (w->filtered && !set->floor.set && ++reads_short > RANK_FIRST_READS) {
 			set->matches = 0;
-			set->floor.block_bound = w->bound;
-			set->floor.block_read = read;
-			set->floor.n_blocks = w->n_blocks;
-			rc = range_rank(w, q, 0, w->n_blocks * RANK_BLOCK_IDS - 1, set, err);
-			set->floor.block_bound = NULL;
-			set->floor.block_read = NULL;
+			rc = range_rank_rest(w, q, 0, w->n_blocks - 1, read, set, err);
 			w->counted = true;
-			w->n_counted = set->matches;
 			break;
 		}
 		if (set->floor.set && (w->n_tokens == 1 || w->filtered) &&
@@ -587,14 +601,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 
 			/* the rows one statement would step over for nothing, against the ranges */
 			if (matches_in(w, last - first + 1 - n_can) < (double)runs * per_range) {
-				/* one statement over them all, skipping what cannot reach */
-				set->floor.block_bound = w->bound;
-				set->floor.block_read = read;
-				set->floor.n_blocks = w->n_blocks;
-				rc = range_rank(w, q, first * RANK_BLOCK_IDS,
-				    last * RANK_BLOCK_IDS + RANK_BLOCK_IDS - 1, set, err);
-				set->floor.block_bound = NULL;
-				set->floor.block_read = NULL;
+				rc = range_rank_rest(w, q, first, last, read, set, err);
 				break;
 			}
 		}
@@ -698,7 +705,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		goto out;
 	/* every match counted: a phrase's rows are its statistics' */
 	if (filtered && w.counted)
-		*matches_r = w.n_counted;
+		*matches_r = set->matches;
 	else if (filtered) {
 		if (filtered_total(&w, q, set, matches_r, exact_r, err) == -1)
 			goto out;
