@@ -203,7 +203,7 @@ for _ in $(seq 100); do [ -S "$home_sock" ] && break; sleep 0.1; done
 mapfile -t accounts < <(sed -n -E 's/^(ACCOUNTS|ACCOUNT_[A-Z0-9_]+_(NUMBER|INDEX|SYNCD_SOCKET))=/&/p' \
     "$src/docs/setup.md" | sed -e "s|=/var/lib/imap-mcp/|=$work/state/|" -e "s|=/run/imap-mcp/|=$work/run/|")
 for want in "ACCOUNT_HOME_INDEX=$home_data/index.db" "ACCOUNT_HOME_SYNCD_SOCKET=$home_sock"; do
-	printf '%s\n' "${accounts[@]}" | grep -qxF "$want" ||
+	printf '%s\n' "${accounts[@]}" | grep -qxF -e "$want" ||
 	    fail "docs/setup.md's mcpd settings lack $want: ${accounts[*]}"
 done
 kill -TERM "$mcpd_pid"

@@ -174,7 +174,7 @@ grep -qE '^hit [0-9]+ \| 2024-03-01 \| INBOX \| .*alice@example\.com.* \| Budget
 
 # The requests really went through nginx, and no token reached a log.
 grep -q '"POST /mcp HTTP/1.1" 200' "$work/nginx/access.log" || fail "no 200 POST /mcp in nginx's access log"
-! grep -qF "$token" "$work/mcpd.log" "$work/nginx/access.log" "$work/nginx/error.log" ||
+! grep -qF -e "$token" "$work/mcpd.log" "$work/nginx/access.log" "$work/nginx/error.log" ||
     fail "the token appears in a log"
 
 if ((fails)); then

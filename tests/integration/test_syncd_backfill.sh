@@ -33,7 +33,7 @@ syncd_init "$work" SYNC_RANGE_SIZE=40 SYNC_WORKERS=3
 grep -q "^SYNC_RANGE_SIZE=40	# file" "$work/check.out" || fail "check-config: range size"
 grep -q "^SYNC_WORKERS=3" "$work/check.out" || fail "check-config: workers"
 grep -q "^# password: readable" "$work/check.out" || fail "check-config: password check"
-grep -qF "$DOVECOT_PASSWORD" "$work/check.out" && fail "check-config printed the password"
+grep -qF -e "$DOVECOT_PASSWORD" "$work/check.out" && fail "check-config printed the password"
 SYNC_INTERVAL=0 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --check-config > /dev/null 2>"$work/bad.err" &&
     fail "--check-config accepted SYNC_INTERVAL=0"
 grep -q "SYNC_INTERVAL" "$work/bad.err" || fail "bad value error does not name the key"

@@ -97,13 +97,13 @@ device_login approve || fail "--oauth-login approved: exit $?"
 grep -q "^Approved" "$work/login-approve.out" || fail "no 'Approved' line"
 [ "$(stat -c %a "$work/refresh-token")" = 600 ] || fail "refresh token file mode $(stat -c %a "$work/refresh-token")"
 first_rt=$(cat "$work/refresh-token")
-tokens refresh | grep -qxF "$first_rt" || fail "the stored refresh token is not the one issued"
+tokens refresh | grep -qxF -e "$first_rt" || fail "the stored refresh token is not the one issued"
 ls "$work" | grep -q "refresh-token.new" && fail "a temporary token file was left behind"
 # --check-config says the token can be read, never what it is.
 syncd --check-config > "$work/check.out" || fail "--check-config with OAuth: exit $?"
 grep -q "^# oauth: refresh token readable" "$work/check.out" || fail "no oauth line in --check-config"
-grep -qF "$first_rt" "$work/check.out" && fail "--check-config printed the refresh token"
-grep -qF "$client_secret" "$work/check.out" && fail "--check-config printed the client secret"
+grep -qF -e "$first_rt" "$work/check.out" && fail "--check-config printed the refresh token"
+grep -qF -e "$client_secret" "$work/check.out" && fail "--check-config printed the client secret"
 # The password file's mode rule holds for the token file.
 chmod 640 "$work/refresh-token"
 rc=0; syncd --once || rc=$?

@@ -194,7 +194,7 @@ MCP_BEARER_TOKEN=$write_token call "$jurl" flag_message "{\"id\":$id2,\"add\":[\
 answered "$work/r.json" ok
 dovecot_flags INBOX 2 | grep -q '\\Flagged' || fail "server: UID 2 not \\Flagged"
 [ "$(last_log requested_by)" = "$sub" ] || fail "write_log: asked by $(last_log requested_by), want $sub"
-grep -qF "$write_token" "$work/mcpd-jwt.log" "$SYNCD_LOG" && fail "a token reached a log"
+grep -qF -e "$write_token" "$work/mcpd-jwt.log" "$SYNCD_LOG" && fail "a token reached a log"
 
 # --- Trash loses its \Trash role upstream: refused, nothing moved.  A folder
 # named Trash would get the role by its name (docs/syncd.md "Roles without
