@@ -1,6 +1,7 @@
 /*
  * mkindex: build a test index from .eml fixtures, the way syncd would store
- * them (mb_mime_parse + mb_index_upsert), without IMAP.
+ * them (mb_mime_parse, then mb_index_upsert, or for --corpus mb_index_stage and
+ * mb_index_flush), without IMAP.
  *
  *   mkindex INDEX DIR [--synthetic N | --bench N | --corpus CORPUS N [FIRST]]
  *
@@ -314,6 +315,14 @@ clone_message(const char *raw, size_t len, size_t serial, size_t *len_r)
 	return mb_buf_detach(&b, len_r);
 }
 
+/*
+ * The corpus is written as syncd's writer writes a backfill: rows staged,
+ * then one statement and one commit per group of this many (SD_TXN_ROWS),
+ * so that FTS5 writes one segment per group and the index has the shape a
+ * backfill gives it.
+ */
+#define MKINDEX_TXN_ROWS	1000
+
 static void
 corpus(struct mb_index *idx, const char *dir, unsigned first, unsigned n)
 {
@@ -341,7 +350,7 @@ corpus(struct mb_index *idx, const char *dir, unsigned first, unsigned n)
 		char *raw = slurp(files[i % nf], &len);
 		char *c = clone_message(raw, len, i, &clen);
 
-		if (k % 5000 == 0 && mb_index_begin(idx, &err) == -1)
+		if (k % MKINDEX_TXN_ROWS == 0 && mb_index_begin(idx, &err) == -1)
 			goto fail;
 		if (mb_mime_parse(c, clen, &opts, &m, &err) == -1) {
 			fprintf(stderr, "mkindex: %s: %s\n", files[i % nf], err.msg);
@@ -354,12 +363,13 @@ corpus(struct mb_index *idx, const char *dir, unsigned first, unsigned n)
 		row.internaldate = m->has_date ? m->date : 0;
 		row.size = clen;
 		row.msg = m;
-		if (mb_index_upsert(idx, &row, NULL, &err) == -1)
+		if (mb_index_stage(idx, &row, 1, &err) == -1)
 			goto fail;
 		mb_msg_free(&m);
 		free(c);
 		free(raw);
-		if ((k % 5000 == 4999 || k + 1 == n) && mb_index_commit(idx, &err) == -1)
+		if ((k % MKINDEX_TXN_ROWS == MKINDEX_TXN_ROWS - 1 || k + 1 == n) &&
+		    (mb_index_flush(idx, &err) == -1 || mb_index_commit(idx, &err) == -1))
 			goto fail;
 	}
 	for (size_t i = 0; i < nf; i++)
