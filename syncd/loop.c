@@ -178,6 +178,14 @@ targeted_end(struct sd *sd)
 		sd->tick.next_tick_ms = 0;
 }
 
+/* A tick that found nothing left to fetch: merge the full-text index if due. */
+static void
+merge_when_caught_up(struct sd *sd)
+{
+	if (sd->sched.tick_converged && !sd->writer.write_failed && !sd->pool.auth_blocked)
+		sd_writer_merge_check(sd);
+}
+
 static void
 tick_end(struct sd *sd)
 {
@@ -208,13 +216,16 @@ tick_end(struct sd *sd)
 		sd->tick.exit_code = SD_EXIT_PARTIAL;
 	if (sd->mode == SD_ONCE)
 		sd->tick.quit = true;
-	if (sd->mode != SD_BACKFILL)
+	if (sd->mode != SD_BACKFILL) {
+		merge_when_caught_up(sd);
 		return;
+	}
 	sd_progress_draw(&sd->progress, sd->idx, sd->tick.run_started_ms, true);
 	if (sd->pool.auth_blocked || sd->writer.write_failed) {
 		sd->tick.quit = true;
 	} else if (sd->sched.tick_converged) {
 		sd_progress_say(&sd->progress, "backfill: every folder is indexed");
+		merge_when_caught_up(sd);
 		sd->tick.quit = true;
 	} else if (sd->writer.tick_rows == 0 && ++sd->tick.idle_ticks >= 2) {
 		/* Two ticks wrote nothing and did not converge: ranges keep failing
@@ -280,6 +291,9 @@ sd_run(struct sd *sd)
 			}
 			if (wait_ms >= 0 && sd_pool_busy(sd) == 0)
 				timeout = wait_ms + 50;
+		} else if (sd->writer.merge_pending) {
+			sd_writer_merge_step(sd);	/* then look at everything else */
+			timeout = 0;
 		} else
 			timeout = (int)(sd->tick.next_tick_ms - now);
 		dl = sd_pool_deadlines(sd);

@@ -383,6 +383,9 @@ struct sd_writer_state {
 	 * before a COMMIT, even ones just after (main.c reads SYNCD_TEST_CRASH_AT_COMMIT). */
 	unsigned		 crash_at;
 	unsigned		 commit_points;
+	/* The full-text merge (writer.c): a daemon's, a step at a time while idle. */
+	bool			 merge_pending;
+	long long		 merge_started_ms;	/* monotonic */
 };
 
 struct sd_ctl;
@@ -545,6 +548,17 @@ int	sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *er
 int	sd_writer_flush(struct sd *sd, struct mb_err *err);
 /* A new tick: write_failed cleared, tick_rows at zero. */
 void	sd_writer_tick_begin(struct sd *sd);
+/*
+ * The full-text index merged into one segment (docs/syncd.md "Merging the
+ * full-text index"), once the writer has caught up: sd_writer_merge_check
+ * at the end of a tick that found nothing left to fetch sees whether one is
+ * due (mb_index_fts_merge_due); --backfill and --once then merge at once,
+ * a daemon one step per turn of its loop while no tick runs
+ * (sd_writer_merge_step, while merge_pending).  Failures are logged: a
+ * search is exact whatever the segments.
+ */
+void	sd_writer_merge_check(struct sd *sd);
+void	sd_writer_merge_step(struct sd *sd);
 #define SD_TXN_ROWS	1000	/* rows per group commit: ~5 MB staged in the scheduler */
 #define SD_TXN_MS	1000	/* the oldest uncommitted row waits at most this (plus a range) */
 #define SD_RANK_CHUNKS	2	/* ranking bounds built after a commit, at most (writer.c) */

@@ -79,6 +79,56 @@ writer_bounds(struct sd *sd)
 		mb_log_debug("ranking bounds: %zu chunks of ids bounded", built);
 }
 
+static void
+merge_done(struct sd *sd)
+{
+	sd->writer.merge_pending = false;
+	mb_log_info("full-text index merged into one segment in %.1f s",
+	    (double)(mb_now_ms() - sd->writer.merge_started_ms) / 1000.0);
+}
+
+void
+sd_writer_merge_step(struct sd *sd)
+{
+	struct mb_err err = { 0 };
+	bool done = false;
+
+	if (!sd->writer.merge_pending)
+		return;
+	if (mb_index_fts_merge_step(sd->idx, MB_INDEX_FTS_MERGE_PAGES, &done, &err) == -1) {
+		mb_log_warnx("merging the full-text index: %s; trying again after a tick",
+		    err.msg);
+		sd->writer.merge_pending = false;
+	} else if (done)
+		merge_done(sd);
+}
+
+void
+sd_writer_merge_check(struct sd *sd)
+{
+	struct mb_err err = { 0 };
+	bool due = false;
+
+	if (sd->writer.merge_pending || sd->writer.txn_open)
+		return;
+	if (mb_index_fts_merge_due(sd->idx, &due, &err) == -1) {
+		mb_log_warnx("merging the full-text index: %s", err.msg);
+		return;
+	}
+	if (!due)
+		return;
+	mb_log_info("merging the full-text index into one segment: caught up, and a quarter "
+	    "or more of it is new since the last merge");
+	sd->writer.merge_pending = true;
+	sd->writer.merge_started_ms = mb_now_ms();
+	if (sd->mode == SD_DAEMON)
+		return;		/* a step a turn: sd_run() */
+	if (sd->mode == SD_BACKFILL)
+		sd_progress_say(&sd->progress, "backfill: merging the full-text index");
+	while (sd->writer.merge_pending)
+		sd_writer_merge_step(sd);
+}
+
 int
 sd_writer_flush(struct sd *sd, struct mb_err *err)
 {

@@ -247,6 +247,23 @@ int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
 int	mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 	    struct mb_err *err);
 
+/*
+ * Merging the full-text index into one segment (migrations/0015_fts_merge.sql,
+ * docs/index.md "Segments"), which makes every search cheaper.
+ * mb_index_fts_merge_due: *due_r is true when the index has grown by a
+ * quarter since the last merge finished (a fresh index: as soon as it holds
+ * a message).  mb_index_fts_merge_step: merges about `pages` leaf pages in
+ * its own unit of work (a savepoint inside the caller's transaction);
+ * *done_r is true when it found nothing left to merge, and the merge is
+ * then recorded.  mb_index_fts_merge: every step, MB_INDEX_FTS_MERGE_PAGES
+ * at a time.  A search is exact whatever the segments.
+ */
+#define MB_INDEX_FTS_MERGE_PAGES	1000	/* a step: about 45 ms of CPU */
+int	mb_index_fts_merge_due(struct mb_index *idx, bool *due_r, struct mb_err *err);
+int	mb_index_fts_merge_step(struct mb_index *idx, int pages, bool *done_r,
+	    struct mb_err *err);
+int	mb_index_fts_merge(struct mb_index *idx, struct mb_err *err);
+
 /* Online backup to dest_path through the sqlite3 backup API. */
 int	mb_index_backup(struct mb_index *idx, const char *dest_path, struct mb_err *err);
 

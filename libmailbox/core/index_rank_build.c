@@ -80,21 +80,6 @@ struct build {
 	int64_t		 terms_rows;	/* max id when the terms were chosen */
 };
 
-static int
-one_int64(struct mb_index *idx, const char *sql, int64_t *v_r, struct mb_err *err)
-{
-	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
-	int rc;
-
-	if (st == NULL)
-		return -1;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*v_r = sqlite3_column_int64(st, 0);
-	idx_stmt_done(st);
-	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "rank bounds", err);
-}
-
 /* Run one statement that returns no rows. */
 static int
 exec_sql(struct mb_index *idx, const char *sql, struct mb_err *err)
@@ -416,7 +401,7 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 	int rc = -1;
 
 	*built_r = 0;
-	if (one_int64(idx, max_id_sql, &max_id, err) == -1)
+	if (idx_one_int64(idx, max_id_sql, "rank bounds", &max_id, err) == -1)
 		return -1;
 	if (max_id < RANK_CHUNK_IDS - 1)
 		return 0;	/* not one chunk yet */

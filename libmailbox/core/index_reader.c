@@ -94,3 +94,19 @@ mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err)
 	rc = sqlite3_exec(idx->db, sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? 0 : idx_sqlerr(idx, rc, "mmap_size", err);
 }
+
+int
+idx_one_int64(struct mb_index *idx, const char *sql, const char *what, int64_t *v_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v_r = sqlite3_column_int64(st, 0);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, what, err);
+}

@@ -19,7 +19,8 @@
  * indexes made with FIRST 0 and FIRST N hold the two halves of the one made
  * with 2N, message for message (scripts/bench-accounts).
  * Last, every complete chunk of 2,048 ids gets its ranking bounds, as syncd
- * builds them after its commits.
+ * builds them after its commits, and the full-text index is merged into one
+ * segment, as syncd merges it once it has caught up.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -464,6 +465,11 @@ main(int argc, char **argv)
 	 */
 	if (mb_index_rank_build(idx, SIZE_MAX, &built, &err) == -1) {
 		fprintf(stderr, "mkindex: ranking bounds: %s\n", err.msg);
+		return 1;
+	}
+	/* and its full-text index in one segment, as syncd merges it then */
+	if (mb_index_fts_merge(idx, &err) == -1) {
+		fprintf(stderr, "mkindex: full-text merge: %s\n", err.msg);
 		return 1;
 	}
 	mb_index_close(&idx);

@@ -5,7 +5,8 @@
 # writes no duplicate; a recreated folder (new UIDVALIDITY) is re-indexed
 # while its old rows stay unserved, purged once it has converged; a deleted folder is skipped with a warning; a
 # second syncd on the same data directory is refused; SIGHUP syncs now and
-# SIGTERM stops the daemon cleanly; --status, --check-config and --rebuild say what they do.
+# SIGTERM stops the daemon cleanly; --status, --check-config and --rebuild say what they do;
+# once caught up, a backfill and a daemon merge the full-text index into one segment.
 set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
@@ -58,6 +59,11 @@ grep -q "queued 2 ranges, the per-tick cap shared by the folders; the rest waits
 # Backfill (no cap): every folder, every UID, once.
 syncd --backfill > "$work/backfill.out" || fail "backfill exit $?"
 grep -q "every folder is indexed" "$work/backfill.out" || fail "backfill did not say it converged"
+# Caught up, it merged the full-text index into one segment, and said so.
+grep -q "^backfill: merging the full-text index" "$work/backfill.out" || fail "backfill did not merge the full-text index"
+grep -q "full-text index merged into one segment in" "$SYNCD_LOG" || fail "no merge line in the log"
+[ "$(syncd_sql "SELECT merged_max_id FROM fts_merge_state")" = "$(syncd_sql "SELECT max(id) FROM messages")" ] ||
+    fail "the merge was not recorded"
 for f in INBOX Archive 'Entwürfe'; do
 	diff <(server_uids "$f") <(index_uids "$f") > /dev/null || fail "folder $f: index != mailbox"
 done
@@ -91,6 +97,7 @@ fetches=$(dovecot_count_commands ' UID FETCH ')
 syncd --once || fail "quiet tick exit"
 [ "$(dovecot_count_commands ' UID SEARCH ')" = "$searches" ] || fail "a quiet tick sent SEARCH"
 [ "$(dovecot_count_commands ' UID FETCH ')" = "$fetches" ] || fail "a quiet tick sent FETCH"
+[ "$(grep -c "full-text index merged" "$SYNCD_LOG")" = 1 ] || fail "a quiet tick merged the index again"
 
 # New mail is picked up by the next tick.
 dovecot_append INBOX "$work/new/nw00001.eml"
@@ -142,11 +149,16 @@ grep -q "folder 'Junk': dropped 1 queued range" "$SYNCD_LOG" || fail "unconfigur
     WHERE f.name = 'Archive' AND m.uidvalidity = $old_v")" = 0 ] || fail "Archive's old generation not purged"
 
 # One syncd per data directory; SIGTERM stops a daemon with status 0.
+# With no merge on record (an index from before syncd kept one), the daemon
+# merges once it has caught up, a step at a time between its other work.
+syncd_sql "DELETE FROM fts_merge_state"
 : > "$work/daemon.log"
 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" 2> "$work/daemon.log" &
 daemon=$!
 for _ in $(seq 100); do grep -q "tick 1 done" "$work/daemon.log" && break; sleep 0.1; done
 grep -q "tick 1 done" "$work/daemon.log" || fail "daemon did not tick"
+for _ in $(seq 100); do grep -q "full-text index merged" "$work/daemon.log" && break; sleep 0.1; done
+grep -q "full-text index merged into one segment" "$work/daemon.log" || fail "the daemon did not merge"
 timeout 30 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --backfill > /dev/null 2> "$work/second.err" &&
     fail "second syncd was not refused"
 grep -q "another syncd (pid $daemon) is using" "$work/second.err" || fail "refusal message: $(cat "$work/second.err")"

@@ -8,7 +8,8 @@
  * oracle tests them in SQL of its own, and a total past the count's cap
  * may be a lower bound); after deletions, after a row's text changed in a
  * bounded block, after an id was reused there, and on an index never
- * bounded.  The fixture is 5,000 messages (two chunks bounded, a tail
+ * bounded, and after the full-text index was merged into one segment
+ * (index_fts_merge.c).  The fixture is 5,000 messages (two chunks bounded, a tail
  * that is not) of words of every frequency, the best match of each word
  * among the oldest.
  */
@@ -349,6 +350,80 @@ a_reused_id_in_a_bounded_block_is_found(void **state)
 	expect_all_exact(f);
 }
 
+/* FTS5's segments: one row a segment in its %_idx table at least. */
+static int64_t
+segments(struct mb_test_index *f)
+{
+	return mb_test_index_int(f, "SELECT count(DISTINCT segid) FROM messages_fts_idx");
+}
+
+/*
+ * The full-text index merged into one segment (index_fts_merge.c) a few
+ * pages a step, with a message written between two steps as a daemon may:
+ * FTS5 still holds every row (its integrity check), the merge is recorded,
+ * and every page is the oracle's.
+ */
+static void
+merged_into_one_segment_pages_stay_exact(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	unsigned steps = 0;
+	bool due = false, done = false;
+	char *msg = NULL;
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	assert_true(segments(f) > 1);
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_true(due);
+	while (!done) {
+		if (mb_index_fts_merge_step(f->idx, 20, &done, &err) == -1)
+			fail_msg("merge step %u: %s", steps, err.msg);
+		if (++steps == 1)
+			mb_test_put(f->idx, f->inbox, N_MSG + 1, &(struct mb_test_msg){
+			    .subject = "alpha beta", .body = "gamma alpha", .date = T0 });
+	}
+	assert_true(steps > 2);
+	assert_int_equal(segments(f), 1);
+	if (sqlite3_exec(mb_index_db(f->idx), "INSERT INTO messages_fts (messages_fts) "
+	    "VALUES ('integrity-check')", NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("integrity-check: %s", msg);
+	assert_int_equal(mb_test_index_int(f, "SELECT merged_max_id FROM fts_merge_state"),
+	    mb_test_index_int(f, "SELECT max(id) FROM messages"));
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_false(due);
+	expect_all_exact(f);
+}
+
+/* A merge is due once the index has grown by a quarter since the last one. */
+static void
+a_merge_is_due_after_a_quarter_more(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	bool due = true;
+
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_false(due);	/* nothing indexed */
+	for (uint32_t uid = 1; uid <= 8; uid++)
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .body = "alpha" });
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_true(due);
+	assert_int_equal(mb_index_fts_merge(f->idx, &err), 0);
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_false(due);
+	mb_test_put(f->idx, f->inbox, 9, &(struct mb_test_msg){ .body = "beta" });
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_false(due);	/* 1 more of 8 */
+	mb_test_put(f->idx, f->inbox, 10, &(struct mb_test_msg){ .body = "beta" });
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_true(due);	/* 2 of 8 */
+	/* mcpd's read-only handle may not merge */
+	assert_int_equal(mb_index_fts_merge_due(mb_test_index_reader(f), &due, &err), -1);
+	assert_int_equal(err.code, MB_E_INVALID);
+}
+
 int
 main(void)
 {
@@ -358,6 +433,8 @@ main(void)
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
 		MB_TEST_INDEX(a_reused_id_in_a_bounded_block_is_found),
+		MB_TEST_INDEX(merged_into_one_segment_pages_stay_exact),
+		MB_TEST_INDEX(a_merge_is_due_after_a_quarter_more),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
