@@ -7,8 +7,8 @@
 // A batch line may also have "out" (a file the result is written to instead
 // of stdout), "token" (the bearer token of this call: one session a token)
 // and "list": true (tools/list, as TOOL "list").  In a batch a call that
-// throws (an HTTP or JSON-RPC error) gives {"thrown": MESSAGE} and the rest
-// go on; the exit status is 1 if one did.  MCP_BEARER_TOKEN, when set, is
+// throws (an HTTP or JSON-RPC error) gives {"thrown": MESSAGE, "code": ITS
+// STATUS OR CODE} and the rest go on; the exit status is 1 if one did.  MCP_BEARER_TOKEN, when set, is
 // sent as the Authorization header (an mcpd with MCP_AUTH=jwt).
 //
 //   node mcp_call.mjs URL DEPS_DIR TOOL [ARGS_JSON]
@@ -56,7 +56,7 @@ if (tool === 'list') {
 		try {
 			out = c.list ? await list(s) : answer(await s.callTool({ name: c.tool, arguments: c.arguments ?? {} }));
 		} catch (e) {
-			out = JSON.stringify({ thrown: String(e?.message ?? e) });
+			out = JSON.stringify({ thrown: String(e?.message ?? e), code: e?.code ?? null });
 			process.exitCode = 1;
 		}
 		if (c.out)

@@ -5,8 +5,8 @@
 # saves each answer to $work/NAME.json; a line "bearer TOKEN" sends TOKEN
 # with the calls after it (before one: MCP_BEARER_TOKEN).  A call that throws
 # (an HTTP or JSON-RPC error: a single call's node would exit non-zero) fails
-# the test, unless its NAME is given: then {"thrown": MESSAGE} is its answer,
-# for the test to check.  Needs $src, $work and fail().
+# the test, unless its NAME is given: then {"thrown": MESSAGE, "code": CODE}
+# is its answer, for the test to check.  Needs $src, $work and fail().
 mcp_batch() {
 	local url=$1 name tool args token=${MCP_BEARER_TOKEN:-} names=() rc=0 threw=0
 	shift
