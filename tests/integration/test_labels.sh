@@ -20,6 +20,7 @@ if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; python3() { "$python" 
 testenv_begin
 chmod 755 "$work"
 . "$src/tests/lib/writes.sh"
+. "$src/tests/lib/mcp_batch.sh"
 # answered, and the newest write_log row is label_message's.
 label_answered() {
 	answered "$@"
@@ -38,10 +39,10 @@ print(" ".join(sorted(f for f in flags.group(1).decode().split() if not f.starts
 m.logout()
 PY
 }
-# search_ids QUERY: the ids search_messages finds, sorted, space separated.
+# search_ids FILE: the ids of the search_messages answer in $work/FILE.json,
+# sorted, space separated.
 search_ids() {
-	call "$url" search_messages "$(python3 -c 'import json,sys; print(json.dumps({"query": sys.argv[1]}))' "$1")" |
-	    jq_ '" ".join(str(h["id"]) for h in sorted(d["structuredContent"]["results"], key=lambda h: h["id"]))'
+	jq_ '" ".join(str(h["id"]) for h in sorted(d["structuredContent"]["results"], key=lambda h: h["id"]))' < "$work/$1.json"
 }
 
 # ---------------------------------------------------------------- Dovecot
@@ -56,50 +57,67 @@ start_syncd "$sock"
 until_ok '[ "$(ticks_done)" -ge 1 ]' || fail "the first tick did not finish"
 start_mcpd mcpd "$SYNCD_DATA/index.db" "$sock"
 
-call "$url" list > "$work/list.json"
+# Add two labels to UID 2, then read them back: the checks between the calls
+# (the server, write_log) are of nothing a read changes.
+id2=$(id_of INBOX 2)
+mcp_batch "$url" <<EOF
+list list
+r label_message {"id":$id2,"add":["project-x","\$Important"]}
+g get_message {"id":$id2}
+project-x search_messages {"query":"label:project-x"}
+PROJECT-X search_messages {"query":"label:PROJECT-X"}
+EOF
 [ "$(jq_ '[t for t in d if t["name"]=="label_message"][0]["annotations"]["destructiveHint"]' < "$work/list.json")" = False ] ||
     fail "tools/list: label_message missing or destructive"
-
-# Add two labels to UID 2.
-id2=$(id_of INBOX 2)
-call "$url" label_message "{\"id\":$id2,\"add\":[\"project-x\",\"\$Important\"]}" > "$work/r.json"
 label_answered "$work/r.json" ok "verified"
 [ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/r.json")" = "['\$Important', 'project-x']" ] ||
     fail "answer's labels: $(cat "$work/r.json")"
 [ "$(imap_keywords 2)" = '$Important project-x' ] || fail "IMAP session sees '$(imap_keywords 2)'"
 [ "$(imap_keywords 1)" = "" ] || fail "UID 1 got labels too: $(imap_keywords 1)"
-call "$url" get_message "{\"id\":$id2}" > "$work/g.json"
 [ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/g.json")" = "['\$Important', 'project-x']" ] ||
     fail "get_message labels: $(cat "$work/g.json")"
-[ "$(search_ids 'label:project-x')" = "$id2" ] || fail "label:project-x finds '$(search_ids 'label:project-x')'"
-[ "$(search_ids 'label:PROJECT-X')" = "$id2" ] || fail "label: is not case-insensitive"
+[ "$(search_ids project-x)" = "$id2" ] || fail "label:project-x finds '$(search_ids project-x)'"
+[ "$(search_ids PROJECT-X)" = "$id2" ] || fail "label: is not case-insensitive"
 [ "$(last_log "folder||'/'||uid||'/'||requested_by")" = "INBOX/2/local" ] || fail "write_log row: $(last_log "folder||'/'||uid")"
 last_log arguments | grep -q '"add":\["project-x","\$Important"\]' || fail "write_log arguments: $(last_log arguments)"
 
 # Remove one: the other stays, everywhere.
-call "$url" label_message "{\"id\":$id2,\"remove\":[\"Project-X\"]}" > "$work/r.json"
+mcp_batch "$url" <<EOF
+r label_message {"id":$id2,"remove":["Project-X"]}
+project-x search_messages {"query":"label:project-x"}
+important search_messages {"query":"label:\$Important"}
+g get_message {"id":$id2}
+EOF
 label_answered "$work/r.json" ok
 [ "$(imap_keywords 2)" = '$Important' ] || fail "after removal IMAP sees '$(imap_keywords 2)'"
-[ "$(search_ids 'label:project-x')" = "" ] || fail "label:project-x still finds '$(search_ids 'label:project-x')'"
-[ "$(search_ids 'label:$Important')" = "$id2" ] || fail "label:\$Important lost"
-call "$url" get_message "{\"id\":$id2}" > "$work/g.json"
+[ "$(search_ids project-x)" = "" ] || fail "label:project-x still finds '$(search_ids project-x)'"
+[ "$(search_ids important)" = "$id2" ] || fail "label:\$Important lost"
 [ "$(jq_ 'd["structuredContent"]["labels"]' < "$work/g.json")" = "['\$Important']" ] ||
     fail "get_message labels after removal: $(cat "$work/g.json")"
 
-# Bad keywords: refused by syncd before the server, and logged.
+# Bad keywords: refused by syncd before the server, and logged (a row each:
+# the calls share an SDK session, so their rows are checked after).
 rawlog_before=$(cat "$DOVECOT_RAWLOG"/*.in 2>/dev/null | grep -c "UID STORE" || true)
+log_before=$(idx "SELECT coalesce(max(id), 0) FROM write_log")
+n=0
 for bad in '"has space"' '"\\\\Seen"' '"a(b"' '"x*"' '"caf\u00e9"'; do
-	call "$url" label_message "{\"id\":$id2,\"add\":[$bad]}" > "$work/r.json"
-	label_answered "$work/r.json" refused "cannot be a label"
+	n=$((n + 1))
+	printf 'bad%s label_message {"id":%s,"add":[%s]}\n' "$n" "$id2" "$bad"
+done > "$work/bad.calls"
+printf 'r label_message {"id":%s,"add":["a"],"remove":["A"]}\n' "$id2" >> "$work/bad.calls"
+mcp_batch "$url" < "$work/bad.calls"
+for i in $(seq "$n"); do
+	label_answered "$work/bad$i.json" refused "cannot be a label"
 done
-call "$url" label_message "{\"id\":$id2,\"add\":[\"a\"],\"remove\":[\"A\"]}" > "$work/r.json"
 label_answered "$work/r.json" refused "both added and removed"
+[ "$(idx "SELECT count(*)||' '||coalesce(sum(outcome = 'refused' AND tool = 'label_message'), 0) FROM write_log WHERE id > $log_before")" = "$((n + 1)) $((n + 1))" ] ||
+    fail "write_log: the refused labels: $(idx "SELECT outcome||' '||tool FROM write_log WHERE id > $log_before")"
 [ "$(imap_keywords 2)" = '$Important' ] || fail "a refused label reached the server: $(imap_keywords 2)"
 [ "$(cat "$DOVECOT_RAWLOG"/*.in 2>/dev/null | grep -c "UID STORE" || true)" = "$rawlog_before" ] ||
     fail "a refused label sent a UID STORE"
 # No label at all is the tool's own error, and nothing is logged.
 n_log=$(idx "SELECT count(*) FROM write_log")
-call "$url" label_message "{\"id\":$id2}" > "$work/r.json" || true
+mcp_batch "$url" <<< "r label_message {\"id\":$id2}"
 grep -q "at least one label" "$work/r.json" || fail "no labels: $(cat "$work/r.json")"
 [ "$(idx "SELECT count(*) FROM write_log")" = "$n_log" ] || fail "an empty request was logged"
 [ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "a pending row is left"

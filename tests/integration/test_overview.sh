@@ -13,7 +13,7 @@ src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
-deps=$src/.deps/npm
+. "$src/tests/lib/mcp_batch.sh"
 
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -65,71 +65,78 @@ mcpd=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || fail "mcpd did not start: $(cat "$work/mcpd.log")"
 url=http://127.0.0.1:$(cat "$work/port")/mcp
-call() { node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"; }
 jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 id_of() {	# folder uid -> messages.id
 	syncd_sql "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='$1' AND m.uid=$2"
 }
 
-call list > "$work/list.json"
+# every call reads the index alone: all in two SDK sessions, the second for the cursor
+mcp_batch "$url" <<EOF
+list list
+labelled get_message {"id":$(id_of INBOX 2)}
+unlabelled get_message {"id":$(id_of INBOX 3)}
+by_label count_messages {"group_by":"label"}
+by_year count_messages {"group_by":"year","query":"invoice"}
+by_folder count_messages {"group_by":"folder","query":"from:anna"}
+by_domain count_messages {"group_by":"sender_domain","limit":1}
+EOF
 for t in count_messages find_contacts awaiting_reply; do
 	[ "$(jq_ "[t for t in d if t['name']=='$t'][0]['annotations']['readOnlyHint']" < "$work/list.json")" = True ] ||
 	    fail "tools/list: $t is not listed read-only"
 done
 
 # labels: both keywords set by the other session, in the data and, fenced, in the text
-call get_message "{\"id\":$(id_of INBOX 2)}" > "$work/r.json"
-[ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/r.json")" = "['\$Important', 'project-x']" ] ||
-    fail "get_message labels: $(cat "$work/r.json")"
-jq_ 'd["text"]' < "$work/r.json" | grep '^Labels: ' > /dev/null || fail "get_message text names no labels"
-[ "$(call get_message "{\"id\":$(id_of INBOX 3)}" | jq_ 'd["structuredContent"]["labels"]')" = "[]" ] ||
+[ "$(jq_ 'sorted(d["structuredContent"]["labels"])' < "$work/labelled.json")" = "['\$Important', 'project-x']" ] ||
+    fail "get_message labels: $(cat "$work/labelled.json")"
+jq_ 'd["text"]' < "$work/labelled.json" | grep '^Labels: ' > /dev/null || fail "get_message text names no labels"
+[ "$(jq_ 'd["structuredContent"]["labels"]' < "$work/unlabelled.json")" = "[]" ] ||
     fail "an unlabelled message has labels"
 
 # count_messages
-call count_messages '{"group_by":"label"}' > "$work/r.json"
-[ "$(jq_ '[(r["key"], r["count"]) for r in d["structuredContent"]["results"]]' < "$work/r.json")" = \
-    "[('project-x', 2), ('\$Important', 1)]" ] || fail "count by label: $(cat "$work/r.json")"
-[ "$(jq_ '(d["structuredContent"]["total"], d["structuredContent"]["ungrouped"])' < "$work/r.json")" = "(4, 2)" ] ||
+[ "$(jq_ '[(r["key"], r["count"]) for r in d["structuredContent"]["results"]]' < "$work/by_label.json")" = \
+    "[('project-x', 2), ('\$Important', 1)]" ] || fail "count by label: $(cat "$work/by_label.json")"
+[ "$(jq_ '(d["structuredContent"]["total"], d["structuredContent"]["ungrouped"])' < "$work/by_label.json")" = "(4, 2)" ] ||
     fail "count by label: totals"
-call count_messages '{"group_by":"year","query":"invoice"}' > "$work/r.json"
-[ "$(jq_ '[(r["key"], r["count"]) for r in d["structuredContent"]["results"]]' < "$work/r.json")" = \
-    "[('2024', 2), ('2023', 1)]" ] || fail "count invoice by year: $(cat "$work/r.json")"
-call count_messages '{"group_by":"folder","query":"from:anna"}' > "$work/r.json"
-[ "$(jq_ '[(r["key"], r["count"]) for r in d["structuredContent"]["results"]]' < "$work/r.json")" = \
-    "[('INBOX', 2)]" ] || fail "count from:anna by folder: $(cat "$work/r.json")"
-call count_messages '{"group_by":"sender_domain","limit":1}' > "$work/r.json"
-[ "$(jq_ '(d["structuredContent"]["results"][0]["key"], d["structuredContent"]["groups"])' < "$work/r.json")" = \
-    "('acme.example', 3)" ] || fail "count by sender_domain: $(cat "$work/r.json")"
-cursor=$(jq_ 'd["structuredContent"]["next_cursor"]' < "$work/r.json")
-call count_messages "{\"group_by\":\"sender_domain\",\"limit\":1,\"cursor\":\"$cursor\"}" > "$work/r.json"
-[ "$(jq_ 'd["structuredContent"]["results"][0]["count"]' < "$work/r.json")" = 1 ] || fail "count: second page"
-call count_messages "{\"group_by\":\"sender\",\"limit\":1,\"cursor\":\"$cursor\"}" > "$work/r.json"
-[ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] || fail "a cursor of another grouping was taken"
-call count_messages '{"group_by":"year","query":"folder:Nope"}' | grep 'no folder named' > /dev/null ||
+[ "$(jq_ '[(r["key"], r["count"]) for r in d["structuredContent"]["results"]]' < "$work/by_year.json")" = \
+    "[('2024', 2), ('2023', 1)]" ] || fail "count invoice by year: $(cat "$work/by_year.json")"
+[ "$(jq_ '[(r["key"], r["count"]) for r in d["structuredContent"]["results"]]' < "$work/by_folder.json")" = \
+    "[('INBOX', 2)]" ] || fail "count from:anna by folder: $(cat "$work/by_folder.json")"
+[ "$(jq_ '(d["structuredContent"]["results"][0]["key"], d["structuredContent"]["groups"])' < "$work/by_domain.json")" = \
+    "('acme.example', 3)" ] || fail "count by sender_domain: $(cat "$work/by_domain.json")"
+cursor=$(jq_ 'd["structuredContent"]["next_cursor"]' < "$work/by_domain.json")
+mcp_batch "$url" <<EOF
+page2 count_messages {"group_by":"sender_domain","limit":1,"cursor":"$cursor"}
+other_cursor count_messages {"group_by":"sender","limit":1,"cursor":"$cursor"}
+nope count_messages {"group_by":"year","query":"folder:Nope"}
+bell find_contacts {"query":"BELL"}
+contacts find_contacts {}
+others awaiting_reply {"days":0,"direction":"others"}
+me awaiting_reply {"days":0,"direction":"me"}
+both awaiting_reply {}
+century awaiting_reply {"days":36500}
+EOF
+[ "$(jq_ 'd["structuredContent"]["results"][0]["count"]' < "$work/page2.json")" = 1 ] || fail "count: second page"
+[ "$(jq_ 'd["isError"]' < "$work/other_cursor.json")" = True ] || fail "a cursor of another grouping was taken"
+grep 'no folder named' "$work/nope.json" > /dev/null ||
     fail "count: an unknown folder is not said"
 
 # find_contacts: Anna by a fragment of a name, her mail both ways, her names
-call find_contacts '{"query":"BELL"}' > "$work/r.json"
-[ "$(jq_ '[(c["address"], c["received_from"], c["sent_to"], c["messages"]) for c in d["structuredContent"]["results"]]' < "$work/r.json")" = \
-    "[('anna@acme.example', 2, 1, 3)]" ] || fail "find_contacts bell: $(cat "$work/r.json")"
-[ "$(jq_ 'sorted(d["structuredContent"]["results"][0]["names"])' < "$work/r.json")" = "['Anna', 'Anna Bell']" ] ||
+[ "$(jq_ '[(c["address"], c["received_from"], c["sent_to"], c["messages"]) for c in d["structuredContent"]["results"]]' < "$work/bell.json")" = \
+    "[('anna@acme.example', 2, 1, 3)]" ] || fail "find_contacts bell: $(cat "$work/bell.json")"
+[ "$(jq_ 'sorted(d["structuredContent"]["results"][0]["names"])' < "$work/bell.json")" = "['Anna', 'Anna Bell']" ] ||
     fail "find_contacts names"
-[ "$(jq_ 'd["structuredContent"]["results"][0]["first_date"]' < "$work/r.json")" = 2023-01-10T10:00:00Z ] ||
+[ "$(jq_ 'd["structuredContent"]["results"][0]["first_date"]' < "$work/bell.json")" = 2023-01-10T10:00:00Z ] ||
     fail "find_contacts first_date"
-jq_ 'd["text"]' < "$work/r.json" | grep 'untrusted-mail nonce=' > /dev/null || fail "find_contacts text is not fenced"
-call find_contacts '{}' | jq_ '[c["address"] for c in d["structuredContent"]["results"]]' | grep 'me@example.org' > /dev/null &&
+jq_ 'd["text"]' < "$work/bell.json" | grep 'untrusted-mail nonce=' > /dev/null || fail "find_contacts text is not fenced"
+jq_ '[c["address"] for c in d["structuredContent"]["results"]]' < "$work/contacts.json" | grep 'me@example.org' > /dev/null &&
     fail "find_contacts lists the account's own address"
 
 # awaiting_reply
-call awaiting_reply '{"days":0,"direction":"others"}' > "$work/r.json"
-[ "$(jq_ '[(t["subject"], t["waiting_on"], t["messages"]) for t in d["structuredContent"]["results"]]' < "$work/r.json")" = \
-    "[('Re: invoice 2024', 'others', 2)]" ] || fail "awaiting others: $(cat "$work/r.json")"
-call awaiting_reply '{"days":0,"direction":"me"}' > "$work/r.json"
-[ "$(jq_ '[t["subject"] for t in d["structuredContent"]["results"]]' < "$work/r.json")" = "['lunch?', 'invoice 2023']" ] ||
-    fail "awaiting me: $(cat "$work/r.json")"
-call awaiting_reply '{}' > "$work/r.json"
-[ "$(jq_ 'len(d["structuredContent"]["results"])' < "$work/r.json")" = 3 ] || fail "awaiting both: $(cat "$work/r.json")"
-call awaiting_reply '{"days":36500}' > "$work/r.json"
-[ "$(jq_ 'len(d["structuredContent"]["results"])' < "$work/r.json")" = 0 ] || fail "awaiting: a cutoff a century back"
+[ "$(jq_ '[(t["subject"], t["waiting_on"], t["messages"]) for t in d["structuredContent"]["results"]]' < "$work/others.json")" = \
+    "[('Re: invoice 2024', 'others', 2)]" ] || fail "awaiting others: $(cat "$work/others.json")"
+[ "$(jq_ '[t["subject"] for t in d["structuredContent"]["results"]]' < "$work/me.json")" = "['lunch?', 'invoice 2023']" ] ||
+    fail "awaiting me: $(cat "$work/me.json")"
+[ "$(jq_ 'len(d["structuredContent"]["results"])' < "$work/both.json")" = 3 ] || fail "awaiting both: $(cat "$work/both.json")"
+[ "$(jq_ 'len(d["structuredContent"]["results"])' < "$work/century.json")" = 0 ] || fail "awaiting: a cutoff a century back"
 ok=1
 echo "ok: overview tools and labels"

@@ -14,7 +14,7 @@ MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
 . "$src/tests/lib/dovecot.sh"
 . "$src/tests/lib/syncd.sh"
 . "$src/tests/lib/testenv.sh"
-deps=$src/.deps/npm
+. "$src/tests/lib/mcp_batch.sh"
 
 testenv_begin daemon:TERM mcpd:TERM
 chmod 755 "$work"
@@ -44,15 +44,19 @@ env MCP_AUTH=none MCP_LISTEN=127.0.0.1:0 MCP_INDEX="$SYNCD_DATA/index.db" MCP_PO
 mcpd=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 url=http://127.0.0.1:$(cat "$work/port")/mcp
-call() { node "$src/tests/integration/mcp_call.mjs" "$url" "$deps" "$@"; }
 jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 idx() { syncd_sql "$1"; }
 id_of() {	# folder uid -> messages.id
 	idx "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='$1' AND m.uid=$2"
 }
 
-# tools/list: the write tools and their annotations.
-call list > "$work/list.json"
+# tools/list: the write tools and their annotations.  Calls with no check
+# between them that a later one could change share an SDK session.
+id2=$(id_of INBOX 2)
+mcp_batch "$url" <<EOF
+list list
+r flag_message {"id":$id2,"add":["\\\\Flagged","\\\\Seen"]}
+EOF
 for t in flag_message move_message trash_message create_draft list_recent_writes; do
 	grep -q "\"$t\"" "$work/list.json" || fail "tools/list lacks $t"
 done
@@ -60,8 +64,6 @@ done
     fail "move_message is not destructiveHint"
 
 # flag_message: \Flagged and \Seen on INBOX UID 2.
-id2=$(id_of INBOX 2)
-call flag_message "{\"id\":$id2,\"add\":[\"\\\\Flagged\",\"\\\\Seen\"]}" > "$work/r.json"
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "flag_message: $(cat "$work/r.json")"
 dovecot_flags INBOX 2 | grep -q '\\Flagged' || fail "server: UID 2 not \\Flagged"
 dovecot_flags INBOX 2 | grep -q '\\Seen' || fail "server: UID 2 not \\Seen"
@@ -70,19 +72,20 @@ dovecot_flags INBOX 2 | grep -q '\\Seen' || fail "server: UID 2 not \\Seen"
     fail "write_log: flag ok"
 [ "$(idx "SELECT requested_by||'/'||peer_uid||'/'||folder||'/'||uid FROM write_log ORDER BY id DESC LIMIT 1")" = "local/0/INBOX/2" ] ||
     fail "write_log: who/peer/folder/uid"
-# remove \Seen
-call flag_message "{\"id\":$id2,\"remove\":[\"\\\\Seen\"]}" > "$work/r.json"
+# remove \Seen; then \Deleted through flag_message: refused, and logged.
+mcp_batch "$url" <<EOF
+unseen flag_message {"id":$id2,"remove":["\\\\Seen"]}
+r flag_message {"id":$id2,"add":["\\\\Deleted"]}
+EOF
 dovecot_flags INBOX 2 | grep -q '\\Seen' && fail "server: \\Seen not removed"
 
-# \Deleted through flag_message: refused, and logged.
-call flag_message "{\"id\":$id2,\"add\":[\"\\\\Deleted\"]}" > "$work/r.json"
 [ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] || fail "\\Deleted accepted"
 dovecot_flags INBOX 2 | grep -q '\\Deleted' && fail "server: \\Deleted set"
 [ "$(idx "SELECT outcome FROM write_log ORDER BY id DESC LIMIT 1")" = refused ] || fail "write_log: \\Deleted not refused"
 
 # move_message (UID MOVE): INBOX UID 3 to Archive; the row moves with COPYUID.
 id3=$(id_of INBOX 3)
-call move_message "{\"id\":$id3,\"destination\":\"Archive\"}" > "$work/r.json"
+mcp_batch "$url" <<< "r move_message {\"id\":$id3,\"destination\":\"Archive\"}"
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "move: $(cat "$work/r.json")"
 grep -q "UID MOVE" "$work/r.json" || fail "move did not use UID MOVE"
 server_uids INBOX | grep -qx 3 && fail "server: UID 3 still in INBOX"
@@ -98,13 +101,15 @@ for _ in $(seq 100); do grep -q "tick 2 done" "$SYNCD_LOG" && break; sleep 0.1; 
 
 # trash_message: to the \Trash folder.
 id4=$(id_of INBOX 4)
-call trash_message "{\"id\":$id4}" > "$work/r.json"
-[ "$(jq_ 'd["structuredContent"]["folder"]' < "$work/r.json")" = Trash ] || fail "trash: $(cat "$work/r.json")"
+mcp_batch "$url" <<EOF
+trash trash_message {"id":$id4}
+r create_draft {"to":["Alice Example <alice@example.org>"],"cc":["bob@example.org"],"subject":"Grüße vom Entwurf","body":"Hello Alice,\nthe quarterly numbers are attached.\n"}
+EOF
+[ "$(jq_ 'd["structuredContent"]["folder"]' < "$work/trash.json")" = Trash ] || fail "trash: $(cat "$work/trash.json")"
 server_uids Trash | grep -q . || fail "server: Trash empty"
 
 # create_draft: APPENDed to Drafts with \Draft (and \Seen), indexed at once
 # from APPENDUID; a separate IMAP session reads back what a mail client would.
-call create_draft '{"to":["Alice Example <alice@example.org>"],"cc":["bob@example.org"],"subject":"Grüße vom Entwurf","body":"Hello Alice,\nthe quarterly numbers are attached.\n"}' > "$work/r.json"
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "create_draft: $(cat "$work/r.json")"
 [ "$(jq_ 'd["structuredContent"]["folder"]' < "$work/r.json")" = Drafts ] || fail "draft not in Drafts"
 did=$(jq_ 'd["structuredContent"]["id"]' < "$work/r.json")
@@ -137,15 +142,19 @@ grep -qx 'In-Reply-To: None' "$work/draft.txt" || fail "a new draft has In-Reply
 grep -qx 'Body: Hello Alice,|the quarterly numbers are attached.' "$work/draft.txt" || fail "draft body"
 [ "$(idx "SELECT f.name||'/'||m.uid||'/'||m.subject||'/'||(m.flags & 16) FROM messages m JOIN folders f ON f.id=m.folder_id WHERE m.id=$did")" = "Drafts/$duid/Grüße vom Entwurf/16" ] ||
     fail "index: draft row $did"
-call get_message "{\"id\":$did}" > "$work/r.json"
-grep -q "quarterly numbers" "$work/r.json" || fail "get_message does not show the draft's body"
 [ "$(idx "SELECT outcome||'/'||folder||'/'||uid||'/'||message_id FROM write_log WHERE tool='create_draft' ORDER BY id DESC LIMIT 1")" = "ok/Drafts/$duid/$did" ] ||
     fail "write_log: draft row"
-
-# A reply: "Re:", In-Reply-To and References from the original, same thread.
+# the draft's get_message, then a reply to INBOX UID 2 (the checks above
+# look at nothing a reply changes)
 orig_mid=$(idx "SELECT message_id FROM messages WHERE id=$id2")
 orig_subj=$(idx "SELECT subject FROM messages WHERE id=$id2")
-call create_draft "{\"to\":[\"alice@example.org\"],\"body\":\"Agreed.\",\"in_reply_to_id\":$id2}" > "$work/r.json"
+mcp_batch "$url" <<EOF
+draft get_message {"id":$did}
+r create_draft {"to":["alice@example.org"],"body":"Agreed.","in_reply_to_id":$id2}
+EOF
+grep -q "quarterly numbers" "$work/draft.json" || fail "get_message does not show the draft's body"
+
+# A reply: "Re:", In-Reply-To and References from the original, same thread.
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "reply draft: $(cat "$work/r.json")"
 rid=$(jq_ 'd["structuredContent"]["id"]' < "$work/r.json")
 read_draft "$(server_uids Drafts | tail -n 1)" > "$work/draft.txt"
@@ -157,13 +166,15 @@ grep -q "^References: .*<$orig_mid>$" "$work/draft.txt" || fail "reply Reference
 
 # Refused before the server: a bad address (logged), a misspelt argument (not forwarded).
 ndrafts=$(server_uids Drafts | wc -l)
-call create_draft '{"to":["not an address"],"body":"x"}' > "$work/r.json"
-[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = refused ] || fail "bad address: $(cat "$work/r.json")"
-grep -q "is not one email address" "$work/r.json" || fail "bad address: no clear reason"
-call create_draft '{"to":["a@example.org"],"subject":"x\r\nBcc: victim@example.org","body":"x"}' > "$work/r.json"
+mcp_batch "$url" <<'EOF'
+bad create_draft {"to":["not an address"],"body":"x"}
+r create_draft {"to":["a@example.org"],"subject":"x\r\nBcc: victim@example.org","body":"x"}
+EOF
+[ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/bad.json")" = refused ] || fail "bad address: $(cat "$work/bad.json")"
+grep -q "is not one email address" "$work/bad.json" || fail "bad address: no clear reason"
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = refused ] || fail "header injection: $(cat "$work/r.json")"
 nlog=$(idx "SELECT count(*) FROM write_log")
-call create_draft '{"to":["a@example.org"],"bcc":["b@example.org"],"body":"x"}' > "$work/r.json"
+mcp_batch "$url" <<< 'r create_draft {"to":["a@example.org"],"bcc":["b@example.org"],"body":"x"}'
 [ "$(jq_ 'd["isError"]' < "$work/r.json")" = True ] && grep -q 'unknown argument \\"bcc\\"' "$work/r.json" ||
     fail "bcc: $(cat "$work/r.json")"
 [ "$(idx "SELECT count(*) FROM write_log")" = "$nlog" ] || fail "a malformed call reached syncd"
@@ -182,7 +193,7 @@ grep -q "tick 3 done" "$SYNCD_LOG" || fail "no third tick"
 idx "UPDATE messages SET uidvalidity = uidvalidity + 1000 WHERE id = $(id_of INBOX 5)" 2>/dev/null ||
     fail "could not age a row"
 id5=$(idx "SELECT m.id FROM messages m JOIN folders f ON f.id=m.folder_id WHERE f.name='INBOX' AND m.uid=5")
-call flag_message "{\"id\":$id5,\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
+mcp_batch "$url" <<< "r flag_message {\"id\":$id5,\"add\":[\"\\\\Flagged\"]}"
 grep -q "stale id" "$work/r.json" || fail "stale uidvalidity not refused: $(cat "$work/r.json")"
 dovecot_flags INBOX 5 | grep -q '\\Flagged' && fail "stale write reached the server"
 
@@ -270,7 +281,10 @@ sys.exit(1)
 PY
 dovecot_doveadm flags add -u "$DOVECOT_USER" '\Deleted' mailbox INBOX uid 6
 id1=$(id_of INBOX 1)
-call move_message "{\"id\":$id1,\"destination\":\"Archive\"}" > "$work/r.json"
+mcp_batch "$url" <<EOF
+r move_message {"id":$id1,"destination":"Archive"}
+recent list_recent_writes {"limit":50}
+EOF
 [ "$(jq_ 'd["structuredContent"]["outcome"]' < "$work/r.json")" = ok ] || fail "copy move: $(cat "$work/r.json")"
 grep -q "UID EXPUNGE" "$work/r.json" || fail "no-MOVE path not taken: $(cat "$work/r.json")"
 server_uids INBOX | grep -qx 1 && fail "server: UID 1 still in INBOX"
@@ -278,8 +292,7 @@ server_uids INBOX | grep -qx 6 || fail "server: UID 6 (\\Deleted, not ours) was 
 [ "$(server_uids Archive | wc -l)" = 2 ] || fail "server: Archive should hold 2"
 
 # list_recent_writes shows them; --status too.
-call list_recent_writes '{"limit":50}' > "$work/r.json"
-[ "$(jq_ 'len(d["structuredContent"]["writes"])' < "$work/r.json")" -ge 11 ] || fail "list_recent_writes"
+[ "$(jq_ 'len(d["structuredContent"]["writes"])' < "$work/recent.json")" -ge 11 ] || fail "list_recent_writes"
 [ "$(idx "SELECT count(*) FROM write_log WHERE outcome='pending'")" = 0 ] || fail "pending rows left"
 "$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --status > "$work/status.out" || fail "--status"
 grep -q "move_message" "$work/status.out" || fail "--status shows no writes"

@@ -34,6 +34,7 @@ if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; python3() { "$python" 
 testenv_begin
 chmod 755 "$work"
 . "$src/tests/lib/writes.sh"
+. "$src/tests/lib/mcp_batch.sh"
 
 [ -d "$deps/node_modules/oidc-provider" ] || fail "no oidc-provider: run scripts/deps"
 
@@ -166,31 +167,32 @@ sub=$(python3 -c 'import base64,json,sys; p=sys.argv[1].split(".")[1]; print(jso
 [ -n "$sub" ] && [ "$sub" != local ] || fail "token subject '$sub' would not tell a JWT write apart"
 # Which of these write tools tools/list names (other tools may come and go).
 write_tools() { jq_ '" ".join(sorted({"flag_message", "label_message", "move_message", "trash_message"} & {t["name"] for t in d}))'; }
-MCP_BEARER_TOKEN=$read_token call "$jurl" list > "$work/read.list"
-[ -z "$(write_tools < "$work/read.list")" ] || fail "tools/list with mail.read: $(write_tools < "$work/read.list")"
-grep -q '"search_messages"' "$work/read.list" || fail "tools/list with mail.read lacks the read tools"
 id2=$(id_of INBOX 2)
 rows=$(idx "SELECT count(*) FROM write_log")
 # docs/auth.md: HTTP 403 asking for the write scope (step-up), which the SDK
-# client without an auth provider reports as an error
-if MCP_BEARER_TOKEN=$read_token call "$jurl" flag_message "{\"id\":$id2,\"add\":[\"\\\\Flagged\"]}" \
-    > "$work/r.json" 2>&1; then
-	fail "mail.read call answered: $(cat "$work/r.json")"
-fi
-grep -q "403" "$work/r.json" && grep -q "flag_message needs the scope mail.write" "$work/r.json" ||
-    fail "mail.read call: $(cat "$work/r.json")"
-if MCP_BEARER_TOKEN=$read_token call "$jurl" label_message "{\"id\":$id2,\"add\":[\"project-x\"]}" \
-    > "$work/r.json" 2>&1; then
-	fail "mail.read label call answered: $(cat "$work/r.json")"
-fi
-grep -q "403" "$work/r.json" && grep -q "label_message needs the scope mail.write" "$work/r.json" ||
-    fail "mail.read label call: $(cat "$work/r.json")"
+# client without an auth provider reports as an error (thrown, in a batch)
+MCP_BEARER_TOKEN=$read_token mcp_batch "$jurl" read.flag read.label <<EOF
+read.list list
+read.flag flag_message {"id":$id2,"add":["\\\\Flagged"]}
+read.label label_message {"id":$id2,"add":["project-x"]}
+EOF
+[ -z "$(write_tools < "$work/read.list.json")" ] || fail "tools/list with mail.read: $(write_tools < "$work/read.list.json")"
+grep -q '"search_messages"' "$work/read.list.json" || fail "tools/list with mail.read lacks the read tools"
+grep -q '^{"thrown":' "$work/read.flag.json" || fail "mail.read call answered: $(cat "$work/read.flag.json")"
+grep -q "403" "$work/read.flag.json" && grep -q "flag_message needs the scope mail.write" "$work/read.flag.json" ||
+    fail "mail.read call: $(cat "$work/read.flag.json")"
+grep -q '^{"thrown":' "$work/read.label.json" ||
+    fail "mail.read label call answered: $(cat "$work/read.label.json")"
+grep -q "403" "$work/read.label.json" && grep -q "label_message needs the scope mail.write" "$work/read.label.json" ||
+    fail "mail.read label call: $(cat "$work/read.label.json")"
 [ "$(idx "SELECT count(*) FROM write_log")" = "$rows" ] || fail "a scope refusal reached syncd"
 dovecot_flags INBOX 2 | grep -q '\\Flagged' && fail "server: UID 2 \\Flagged by a mail.read token"
-MCP_BEARER_TOKEN=$write_token call "$jurl" list > "$work/write.list"
-[ "$(write_tools < "$work/write.list")" = "flag_message label_message move_message trash_message" ] ||
-    fail "tools/list with mail.write: $(write_tools < "$work/write.list")"
-MCP_BEARER_TOKEN=$write_token call "$jurl" flag_message "{\"id\":$id2,\"add\":[\"\\\\Flagged\"]}" > "$work/r.json"
+MCP_BEARER_TOKEN=$write_token mcp_batch "$jurl" <<EOF
+write.list list
+r flag_message {"id":$id2,"add":["\\\\Flagged"]}
+EOF
+[ "$(write_tools < "$work/write.list.json")" = "flag_message label_message move_message trash_message" ] ||
+    fail "tools/list with mail.write: $(write_tools < "$work/write.list.json")"
 answered "$work/r.json" ok
 dovecot_flags INBOX 2 | grep -q '\\Flagged' || fail "server: UID 2 not \\Flagged"
 [ "$(last_log requested_by)" = "$sub" ] || fail "write_log: asked by $(last_log requested_by), want $sub"
