@@ -267,7 +267,7 @@ PY
 }
 nomove=$(caps)
 printf 'protocol imap {\n  imap_capability = %s\n}\n' "$nomove" >> "$DOVECOT_CONF"
-dovecot_doveadm reload
+dovecot_reload
 python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" <<'PY' || fail "Dovecot still offers MOVE"
 import imaplib, sys, time
 for _ in range(50):

@@ -203,7 +203,7 @@ grep -qF -e "$write_token" "$work/mcpd-jwt.log" "$SYNCD_LOG" && fail "a token re
 # SPECIAL-USE"), so the folder also takes a name that is no role's.
 [ "$(idx "SELECT role FROM folders WHERE name='Trash'")" = '\Trash' ] || fail "index: Trash has no \\Trash role"
 sed -i '/mailbox Trash {/,/}/d' "$DOVECOT_CONF"
-dovecot_doveadm reload
+dovecot_reload
 dovecot_doveadm mailbox rename -u "$DOVECOT_USER" Trash Papierkorb
 trash_listed() {
 	python3 - "$DOVECOT_IMAP_PORT" "$DOVECOT_USER" "$DOVECOT_PASSWORD" <<'PY'
@@ -232,7 +232,7 @@ PY
 }
 plain=$(caps | tr ' ' '\n' | grep -vixE 'UIDPLUS|MOVE' | paste -sd ' ')
 printf 'protocol imap {\n  imap_capability = %s\n}\n' "$plain" >> "$DOVECOT_CONF"
-dovecot_doveadm reload
+dovecot_reload
 until_ok '! caps | grep -qiwE "UIDPLUS|MOVE"' || fail "Dovecot still offers UIDPLUS or MOVE"
 writes() { dovecot_count_commands ' UID (MOVE|COPY|STORE|EXPUNGE) '; }
 before=$(writes) selects=$(dovecot_count_commands ' SELECT ')

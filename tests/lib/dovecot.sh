@@ -351,6 +351,25 @@ dovecot_doveadm() {
 	doveadm -c "$DOVECOT_CONF" "$@"
 }
 
+# dovecot_reload: the changed configuration read again, and Dovecot's auth
+# answering again (a doveadm command right after a reload can meet its auth
+# socket gone: exit 75, test_writes_edges).
+dovecot_reload() {
+	local i n
+	n=$(grep -c "SIGHUP received" "$DOVECOT_LOG" || true)
+	dovecot_doveadm reload
+	# the master has taken the signal (so the auth answering next is the new one)
+	for i in $(seq 50); do
+		(($(grep -c "SIGHUP received" "$DOVECOT_LOG" || true) > n)) && break
+		sleep 0.1
+	done
+	for i in $(seq 50); do
+		dovecot_doveadm user "$DOVECOT_USER" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	_dovecot_die "dovecot_reload: Dovecot's auth does not answer after 5 s"
+}
+
 # dovecot_create_folder NAME (UTF-8; no error if it exists)
 dovecot_create_folder() {
 	local out
