@@ -258,7 +258,7 @@ int	mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r
  * then recorded.  mb_index_fts_merge: every step, MB_INDEX_FTS_MERGE_PAGES
  * at a time.  A search is exact whatever the segments.
  */
-#define MB_INDEX_FTS_MERGE_PAGES	1000	/* a step: about 45 ms of CPU */
+#define MB_INDEX_FTS_MERGE_PAGES	1000	/* a step: about 50 ms of CPU */
 int	mb_index_fts_merge_due(struct mb_index *idx, bool *due_r, struct mb_err *err);
 int	mb_index_fts_merge_step(struct mb_index *idx, int pages, bool *done_r,
 	    struct mb_err *err);

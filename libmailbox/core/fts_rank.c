@@ -242,7 +242,7 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
     sqlite3_value **val, const struct idx_rank_floor *floor, int w)
 {
 	struct rank_query *q;
-	int rc, n_inst = 0, n_tok;
+	int rc, n_tok;
 
 	if (floor != NULL && floor->block_bound != NULL) {
 		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
@@ -254,16 +254,21 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 		}
 	}
 	q = rank_query_get(api, fts, ctx, val[0], &rc);
-	if (q != NULL) {
-		memset(q->freq, 0, (size_t)q->n_phrase * sizeof(double));
-		rc = api->xInstCount(fts, &n_inst);
-	}
-	for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
-		int phrase, col, off;
+	/*
+	 * Each phrase's hits in the row, in position order, as bm25() counts
+	 * them through xInst (so the same sums, bit for bit), but read one
+	 * phrase at a time: xInst first builds an array of every phrase's
+	 * hits.  This way rank_row takes 11% fewer instructions, a search 4%
+	 * (callgrind, 100,000 messages; docs/benchmarks.md).
+	 */
+	for (int i = 0; q != NULL && rc == SQLITE_OK && i < q->n_phrase; i++) {
+		Fts5PhraseIter it;
+		int col, off;
 
-		rc = api->xInst(fts, i, &phrase, &col, &off);
-		if (rc == SQLITE_OK)
-			q->freq[phrase] += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
+		q->freq[i] = 0.0;
+		for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
+		    api->xPhraseNext(fts, &it, &col, &off))
+			q->freq[i] += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
 	}
 	if (rc == SQLITE_OK && floor != NULL && floor->set && rank_score(q, 0.0) > floor->score) {
 		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */

@@ -7,14 +7,14 @@
  * dozen.  Every search opens each segment's doclist for each of its terms,
  * and a ranked walk through the block bounds does so again for each range of
  * ids it reads, so the segments cost search CPU: at 100,000 messages, eleven
- * of them cost a fifth more than one (docs/benchmarks.md).  FTS5's 'merge'
+ * of them cost about a sixth more than one (docs/benchmarks.md).  FTS5's 'merge'
  * command with a negative page count is its 'optimize' done a step at a
  * time: each step merges about that many leaf pages, in the caller's
  * transaction or its own, so a daemon can merge between other work.
  *
  * When: after the writer has caught up (syncd), once the index has grown by
  * a quarter since the last merge.  A merge rewrites the whole index (about
- * 19 us a message at 100,000), so a quarter makes it cost about 76 us for
+ * 15 us a message at 100,000), so a quarter makes it cost about 60 us for
  * each message added, spent while idle.
  */
 #include <stdbool.h>
