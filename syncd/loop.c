@@ -25,6 +25,10 @@
 #include "mailbox/notify.h"
 #include "control.h"
 #include "syncd.h"
+#include "writes.h"
+
+/* A due tick waiting for a write looks again this often (the write's answer wakes poll too). */
+#define SD_WRITE_WAIT_MS	50
 
 /* Act on the signals proc.c has read (at the top of every turn, and after poll). */
 static void
@@ -249,6 +253,7 @@ sd_run(struct sd *sd)
 	    sd_watch_max_pollfds(sd), sizeof(*pfd));
 	nfds_t n_work, n_ctl;
 	char *due_folder;
+	bool writing;
 
 	sd_pool_init(sd);
 	if (sd->mode == SD_DAEMON && sd_control_open(sd) == -1) {
@@ -269,7 +274,14 @@ sd_run(struct sd *sd)
 		signals(sd);
 		if (sd->tick.quit)
 			break;
-		if (!sd->tick.in_tick && now >= sd->tick.next_tick_ms) {
+		/*
+		 * No tick starts while a write is in flight: its answer re-keys
+		 * the row it moved, and a tick between the server's MOVE and that
+		 * answer saw the message vanish and deleted the row first
+		 * (test_writes met it).  A write ends by its deadline.
+		 */
+		writing = sd_writes_in_flight(sd);
+		if (!sd->tick.in_tick && !writing && now >= sd->tick.next_tick_ms) {
 			tick_start(sd);
 			if (!sd->tick.in_tick) {	/* the tick failed before any work */
 				sd->tick.next_tick_ms = sd->tick.tick_started_ms + 1000LL * sd->conf->sync_interval;
@@ -278,7 +290,7 @@ sd_run(struct sd *sd)
 			}
 			continue;
 		}
-		if (!sd->tick.in_tick && (due_folder = sd_watch_take_due(sd)) != NULL) {
+		if (!sd->tick.in_tick && !writing && (due_folder = sd_watch_take_due(sd)) != NULL) {
 			targeted_start(sd, due_folder);
 			continue;
 		}
@@ -291,7 +303,7 @@ sd_run(struct sd *sd)
 			}
 			if (wait_ms >= 0 && sd_pool_busy(sd) == 0)
 				timeout = wait_ms + 50;
-		} else if (sd->writer.merge_pending) {
+		} else if (sd->writer.merge_pending && !writing) {
 			sd_writer_merge_step(sd);	/* then look at everything else */
 			timeout = 0;
 		} else
@@ -323,6 +335,9 @@ sd_run(struct sd *sd)
 			timeout = 1000;	/* workers starting: look again soon */
 		if (timeout < 0)
 			timeout = 0;
+		/* a tick or a folder is due but waits for the write: its answer wakes poll */
+		if (writing && !sd->tick.in_tick && timeout < SD_WRITE_WAIT_MS)
+			timeout = SD_WRITE_WAIT_MS;
 		if (wd >= 0 && wd < timeout)
 			timeout = wd;	/* the next WATCHDOG=1 */
 

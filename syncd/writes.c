@@ -698,6 +698,15 @@ sd_write_busy(const struct sd *sd, unsigned token)
 	return sd->writes != NULL && token < SD_WRITES_MAX && sd->writes->jobs[token] != NULL;
 }
 
+bool
+sd_writes_in_flight(const struct sd *sd)
+{
+	for (size_t i = 0; sd->writes != NULL && i < SD_WRITES_MAX; i++)
+		if (sd->writes->jobs[i] != NULL)
+			return true;
+	return false;
+}
+
 nfds_t
 sd_writes_pollfds(const struct sd *sd, struct pollfd *pfd)
 {

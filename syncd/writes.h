@@ -41,6 +41,7 @@ void	sd_write_reply_release(struct sd_write_reply *r);
 int	sd_write_start(struct sd *sd, unsigned token, uid_t peer, uint32_t req_id,
 	    struct mb_ctl_request *rq, struct sd_write_reply *now);
 bool	sd_write_busy(const struct sd *sd, unsigned token);	/* a write in flight */
+bool	sd_writes_in_flight(const struct sd *sd);		/* any write */
 /* The write processes' sockets to poll (at most SD_WRITES_MAX). */
 nfds_t	sd_writes_pollfds(const struct sd *sd, struct pollfd *pfd);
 /*

@@ -16,7 +16,8 @@
 # SYNC_WRITE_TIMEOUT=3:
 #   - a UID STORE that is never answered: flag_message answers 'failed', says
 #     the write may or may not have happened, and the write_log row says so;
-#     the write process holds no descriptor of the control socket;
+#     the write process holds no descriptor of the control socket, and a
+#     tick asked for meanwhile (SIGHUP) waits until the write has ended;
 #   - a write process stuck before its session (no greeting): killed at the
 #     deadline, 'failed', never left 'pending'; syncd keeps serving.
 set -euo pipefail
@@ -276,7 +277,7 @@ psock=$work/peer.sock
 export SYNCD_LOG=$work/peer/syncd.log
 DOVECOT_IMAP_PORT=$(cat "$work/peer/port") DOVECOT_USER=alice DOVECOT_PASSWORD_FILE=$work/peer/pw \
     syncd_init "$work/peer" SYNCD_SOCKET="$psock" SYNC_FOLDERS=INBOX \
-    SYNC_INTERVAL=3600 SYNC_WRITE_TIMEOUT=3
+    SYNC_INTERVAL=3600 SYNC_WRITE_TIMEOUT=3 SYNC_RANGE_TIMEOUT=5
 syncd --backfill > /dev/null || fail "peer: backfill"
 [ "$(index_uids INBOX | paste -sd ' ')" = "1 2 3" ] || fail "peer: index holds $(index_uids INBOX)"
 start_syncd "$psock"
@@ -324,7 +325,17 @@ if not {'index.db', 'syncd.lock'} <= files(parent):
 if files(child):
     sys.exit("write process %s holds %s" % (child, sorted(files(child))))
 PY
+# No tick starts while a write is in flight (a tick between a MOVE and its
+# answer would see the message vanish and drop the row the answer re-keys):
+# asked to sync now, the daemon waits for the write's end (its deadline).
+ticks_begun() { grep -cE "syncd: tick [0-9]+\$" "$SYNCD_LOG" || true; }
+ticks=$(ticks_begun)
+kill -HUP "$daemon"
+sleep 1
+[ "$(ticks_begun)" = "$ticks" ] || fail "a tick began while a write was in flight"
 wait "$caller" || fail "the SDK call failed"
+until_ok '[ "$(ticks_begun)" -gt "$ticks" ]' || fail "the tick asked for did not begin after the write"
+# (the peer greets nobody now: that tick gives up at SYNC_RANGE_TIMEOUT)
 answered "$work/r1.json" failed "may or may not"
 last_log detail | grep -q "may or may not" || fail "write_log detail: $(last_log detail)"
 
