@@ -132,9 +132,12 @@ void		 idx_stmt_done(sqlite3_stmt *st);
  * it cannot be prepared or the cache (IDX_SQL_CACHE) is full.
  */
 sqlite3_stmt	*idx_stmt_sql(struct mb_index *idx, const char *sql, struct mb_err *err);
-/* The integer of the first row of sql (a static string, no binds) into *v_r; -1 without a row. */
-int	idx_one_int64(struct mb_index *idx, const char *sql, const char *what, int64_t *v_r,
-	    struct mb_err *err);
+/*
+ * The integer of the first row of sql (a static string) into *v_r, with
+ * text (borrowed; NULL: none) bound as ?1; -1 with err without a row.
+ */
+int	idx_one_int64(struct mb_index *idx, const char *sql, const char *text, const char *what,
+	    int64_t *v_r, struct mb_err *err);
 
 /* Sets err from the connection's last error ("index: <what>: <sqlite msg>"), returns -1. */
 int	idx_sqlerr(struct mb_index *idx, int rc, const char *what, struct mb_err *err);

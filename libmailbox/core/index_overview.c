@@ -427,18 +427,12 @@ static const char own_count_sql[] = "SELECT count(*) FROM account_addresses";
 static int
 own_addresses(struct mb_index *idx, bool *any_r, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(idx, own_count_sql, err);
-	int rc;
+	int64_t n = 0;
 
-	if (st == NULL)
+	if (idx_one_int64(idx, own_count_sql, NULL, "awaiting: own addresses", &n, err) == -1)
 		return -1;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*any_r = sqlite3_column_int64(st, 0) > 0;
-	else
-		idx_sqlerr(idx, rc, "awaiting: own addresses", err);
-	idx_stmt_done(st);
-	return rc == SQLITE_ROW ? 0 : -1;
+	*any_r = n > 0;
+	return 0;
 }
 
 static int

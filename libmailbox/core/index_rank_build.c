@@ -401,7 +401,7 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 	int rc = -1;
 
 	*built_r = 0;
-	if (idx_one_int64(idx, max_id_sql, "rank bounds", &max_id, err) == -1)
+	if (idx_one_int64(idx, max_id_sql, NULL, "rank bounds", &max_id, err) == -1)
 		return -1;
 	if (max_id < RANK_CHUNK_IDS - 1)
 		return 0;	/* not one chunk yet */

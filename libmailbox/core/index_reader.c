@@ -96,14 +96,16 @@ mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err)
 }
 
 int
-idx_one_int64(struct mb_index *idx, const char *sql, const char *what, int64_t *v_r,
-    struct mb_err *err)
+idx_one_int64(struct mb_index *idx, const char *sql, const char *text, const char *what,
+    int64_t *v_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
 	int rc;
 
 	if (st == NULL)
 		return -1;
+	if (text != NULL)
+		sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*v_r = sqlite3_column_int64(st, 0);

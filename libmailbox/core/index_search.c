@@ -562,18 +562,12 @@ search_total(struct mb_index *idx, const struct mb_query *q, bool ranked, int64_
 static int
 any_stale(struct mb_index *idx, bool *stale_r, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(idx, stale_sql, err);
-	int rc;
+	int64_t v = 0;
 
-	if (st == NULL)
+	if (idx_one_int64(idx, stale_sql, NULL, "search: stale rows", &v, err) == -1)
 		return -1;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*stale_r = sqlite3_column_int(st, 0) != 0;
-	else
-		idx_sqlerr(idx, rc, "search: stale rows", err);
-	idx_stmt_done(st);
-	return rc == SQLITE_ROW ? 0 : -1;
+	*stale_r = v != 0;
+	return 0;
 }
 
 static int

@@ -337,24 +337,6 @@ query_stats(struct walk *w, const struct mb_query *q, bool *any_r, struct mb_err
 	    idx_sqlerr(w->idx, rc, "search: statistics", err);
 }
 
-static int
-one_int64(struct mb_index *idx, const char *sql, const char *match, int64_t *v_r,
-    struct mb_err *err)
-{
-	sqlite3_stmt *st = idx_stmt_sql(idx, sql, err);
-	int rc;
-
-	if (st == NULL)
-		return -1;
-	if (match != NULL)
-		sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*v_r = sqlite3_column_int64(st, 0);
-	idx_stmt_done(st);
-	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: rank blocks", err);
-}
-
 /* Which blocks of which chunks are bounded, and by which build. */
 static int
 chunks_load(struct walk *w, struct mb_err *err)
@@ -651,7 +633,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	*matches_r = 0;
 	*exact_r = true;
 	if (q->match == NULL)
-		return -1;
+		return 0;	/* no words: nothing to rank */
 	/* filters the index does not hold, or that name a few rows of their own */
 	if (filtered && (!idx_search_covered(q) || q->msgid != NULL || q->thread_id > 0))
 		return 0;
@@ -696,7 +678,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;
 		goto out;
 	}
-	if (one_int64(idx, max_id_sql, NULL, &max_id, err) == -1)
+	if (idx_one_int64(idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
 		goto out;
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)
@@ -711,7 +693,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 			goto out;
 	} else if (w.stats.n_phrase == 1)
 		*matches_r = w.stats.n_hit[0];
-	else if (one_int64(idx, count_sql, q->match, matches_r, err) == -1)
+	else if (idx_one_int64(idx, count_sql, q->match, "search: rank blocks", matches_r, err) == -1)
 		goto out;
 	*used_r = true;
 	rc = 0;
