@@ -104,10 +104,13 @@ int	idx_page_check(int64_t offset, size_t limit, size_t max, struct mb_err *err)
  */
 int	idx_page_step(sqlite3_stmt *st, size_t n, size_t limit, bool *more_r);
 
+struct ZSTD_CCtx_s;
+
 struct mb_index {
 	sqlite3			*db;
 	enum mb_index_mode	 mode;
 	char			*path;	/* owned */
+	struct ZSTD_CCtx_s	*body_pack;	/* owned (body_pack.c); NULL until the first pack */
 	sqlite3_stmt		*stmts[IDX_STMT_COUNT];
 	struct {
 		const char	*sql;	/* identity: the static string's address */
@@ -291,5 +294,16 @@ int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
 
 /* Register the SQL function mb_labels_test() on db (labels.c, mailbox/labels.h). */
 int	mb_labels_register(sqlite3 *db, struct mb_err *err);
+
+/*
+ * Packed bodies (body_pack.c, docs/index.md "Packed bodies").  mb_body_register
+ * adds mb_body() and mb_body_pack() to a connection.  idx_body_pack(): true
+ * with *packed_r (owned by the caller: free()) when text is better stored
+ * as a zstd frame; false, *packed_r NULL, when it is stored as it is.
+ */
+int	mb_body_register(sqlite3 *db, struct mb_err *err);
+bool	idx_body_pack(struct mb_index *idx, const char *text, size_t len, void **packed_r,
+	    size_t *packed_len_r);
+void	idx_body_pack_free(struct mb_index *idx);
 
 #endif

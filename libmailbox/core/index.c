@@ -590,7 +590,7 @@ mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r
 	sqlite3_busy_timeout(idx->db, IDX_BUSY_TIMEOUT_MS);
 	if (mb_fts_cjk_register(idx->db, err) == -1 || mb_fts_rank_register(idx->db, err) == -1 ||
 	    mb_fts_hits_register(idx->db, err) == -1 || mb_fts_bounds_register(idx->db, err) == -1 ||
-	    mb_labels_register(idx->db, err) == -1)
+	    mb_labels_register(idx->db, err) == -1 || mb_body_register(idx->db, err) == -1)
 		goto fail;
 	if ((mode == MB_INDEX_RO ? open_ro(idx, err) : open_rw(idx, err)) == -1)
 		goto fail;
@@ -614,6 +614,7 @@ mb_index_close(struct mb_index **idxp)
 		sqlite3_finalize(idx->by_sql[i].st);
 	if (idx->db != NULL && sqlite3_close(idx->db) != SQLITE_OK)
 		sqlite3_close_v2(idx->db);	/* a statement leaked: close when it goes */
+	idx_body_pack_free(idx);
 	free(idx->path);
 	free(idx);
 	*idxp = NULL;

@@ -168,6 +168,17 @@ mb_test_index_int(struct mb_test_index *t, const char *sql)
 	return v;
 }
 
+void
+mb_test_fts_consistent(struct mb_index *idx)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(mb_index_db(idx),
+	    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)",
+	    NULL, NULL, &msg) != SQLITE_OK)
+		mb_fatalx("fts integrity-check: %s", msg);
+}
+
 size_t
 mb_test_bm25_order_where(struct mb_index *idx, const char *text, const char *where,
     int64_t *ids, size_t max)

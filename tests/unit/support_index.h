@@ -47,6 +47,11 @@ struct sqlite3	*mb_test_index_lock(struct mb_test_index *t);
 void		 mb_test_index_unlock(struct sqlite3 **dbp);
 /* The first column of the first row of sql (fixed text) on t, -1 without a row. */
 int64_t	mb_test_index_int(struct mb_test_index *t, const char *sql);
+/*
+ * FTS5's integrity check of the full-text index, its content included (rank
+ * 1), on idx, a read-write handle (the check is an INSERT); exits on failure.
+ */
+void	mb_test_fts_consistent(struct mb_index *idx);
 
 struct mb_test_msg {
 	const char	*subject;

@@ -22,6 +22,8 @@
 #include "mailbox/msg.h"
 #include "mailbox/util.h"
 
+#include "support_index.h"
+
 struct fx {
 	char		 dir[64];
 	char		 path[128];
@@ -168,17 +170,6 @@ static int64_t
 thread_of(struct fx *f, uint32_t uid)
 {
 	return q_int(f->idx, "SELECT thread_id FROM messages WHERE uid = ?1", NULL, uid);
-}
-
-static void
-fts_consistent(struct mb_index *idx)
-{
-	char *errmsg = NULL;
-
-	if (sqlite3_exec(mb_index_db(idx),
-	    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)",
-	    NULL, NULL, &errmsg) != SQLITE_OK)
-		fail_msg("fts integrity-check: %s", errmsg);
 }
 
 static void
@@ -383,11 +374,11 @@ fts_follows_updates_and_deletes(void **state)
 	assert_int_equal(hits(f->idx, "zeppelin"), 0);
 	assert_int_equal(hits(f->idx, "submarine"), 1);
 	assert_int_equal(hits(f->idx, "quarterly"), 1);
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 	assert_int_equal(mb_index_delete(f->idx, f->inbox, 7, 1, &err), 0);
 	assert_int_equal(hits(f->idx, "submarine"), 0);
 	assert_int_equal(hits(f->idx, "quarterly"), 0);
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 }
 
 static void
@@ -414,7 +405,7 @@ flag_updates_do_not_reindex(void **state)
 	/* A text change does write to the index: the check above can fail. */
 	put(f, 1, msg("Stable", "words that did change", "s@x", NULL, NULL), MB_FLAG_SEEN);
 	assert_true(q_int(f->idx, "SELECT count(*) + ?1 FROM messages_fts_data", NULL, 0) > segs);
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 }
 
 /* Reconciliation writes a row only when its flag state changed. */
@@ -544,7 +535,7 @@ fts_folds_compatibility_forms_both_ways(void **state)
 	assert_highlight(f, 1, "financial", "the [\xef\xac\x81nancial] report");
 	assert_highlight(f, 3, "abc", "[\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3] form \xe2\x91\xa0");
 	assert_highlight(f, 4, "resume", "[re\xcc\x81sume\xcc\x81] attached");
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 }
 
 /*
@@ -569,7 +560,7 @@ fts_version_tokens_carry_their_digits(void **state)
 	assert_matches(f->idx, "10am", "4");
 	assert_matches(f->idx, "v4*", "1");
 	assert_highlight(f, 1, "\"4.2.1\"", "upgrade to [v4.2.1] today");
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 }
 
 static void
@@ -636,7 +627,7 @@ fts_cjk_survives_broken_utf8(void **state)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal(sqlite3_column_text(st, 0), "\xff[会議]\xe4\xbc");
 	sqlite3_finalize(st);
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 }
 
 static void
@@ -937,7 +928,7 @@ stage_then_flush_in_one_transaction(void **state)
 	assert_int_equal(hits(f->idx, "gamma"), 0);
 	assert_int_equal(thread_of(f, 1), thread_of(f, 2));
 	assert_true(thread_of(f, 1) != thread_of(f, 3));
-	fts_consistent(f->idx);
+	mb_test_fts_consistent(f->idx);
 	for (int i = 0; i < 4; i++)
 		mb_msg_free(&m[i]);
 }
@@ -1008,7 +999,7 @@ backup_is_a_readable_copy(void **state)
 	mb_index_close(&copy);
 	/* The FTS index in the copy agrees with its messages (a check that writes). */
 	assert_int_equal(mb_index_open(dest, MB_INDEX_RW, &copy, &err), 0);
-	fts_consistent(copy);
+	mb_test_fts_consistent(copy);
 	mb_index_close(&copy);
 }
 
