@@ -5,6 +5,8 @@
 #     send READY=1 once serving, WATCHDOG=1 about every half of
 #     WATCHDOG_USEC, and STOPPING=1 on SIGTERM;
 #   - WATCHDOG_PID naming another process turns the watchdog off;
+#   - syncd announces each migration it applies (STATUS, EXTEND_TIMEOUT_USEC)
+#     before READY=1, and none on an index that has them all;
 #   - without NOTIFY_SOCKET nothing is sent and nothing breaks (every other test).
 # Env: MB_BUILD_DIR, MB_SOURCE_DIR.
 set -euo pipefail
@@ -14,8 +16,8 @@ work=$(mktemp -d /tmp/test_notify.XXXXXX)
 pids=()
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-cleanup() {
-	local rc=$? p
+cleanup() {	# [STATUS]: the script's exit status (else $?)
+	local rc=${1:-$?} p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	if [ $rc -eq 0 ] && [ $fails -eq 0 ]; then rm -rf "$work"; else echo "test_notify: FAILED; kept $work"; fi
 }
@@ -79,8 +81,10 @@ kill -TERM "$mpid"; wait "$mpid" || true
 . "$src/tests/lib/syncd.sh"
 mkdir -p "$work/dovecot"
 dovecot_start "$work/dovecot" >/dev/null
-# Dovecot first (cleanup removes its directory), keeping the exit status.
-trap 'rc=$?; dovecot_stop; (exit $rc); cleanup' EXIT
+# Dovecot first (cleanup removes its directory), keeping the exit status: a
+# failing "(exit $rc)" here would end the trap under set -e before cleanup
+# killed the listeners, and ctest would wait for them until its timeout.
+trap 'rc=$?; dovecot_stop || true; cleanup $rc' EXIT
 dovecot_load_maildir INBOX "$src"/tests/fixtures/mcpd/INBOX/*.eml
 mkdir -p "$work/sync"
 syncd_init "$work/sync" SYNC_INTERVAL=3600
@@ -90,6 +94,16 @@ listen "$abstract" "$work/syncd.msgs"
 NOTIFY_SOCKET=$abstract WATCHDOG_USEC=400000 "$build/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
 spid=$!; pids+=($spid)
 wait_line '^READY=1' "$work/syncd.msgs" 30 || fail "syncd: no READY=1"
+# A new index: each migration is announced, with more start time asked of
+# systemd (a rebuild of the full-text index takes about a minute at 300,000
+# messages: past the default start timeout, syncd would be killed and the
+# migration rolled back at every start), all before READY=1.
+ready_at=$(grep -n '^READY=1' "$work/syncd.msgs" | head -1 | cut -d: -f1)
+grep -n '^STATUS=migrating the index: 0016_packed_bodies|EXTEND_TIMEOUT_USEC=[0-9]*$' \
+    "$work/syncd.msgs" | head -1 | cut -d: -f1 > "$work/mig_at" || true
+[ -s "$work/mig_at" ] && (($(cat "$work/mig_at") < ready_at)) ||
+	fail "syncd: migration 0016 not announced (STATUS and EXTEND_TIMEOUT_USEC) before READY=1"
+migrations=$(count '^STATUS=migrating the index' "$work/syncd.msgs")
 # The first tick runs; the watchdog keeps coming while it idles until the next.
 for _ in $(seq 200); do
 	[ "$(syncd_sql 'SELECT count(*) FROM messages' 2>/dev/null || echo 0)" = 7 ] && break
@@ -104,6 +118,14 @@ kill -TERM "$spid"; wait "$spid" || fail "syncd exit status $?"
 wait_line '^STOPPING=1$' "$work/syncd.msgs" 5 || fail "syncd: no STOPPING=1"
 # Workers never notify (NotifyAccess=main would drop it anyway).
 [ "$(count '^READY=1' "$work/syncd.msgs")" = 1 ] || fail "syncd: READY=1 more than once"
+# Started again on the same index: nothing left to migrate, nothing announced.
+NOTIFY_SOCKET=$abstract "$build/syncd" --config "$SYNCD_CONF" 2>>"$SYNCD_LOG" &
+spid=$!; pids+=($spid)
+for _ in $(seq 300); do [ "$(count '^READY=1' "$work/syncd.msgs")" = 2 ] && break; sleep 0.1; done
+[ "$(count '^READY=1' "$work/syncd.msgs")" = 2 ] || fail "syncd (second start): no READY=1"
+[ "$(count '^STATUS=migrating the index' "$work/syncd.msgs")" = "$migrations" ] ||
+	fail "syncd (second start): a migration was announced again"
+kill -TERM "$spid"; wait "$spid" || fail "syncd exit status $?"
 syncd_log_clean "$SYNCD_LOG" || fail "sanitizer report in syncd's log"
 ((fails == 0)) || exit 1
 echo "test_notify: ok"

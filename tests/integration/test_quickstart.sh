@@ -15,8 +15,8 @@ qpid=
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-cleanup() {
-	local rc=$?
+cleanup() {	# [STATUS]: the script's exit status (else $?)
+	local rc=${1:-$?}
 	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
 		kill -TERM -- "-$qpid" 2>/dev/null || true
 		sleep 1
@@ -115,7 +115,8 @@ qpid=
 . "$src/tests/lib/dovecot.sh"
 mkdir -p "$work/imap"
 dovecot_start "$work/imap" >/dev/null
-trap 'rc=$?; dovecot_stop; (exit $rc); cleanup' EXIT
+# (not "(exit $rc); cleanup": under set -e a failing status ends the trap there)
+trap 'rc=$?; dovecot_stop || true; cleanup $rc' EXIT
 dovecot_load_maildir INBOX "$src"/tests/fixtures/mcpd/INBOX/*.eml
 cat > "$work/env" <<ENV
 IMAP_HOST=127.0.0.1
