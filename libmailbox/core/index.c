@@ -139,7 +139,7 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	/*
 	 * The staged messages' attachment names and text (migration 0005), from
 	 * the staged attachments, before the flush: so the row is inserted with
-	 * them, and FTS5 indexes it once.  Set by an UPDATE of messages after
+	 * them, and FTS5 indexes it once.  The text is stored packed (0016).  Set by an UPDATE of messages after
 	 * the insert, the FTS update trigger deleted the row just indexed
 	 * (tokenizing it again for the delete) and indexed it a third time.
 	 */
@@ -149,10 +149,10 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	    " FROM temp.mb_stage_att AS a WHERE a.folder_id = mb_stage.folder_id"
 	    " AND a.uidvalidity = mb_stage.uidvalidity AND a.uid = mb_stage.uid"
 	    " AND filename IS NOT NULL ORDER BY ordinal)),"
-	    " att_text = (SELECT group_concat(extracted_text, char(10) || char(10)) FROM"
-	    " (SELECT extracted_text FROM temp.mb_stage_att AS a"
+	    " att_text = mb_text_pack((SELECT group_concat(extracted_text, char(10) || char(10))"
+	    " FROM (SELECT extracted_text FROM temp.mb_stage_att AS a"
 	    " WHERE a.folder_id = mb_stage.folder_id AND a.uidvalidity = mb_stage.uidvalidity"
-	    " AND a.uid = mb_stage.uid AND extracted_text IS NOT NULL ORDER BY ordinal))"
+	    " AND a.uid = mb_stage.uid AND extracted_text IS NOT NULL ORDER BY ordinal)))"
 	    " WHERE attachment_count > 0",
 	[IDX_STAGE_CLEAR] = "DELETE FROM temp.mb_stage",
 	[IDX_STAGE_ATT_CLEAR] = "DELETE FROM temp.mb_stage_att",
@@ -640,7 +640,7 @@ mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r
 	sqlite3_busy_timeout(idx->db, IDX_BUSY_TIMEOUT_MS);
 	if (mb_fts_cjk_register(idx->db, err) == -1 || mb_fts_rank_register(idx->db, err) == -1 ||
 	    mb_fts_hits_register(idx->db, err) == -1 || mb_fts_bounds_register(idx->db, err) == -1 ||
-	    mb_labels_register(idx->db, err) == -1 || mb_body_register(idx->db, err) == -1)
+	    mb_labels_register(idx->db, err) == -1 || mb_text_register(idx->db, err) == -1)
 		goto fail;
 	if ((mode == MB_INDEX_RO ? open_ro(idx, err) : open_rw(idx, err)) == -1)
 		goto fail;
@@ -664,7 +664,7 @@ mb_index_close(struct mb_index **idxp)
 		sqlite3_finalize(idx->by_sql[i].st);
 	if (idx->db != NULL && sqlite3_close(idx->db) != SQLITE_OK)
 		sqlite3_close_v2(idx->db);	/* a statement leaked: close when it goes */
-	idx_body_pack_free(idx);
+	idx_text_pack_free(idx);
 	free(idx->path);
 	free(idx);
 	*idxp = NULL;

@@ -29,11 +29,12 @@ static const char backlog_count_sql[] =
 
 static const char set_sql[] =
 	"UPDATE attachments SET extracted_text = ?2, extract_status = ?3 WHERE id = ?1";
-/* The join IDX_STAGE_ATT_COLS makes for new rows; the message's FTS columns follow by trigger. */
+/* The join IDX_STAGE_ATT_COLS makes for new rows, packed as it packs it; the
+ * message's FTS columns follow by trigger. */
 static const char refresh_sql[] =
-	"UPDATE messages SET att_text = (SELECT group_concat(extracted_text, char(10) || char(10))"
-	" FROM (SELECT extracted_text FROM attachments AS a WHERE a.message_id = messages.id"
-	" AND extracted_text IS NOT NULL ORDER BY ordinal))"
+	"UPDATE messages SET att_text = mb_text_pack((SELECT group_concat(extracted_text,"
+	" char(10) || char(10)) FROM (SELECT extracted_text FROM attachments AS a"
+	" WHERE a.message_id = messages.id AND extracted_text IS NOT NULL ORDER BY ordinal)))"
 	" WHERE id = (SELECT message_id FROM attachments WHERE id = ?1)";
 
 static const char used_sql[] = "SELECT 1 FROM attachments WHERE sha256 = ?1 LIMIT 1";

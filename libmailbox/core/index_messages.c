@@ -224,7 +224,7 @@ stage_one(struct mb_index *idx, const struct mb_index_row *row, struct mb_err *e
 	sqlite3_bind_int64(st, 20, (sqlite3_int64)row->modseq);
 	idx_bind_text(st, 21, nonempty_str(m->list_id));
 	/* packed when that pays (docs/index.md "Packed bodies"); SQLite frees it */
-	if (m->body != NULL && idx_body_pack(idx, m->body, m->body_len, &packed, &packed_len))
+	if (m->body != NULL && idx_text_pack(idx, m->body, m->body_len, &packed, &packed_len))
 		sqlite3_bind_blob64(st, 22, packed, packed_len, free);
 	else
 		sqlite3_bind_text64(st, 22, m->body ? m->body : "", m->body ? m->body_len : 0,

@@ -109,7 +109,7 @@ static const char stale_sql[] =
 
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
-	"m.attachment_count, m.thread_id, mb_body(m.body), m.keywords, m.message_id, m.from_name, "
+	"m.attachment_count, m.thread_id, mb_text(m.body), m.keywords, m.message_id, m.from_name, "
 	"m.from_addr, m.to_json, m.internaldate, "
 	"m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.sort_date FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
@@ -134,7 +134,7 @@ static const char snippet_sql[] =
 	", ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51)";
 
 static const char preview_sql[] =
-	"SELECT substr(mb_body(body), 1, 200) FROM messages WHERE id = ?1";
+	"SELECT substr(mb_text(body), 1, 200) FROM messages WHERE id = ?1";
 
 /* ---- which ids: ranked, or filters alone */
 

@@ -56,9 +56,9 @@ static const char *const r_names[R_COUNT] = { "engine (exact weighted BM25)",
 	"exact BM25, unweighted", "newest first (notmuch)",
 	"weighted BM25 + recency prior ln(1 + age / 30 days)" };
 
-static const char all_sql[] = "SELECT id, subject, mb_body(body), sort_date FROM messages";
+static const char all_sql[] = "SELECT id, subject, mb_text(body), sort_date FROM messages";
 static const char one_sql[] =
-	"SELECT subject, coalesce(from_name, ''), substr(mb_body(body), 1, 8000) FROM messages WHERE id = ?1";
+	"SELECT subject, coalesce(from_name, ''), substr(mb_text(body), 1, 8000) FROM messages WHERE id = ?1";
 static const char df_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
 static const char match_sql[] =
 	"SELECT m.id, bm25(messages_fts, 10.0, 4.0, 2.0, 1.0, 4.0, 1.0), bm25(messages_fts), "

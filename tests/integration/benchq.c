@@ -27,7 +27,7 @@ static const char naive_sql[] =
 	"ORDER BY rank LIMIT 20";
 
 static const char filter_sql[] =
-	"SELECT m.id, substr(mb_body(m.body), 1, 200) FROM messages AS m "
+	"SELECT m.id, substr(mb_text(m.body), 1, 200) FROM messages AS m "
 	"WHERE (?2 IS NULL OR m.date >= ?2) AND (?3 IS NULL OR m.date < ?3) "
 	"ORDER BY m.date DESC LIMIT 20";
 

@@ -99,7 +99,7 @@ wait_line '^READY=1' "$work/syncd.msgs" 30 || fail "syncd: no READY=1"
 # messages: past the default start timeout, syncd would be killed and the
 # migration rolled back at every start), all before READY=1.
 ready_at=$(grep -n '^READY=1' "$work/syncd.msgs" | head -1 | cut -d: -f1)
-grep -n '^STATUS=migrating the index: 0016_packed_bodies|EXTEND_TIMEOUT_USEC=[0-9]*$' \
+grep -n '^STATUS=migrating the index: 0016_packed_text|EXTEND_TIMEOUT_USEC=[0-9]*$' \
     "$work/syncd.msgs" | head -1 | cut -d: -f1 > "$work/mig_at" || true
 [ -s "$work/mig_at" ] && (($(cat "$work/mig_at") < ready_at)) ||
 	fail "syncd: migration 0016 not announced (STATUS and EXTEND_TIMEOUT_USEC) before READY=1"

@@ -228,6 +228,11 @@ test_deep_match(void **state)
 
 	put(f->t.idx, f->t.inbox, 1, "Signed copy", "Here it is.", a, 1);
 	free(text);
+	/* the message's copy of the text is stored packed (docs/index.md "Packed text"),
+	 * and FTS5 reads it whole through the view */
+	assert_int_equal(mb_test_index_int(&f->t,
+	    "SELECT typeof(att_text) = 'blob' AND length(att_text) < 100000 FROM messages"), 1);
+	mb_test_fts_consistent(f->t.idx);
 	search(f, "termination", &pg, &bytes);
 	assert_int_equal(pg.n, 1);
 	assert_true(pg.hits[0].att_id > 0);

@@ -1,5 +1,6 @@
 /*
- * Packed bodies (migration 0016, body_pack.c): a long body is stored as a
+ * Packed bodies (migration 0016, text_pack.c; attachment text is packed the
+ * same way, test_index_attach_search.c): a long body is stored as a
  * zstd frame and everything a user reads of it -- get_message and its
  * pages, a thread's excerpts, search and its snippets, FTS5's own checks --
  * sees the text; a short one stays text; a damaged frame is an error, not
@@ -206,7 +207,7 @@ a_damaged_packed_body_is_an_error_not_text(void **state)
 	free(frame);
 
 	assert_int_equal(mb_read_message(t->idx, id_of(t, 1), 0, 1000, &m, &err), -1);
-	assert_non_null(strstr(err.msg, "a stored body is damaged"));
+	assert_non_null(strstr(err.msg, "a stored text is damaged"));
 	mb_read_message_release(&m);
 	free(body);
 }
@@ -223,7 +224,7 @@ an_older_index_is_packed_when_it_opens(void **state)
 		"DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; "
 		"DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; "
 		"DROP VIEW messages_fts_content; "
-		"UPDATE messages SET body = mb_body(body); "
+		"UPDATE messages SET body = mb_text(body), att_text = mb_text(att_text); "
 		"CREATE VIRTUAL TABLE messages_fts USING fts5(subject, from_text, recipients, body, "
 		"att_names, att_text, content='messages', content_rowid='id', "
 		"tokenize='mb_cjk porter unicode61 remove_diacritics 2'); "
@@ -268,7 +269,7 @@ an_older_index_is_packed_when_it_opens(void **state)
 	check_readers(t, t->idx, body);
 	mb_test_fts_consistent(t->idx);
 
-	/* and the triggers index new and changed rows through mb_body() */
+	/* and the triggers index new and changed rows through mb_text() */
 	put(t, 3, "Later", body);
 	put(t, 2, "Note", "A changed note about serengeti, long enough to be packed: "
 	    "serengeti serengeti serengeti serengeti serengeti serengeti serengeti serengeti.");

@@ -1,21 +1,23 @@
 /*
- * Packed bodies (docs/index.md, "Packed bodies"): messages.body holds a
- * message's normalised text either as TEXT or, when that is smaller by
- * enough to matter, as a zstd frame (a BLOB).  Bodies were two fifths of an
- * index and compress about 2:1 at zstd's fastest level, at about 11 us a
- * message to pack and 2 to unpack (docs/benchmarks.md).
+ * Packed text (docs/index.md, "Packed text"): messages.body (a message's
+ * normalised text) and messages.att_text (its attachments' text, the copy
+ * FTS5 indexes) hold either TEXT or, when that is smaller by enough to
+ * matter, a zstd frame of it (a BLOB).  Bodies were two fifths of an index
+ * and compress about 2:1 at zstd's fastest level, at about 11 us a message
+ * to pack and 2 to unpack (docs/benchmarks.md, "Packed bodies").
  *
- *	mb_body(body)
- *		the text of a messages.body value: TEXT is itself, a BLOB is
- *		unpacked, NULL stays NULL.  Every reader of messages.body goes
- *		through it, FTS5 included (through the view messages_fts_content,
+ *	mb_text(value)
+ *		the text of a stored value: TEXT is itself, a BLOB is unpacked,
+ *		NULL stays NULL.  Every reader of the two columns goes through
+ *		it, FTS5 included (through the view messages_fts_content,
  *		migration 0016), so a damaged frame is an error, never text.
- *	mb_body_pack(text)
+ *	mb_text_pack(text)
  *		the value to store for text: the frame when packing pays, else
- *		text itself (migration 0016 packs the rows of an older index).
+ *		text itself (attachment text as the writer joins it in SQL, and
+ *		migration 0016 for the rows of an older index).
  *
- * The writer packs in C (idx_body_pack(), one compression context kept in
- * the index handle); the SQL functions keep their contexts in the
+ * The writer packs bodies in C (idx_text_pack(), one compression context
+ * kept in the index handle); the SQL functions keep their contexts in the
  * connection's function data, used by one thread at a time, as the
  * connection is.  Both are registered DETERMINISTIC and INNOCUOUS: they are
  * called from a view and from triggers, and depend on their argument alone.
@@ -34,16 +36,15 @@
 #include "index-private.h"
 
 /*
- * A body shorter than this stays TEXT: a frame's header and checksum cost
- * about 13 bytes, and a short text hardly compresses.  A packed body must
- * also save an eighth of the text, or the text is kept.
+ * A text shorter than this stays TEXT: a frame's header and checksum cost
+ * about 13 bytes, and a short text hardly compresses.  A packed text must
+ * also save an eighth, or the text is kept.
  */
-#define BODY_PACK_MIN		128
-#define BODY_PACK_LEVEL		1	/* zstd's fastest: 2.0:1 on mail, 11 us a message */
-#define BODY_UNPACK_MAX		(64u << 20)	/* far above any body syncd stores (1 MiB cap) */
+#define TEXT_PACK_MIN		128
+#define TEXT_PACK_LEVEL		1	/* zstd's fastest: 2.0:1 on mail, 11 us a message */
 
 /* The contexts of one connection's SQL functions. */
-struct body_codec {
+struct text_codec {
 	ZSTD_CCtx	*pack;		/* owned; NULL until first used */
 	ZSTD_DCtx	*unpack;	/* owned; NULL until first used */
 };
@@ -56,7 +57,7 @@ pack_context_new(void)
 	if (c == NULL)
 		abort();	/* out of memory, as mb_xmalloc() */
 	/* the checksum: a damaged frame is refused instead of served as text */
-	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, BODY_PACK_LEVEL);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, TEXT_PACK_LEVEL);
 	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
 	return c;
 }
@@ -74,7 +75,7 @@ pack_with(ZSTD_CCtx *c, const char *text, size_t len, void **packed_r, size_t *p
 
 	*packed_r = NULL;
 	*packed_len_r = 0;
-	if (len < BODY_PACK_MIN)
+	if (len < TEXT_PACK_MIN)
 		return false;
 	cap = ZSTD_compressBound(len);
 	out = mb_xmalloc(cap);
@@ -89,28 +90,29 @@ pack_with(ZSTD_CCtx *c, const char *text, size_t len, void **packed_r, size_t *p
 }
 
 bool
-idx_body_pack(struct mb_index *idx, const char *text, size_t len, void **packed_r,
+idx_text_pack(struct mb_index *idx, const char *text, size_t len, void **packed_r,
     size_t *packed_len_r)
 {
-	if (idx->body_pack == NULL)
-		idx->body_pack = pack_context_new();
-	return pack_with(idx->body_pack, text, len, packed_r, packed_len_r);
+	if (idx->text_pack == NULL)
+		idx->text_pack = pack_context_new();
+	return pack_with(idx->text_pack, text, len, packed_r, packed_len_r);
 }
 
 void
-idx_body_pack_free(struct mb_index *idx)
+idx_text_pack_free(struct mb_index *idx)
 {
-	ZSTD_freeCCtx(idx->body_pack);
-	idx->body_pack = NULL;
+	ZSTD_freeCCtx(idx->text_pack);
+	idx->text_pack = NULL;
 }
 
 /*
  * The text of frame (n bytes) into *text_r (owned by the caller: free();
  * NUL-terminated) and *len_r; -1 when it is not a whole, intact frame of at
- * most BODY_UNPACK_MAX bytes.
+ * most max bytes.  The bytes come back as they went in (a NUL included).
  */
 static int
-unpack_with(ZSTD_DCtx *d, const void *frame, size_t n, char **text_r, size_t *len_r)
+unpack_with(ZSTD_DCtx *d, const void *frame, size_t n, unsigned long long max, char **text_r,
+    size_t *len_r)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(frame, n);
 	size_t got;
@@ -118,11 +120,11 @@ unpack_with(ZSTD_DCtx *d, const void *frame, size_t n, char **text_r, size_t *le
 
 	*text_r = NULL;
 	if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR ||
-	    size > BODY_UNPACK_MAX)
+	    size > max)
 		return -1;
 	text = mb_xmalloc((size_t)size + 1);
 	got = ZSTD_decompressDCtx(d, text, (size_t)size, frame, n);
-	if (ZSTD_isError(got) || got != size || memchr(text, '\0', got) != NULL) {
+	if (ZSTD_isError(got) || got != size) {
 		free(text);
 		return -1;
 	}
@@ -132,11 +134,11 @@ unpack_with(ZSTD_DCtx *d, const void *frame, size_t n, char **text_r, size_t *le
 	return 0;
 }
 
-/* mb_body(body) */
+/* mb_text(value) */
 static void
-body_text(sqlite3_context *ctx, int n_val, sqlite3_value **val)
+unpack_sql(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 {
-	struct body_codec *codec = sqlite3_user_data(ctx);
+	struct text_codec *codec = sqlite3_user_data(ctx);
 	char *text;
 	size_t len;
 
@@ -149,20 +151,22 @@ body_text(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 		sqlite3_result_error_nomem(ctx);
 		return;
 	}
+	/* a frame of anything larger was never a value this database could hold */
 	if (unpack_with(codec->unpack, sqlite3_value_blob(val[0]),
-	    (size_t)sqlite3_value_bytes(val[0]), &text, &len) == -1) {
-		sqlite3_result_error(ctx, "mb_body: a stored body is damaged "
+	    (size_t)sqlite3_value_bytes(val[0]), (unsigned long long)sqlite3_limit(
+	    sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1), &text, &len) == -1) {
+		sqlite3_result_error(ctx, "mb_text: a stored text is damaged "
 		    "(not a whole zstd frame of text): run syncd --rebuild", -1);
 		return;
 	}
 	sqlite3_result_text64(ctx, text, len, free, SQLITE_UTF8);
 }
 
-/* mb_body_pack(text) */
+/* mb_text_pack(text) */
 static void
-body_pack(sqlite3_context *ctx, int n_val, sqlite3_value **val)
+pack_sql(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 {
-	struct body_codec *codec = sqlite3_user_data(ctx);
+	struct text_codec *codec = sqlite3_user_data(ctx);
 	const char *text;
 	void *packed;
 	size_t len;
@@ -183,9 +187,9 @@ body_pack(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 }
 
 static void
-body_codec_free(void *p)
+text_codec_free(void *p)
 {
-	struct body_codec *codec = p;
+	struct text_codec *codec = p;
 
 	ZSTD_freeCCtx(codec->pack);
 	ZSTD_freeDCtx(codec->unpack);
@@ -193,20 +197,20 @@ body_codec_free(void *p)
 }
 
 int
-mb_body_register(sqlite3 *db, struct mb_err *err)
+mb_text_register(sqlite3 *db, struct mb_err *err)
 {
 	const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
-	struct body_codec *codec = mb_xcalloc(1, sizeof(*codec));
+	struct text_codec *codec = mb_xcalloc(1, sizeof(*codec));
 	int rc;
 
-	/* mb_body owns the contexts: the connection frees them once, with it */
-	rc = sqlite3_create_function_v2(db, "mb_body", 1, flags, codec, body_text, NULL, NULL,
-	    body_codec_free);
+	/* mb_text owns the contexts: the connection frees them once, with it */
+	rc = sqlite3_create_function_v2(db, "mb_text", 1, flags, codec, unpack_sql, NULL, NULL,
+	    text_codec_free);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_create_function_v2(db, "mb_body_pack", 1, flags, codec, body_pack,
+		rc = sqlite3_create_function_v2(db, "mb_text_pack", 1, flags, codec, pack_sql,
 		    NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
-		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_body: %s",
+		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_text: %s",
 		    sqlite3_errstr(rc));
 	return 0;
 }
