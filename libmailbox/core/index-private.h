@@ -104,13 +104,10 @@ int	idx_page_check(int64_t offset, size_t limit, size_t max, struct mb_err *err)
  */
 int	idx_page_step(sqlite3_stmt *st, size_t n, size_t limit, bool *more_r);
 
-struct ZSTD_CCtx_s;
-
 struct mb_index {
 	sqlite3			*db;
 	enum mb_index_mode	 mode;
 	char			*path;	/* owned */
-	struct ZSTD_CCtx_s	*text_pack;	/* owned (text_pack.c); NULL until the first pack */
 	sqlite3_stmt		*stmts[IDX_STMT_COUNT];
 	struct {
 		const char	*sql;	/* identity: the static string's address */
@@ -296,14 +293,9 @@ int	mb_fts_rank_register(sqlite3 *db, struct mb_err *err);
 int	mb_labels_register(sqlite3 *db, struct mb_err *err);
 
 /*
- * Packed text (text_pack.c, docs/index.md "Packed text").  mb_text_register
- * adds mb_text() and mb_text_pack() to a connection.  idx_text_pack(): true
- * with *packed_r (owned by the caller: free()) when text is better stored
- * as a zstd frame; false, *packed_r NULL, when it is stored as it is.
+ * Register the SQL functions mb_text() and mb_text_pack() on db (text_pack.c,
+ * docs/index.md "Packed text").
  */
 int	mb_text_register(sqlite3 *db, struct mb_err *err);
-bool	idx_text_pack(struct mb_index *idx, const char *text, size_t len, void **packed_r,
-	    size_t *packed_len_r);
-void	idx_text_pack_free(struct mb_index *idx);
 
 #endif

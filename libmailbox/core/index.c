@@ -96,10 +96,11 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	[IDX_MSG_FIND] =
 	    "SELECT id, thread_id FROM messages"
 	    " WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
+	/* The body is stored packed when that pays (text_pack.c, migration 0016). */
 	[IDX_STAGE_PUT] =
 	    "INSERT OR REPLACE INTO temp.mb_stage (" IDX_MSG_COLS ")"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-	    " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+	    " ?17, ?18, ?19, ?20, ?21, mb_text_pack(?22), ?23, ?24, ?25, ?26, ?27, ?28)",
 	[IDX_STAGE_ATT_CLEAR_KEY] =
 	    "DELETE FROM temp.mb_stage_att WHERE folder_id = ?1 AND uidvalidity = ?2 AND uid = ?3",
 	[IDX_STAGE_ATT_PUT] =
@@ -139,9 +140,10 @@ static const char *const idx_sql[IDX_STMT_COUNT] = {
 	/*
 	 * The staged messages' attachment names and text (migration 0005), from
 	 * the staged attachments, before the flush: so the row is inserted with
-	 * them, and FTS5 indexes it once.  The text is stored packed (0016).  Set by an UPDATE of messages after
+	 * them, and FTS5 indexes it once.  Set by an UPDATE of messages after
 	 * the insert, the FTS update trigger deleted the row just indexed
 	 * (tokenizing it again for the delete) and indexed it a third time.
+	 * The text is stored packed when that pays (migration 0016).
 	 */
 	[IDX_STAGE_ATT_COLS] =
 	    "UPDATE temp.mb_stage SET"
@@ -664,7 +666,6 @@ mb_index_close(struct mb_index **idxp)
 		sqlite3_finalize(idx->by_sql[i].st);
 	if (idx->db != NULL && sqlite3_close(idx->db) != SQLITE_OK)
 		sqlite3_close_v2(idx->db);	/* a statement leaked: close when it goes */
-	idx_text_pack_free(idx);
 	free(idx->path);
 	free(idx);
 	*idxp = NULL;

@@ -168,8 +168,6 @@ stage_one(struct mb_index *idx, const struct mb_index_row *row, struct mb_err *e
 	struct rendered r;
 	sqlite3_stmt *st;
 	int64_t old_tid = 0, tid;
-	void *packed;
-	size_t packed_len;
 	int rc, ret = -1;
 
 	if (m == NULL || row->folder_id <= 0 || row->uid == 0)
@@ -223,12 +221,8 @@ stage_one(struct mb_index *idx, const struct mb_index_row *row, struct mb_err *e
 	idx_bind_text(st, 19, nonempty_str(row->keywords));
 	sqlite3_bind_int64(st, 20, (sqlite3_int64)row->modseq);
 	idx_bind_text(st, 21, nonempty_str(m->list_id));
-	/* packed when that pays (docs/index.md "Packed bodies"); SQLite frees it */
-	if (m->body != NULL && idx_text_pack(idx, m->body, m->body_len, &packed, &packed_len))
-		sqlite3_bind_blob64(st, 22, packed, packed_len, free);
-	else
-		sqlite3_bind_text64(st, 22, m->body ? m->body : "", m->body ? m->body_len : 0,
-		    SQLITE_STATIC, SQLITE_UTF8);
+	sqlite3_bind_text64(st, 22, m->body ? m->body : "", m->body ? m->body_len : 0,
+	    SQLITE_STATIC, SQLITE_UTF8);
 	sqlite3_bind_int(st, 23, m->body_truncated);
 	sqlite3_bind_int(st, 24, m->body_from_html);
 	sqlite3_bind_int(st, 25, row->headers_only);

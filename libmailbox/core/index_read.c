@@ -21,8 +21,8 @@
 static const char message_sql[] =
 	"SELECT m.id, f.name, f.role, m.thread_id, m.message_id, m.in_reply_to, m.date, "
 	"m.from_text, m.recipients, m.to_json, m.cc_json, m.subject, m.flags, m.list_id, "
-	"mb_text(m.body), m.body_truncated, m.headers_only, m.size, m.from_name, m.from_addr, m.refs, "
-	"m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.keywords "
+	"mb_text(m.body), m.body_truncated, m.headers_only, m.size, m.from_name, m.from_addr, "
+	"m.refs, m.internaldate, m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.keywords "
 	"FROM messages AS m JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE m.id = ?1 AND " IDX_CURRENT("m", "f");
 

@@ -109,8 +109,8 @@ static const char stale_sql[] =
 
 static const char hit_sql[] =
 	"SELECT m.id, f.name, m.date, m.from_text, m.recipients, m.subject, m.flags, "
-	"m.attachment_count, m.thread_id, mb_text(m.body), m.keywords, m.message_id, m.from_name, "
-	"m.from_addr, m.to_json, m.internaldate, "
+	"m.attachment_count, m.thread_id, mb_text(m.body), m.keywords, m.message_id, "
+	"m.from_name, m.from_addr, m.to_json, m.internaldate, "
 	"m.sort_date IS NOT NULL AND m.sort_date IS m.date, m.sort_date FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id WHERE m.id = ?1";
 

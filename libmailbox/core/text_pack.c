@@ -13,11 +13,11 @@
  *		migration 0016), so a damaged frame is an error, never text.
  *	mb_text_pack(text)
  *		the value to store for text: the frame when packing pays, else
- *		text itself (attachment text as the writer joins it in SQL, and
+ *		text itself (the writer's stage and attachment join, and
  *		migration 0016 for the rows of an older index).
  *
- * The writer packs bodies in C (idx_text_pack(), one compression context
- * kept in the index handle); the SQL functions keep their contexts in the
+ * The writer packs in SQL (the body as it is staged, the attachments' text
+ * as it is joined).  The functions keep their zstd contexts in the
  * connection's function data, used by one thread at a time, as the
  * connection is.  Both are registered DETERMINISTIC and INNOCUOUS: they are
  * called from a view and from triggers, and depend on their argument alone.
@@ -89,21 +89,6 @@ pack_with(ZSTD_CCtx *c, const char *text, size_t len, void **packed_r, size_t *p
 	return true;
 }
 
-bool
-idx_text_pack(struct mb_index *idx, const char *text, size_t len, void **packed_r,
-    size_t *packed_len_r)
-{
-	if (idx->text_pack == NULL)
-		idx->text_pack = pack_context_new();
-	return pack_with(idx->text_pack, text, len, packed_r, packed_len_r);
-}
-
-void
-idx_text_pack_free(struct mb_index *idx)
-{
-	ZSTD_freeCCtx(idx->text_pack);
-	idx->text_pack = NULL;
-}
 
 /*
  * The text of frame (n bytes) into *text_r (owned by the caller: free();
