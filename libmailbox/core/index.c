@@ -541,6 +541,9 @@ open_rw(struct mb_index *idx, struct mb_err *err)
 	/*
 	 * page_size only takes effect on a new file; 4096 matches the file
 	 * system and measured best for this workload (docs/index.md).
+	 * auto_vacuum too (an older file keeps NONE until a VACUUM): with
+	 * INCREMENTAL the pages a full-text merge frees go back to the file
+	 * system (index_fts_merge.c) instead of staying in the file.
 	 * secure_delete: Debian turns it on at compile time; it zeroes freed
 	 * pages, doubling the writes of every FTS merge for nothing we need.
 	 * temp_store FILE and a 4 MiB cache bound the writer's memory: with
@@ -551,6 +554,7 @@ open_rw(struct mb_index *idx, struct mb_err *err)
 	 * cache.  A 16 MiB cache saved no CPU (docs/benchmarks.md).
 	 */
 	if (exec_fixed(idx, "PRAGMA page_size = 4096", err) == -1 ||
+	    exec_fixed(idx, "PRAGMA auto_vacuum = INCREMENTAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA journal_mode = WAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA synchronous = NORMAL", err) == -1 ||
 	    exec_fixed(idx, "PRAGMA foreign_keys = ON", err) == -1 ||

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
@@ -393,6 +394,60 @@ merged_into_one_segment_pages_stay_exact(void **state)
 	expect_all_exact(f);
 }
 
+/*
+ * A merge frees the pages of the segments it folded (about a tenth of a
+ * backfilled file): a new index (auto_vacuum INCREMENTAL, index.c) gives
+ * them back to the file system as the merge's last steps, so the file on
+ * disk is the pages in use.  An index made before that (auto_vacuum NONE,
+ * which only a VACUUM changes) merges as before and keeps them for the mail
+ * to come.
+ */
+static void
+a_merge_gives_the_freed_pages_back(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	struct stat sb;
+	int64_t pages;
+
+	assert_int_equal(mb_test_index_int(f, "SELECT auto_vacuum FROM pragma_auto_vacuum"), 2);
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	assert_true(segments(f) > 1);
+	assert_int_equal(mb_index_fts_merge(f->idx, &err), 0);
+	assert_int_equal(segments(f), 1);
+	assert_int_equal(mb_test_index_int(f, "SELECT freelist_count FROM pragma_freelist_count"),
+	    0);
+	pages = mb_test_index_int(f, "SELECT page_count FROM pragma_page_count");
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "PRAGMA wal_checkpoint(TRUNCATE)",
+	    NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(stat(f->path, &sb), 0);
+	assert_int_equal(sb.st_size, pages * 4096);
+	mb_test_fts_consistent(f->idx);
+	expect_all_exact(f);
+}
+
+static void
+an_older_index_merges_and_keeps_its_free_pages(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	bool due = false;
+
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "PRAGMA auto_vacuum = NONE; VACUUM",
+	    NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(mb_test_index_int(f, "SELECT auto_vacuum FROM pragma_auto_vacuum"), 0);
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_index_fts_merge(f->idx, &err), 0);
+	assert_int_equal(segments(f), 1);
+	assert_true(mb_test_index_int(f, "SELECT freelist_count FROM pragma_freelist_count") > 0);
+	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
+	assert_false(due);
+	mb_test_fts_consistent(f->idx);
+	expect_all_exact(f);
+}
+
 /* A merge is due once the index has grown by a quarter since the last one. */
 static void
 a_merge_is_due_after_a_quarter_more(void **state)
@@ -432,6 +487,8 @@ main(void)
 		MB_TEST_INDEX(a_reused_id_in_a_bounded_block_is_found),
 		MB_TEST_INDEX(merged_into_one_segment_pages_stay_exact),
 		MB_TEST_INDEX(a_merge_is_due_after_a_quarter_more),
+		MB_TEST_INDEX(a_merge_gives_the_freed_pages_back),
+		MB_TEST_INDEX(an_older_index_merges_and_keeps_its_free_pages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
