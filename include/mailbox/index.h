@@ -253,9 +253,11 @@ int	mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r
  * mb_index_fts_merge_due: *due_r is true when the index has grown by a
  * quarter since the last merge finished (a fresh index: as soon as it holds
  * a message).  mb_index_fts_merge_step: merges about `pages` leaf pages in
- * its own unit of work (a savepoint inside the caller's transaction);
- * *done_r is true when it found nothing left to merge, and the merge is
- * then recorded.  mb_index_fts_merge: every step, MB_INDEX_FTS_MERGE_PAGES
+ * its own unit of work (a savepoint inside the caller's transaction); once
+ * nothing is left to merge, a step gives up to 1,000 of the freed pages back
+ * to the file system instead (an index made with auto_vacuum INCREMENTAL:
+ * every new one); *done_r is true when it found neither work, and the merge
+ * is then recorded.  mb_index_fts_merge: every step, MB_INDEX_FTS_MERGE_PAGES
  * at a time.  A search is exact whatever the segments.
  */
 #define MB_INDEX_FTS_MERGE_PAGES	1000	/* a step: about 50 ms of CPU */
