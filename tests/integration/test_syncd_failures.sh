@@ -89,15 +89,18 @@ fetches=$(dovecot_count_commands "$body_fetch")
 sd=$!
 killed=
 retried="folder 'Big' uidvalidity [0-9]+ UIDs [0-9]+:[0-9]+: attempt 1 of 3 failed: (killed by signal 9|closed its socket|ipc: write: Broken pipe)"
-# On a quiet machine a worker can finish its whole range between the server
-# reading the FETCH and this loop seeing it, and a kill then lands on an idle
-# worker and loses nothing.  So kill at each new body fetch until the log shows
-# a range lost and retried (one is all it takes; the retry is the check).
+# The scheduler logs a range as it hands it to a worker, which then needs
+# a FETCH and 300 messages to finish it.  Dovecot's rawlog can show the FETCH
+# late, and on a loaded machine a worker finished both of its ranges before
+# this loop saw either; the kill then landed on idle workers and lost
+# nothing.  So kill at each range handed out and at each new body fetch until
+# the log shows a range lost and retried (one is all it takes; the retry is
+# the check).
+handed="worker\[[0-9]+\]: folder 'Big' UIDs [0-9]+:[0-9]+ \(attempt 1\)"
 for _ in $(seq 2000); do
 	kill -0 "$sd" 2>/dev/null || break
 	grep -qE "$retried" "$SYNCD_LOG" && break
-	# The rawlog shows the FETCH the moment the server reads it.
-	now=$(dovecot_count_commands "$body_fetch")
+	now=$(($(dovecot_count_commands "$body_fetch") + $(grep -cE "$handed" "$SYNCD_LOG" || true)))
 	if [ "$now" -gt "$fetches" ]; then
 		fetches=$now
 		for w in $(pgrep -P "$sd" || true); do
