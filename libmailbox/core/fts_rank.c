@@ -13,9 +13,20 @@
  * however few rows the search went on to score.  Those counts, the row count
  * and the average row length depend only on the query and on the index's
  * contents, so they are kept per connection, keyed by MATCH (the expression
- * the statement matches, passed as the second argument) and by the pager's
- * data version (SQLITE_FCNTL_DATA_VERSION), which changes whenever anyone
- * commits to the file.  A statement run after syncd wrote recomputes them.
+ * the statement matches, passed as the second argument), for as long as the
+ * full-text index holds what it held when they were computed.
+ *
+ * Most of syncd's commits do not touch the full-text index: flag syncs,
+ * moves, labels, the block bounds, the folders' sync state.  So the kept
+ * statistics are not dropped whenever the file changes (the pager's data
+ * version, SQLITE_FCNTL_DATA_VERSION, which every commit moves), only when
+ * the index's own records changed: FTS5's structure record (which segments
+ * exist: every write to the index adds a segment, a merge replaces some)
+ * and its averages record (the row count and the columns' token totals).
+ * The data version only says when to look at them again.  Each search
+ * after a flag-only commit ranked with the statistics kept, where it would
+ * have recounted them: +37% of CPU over the benchmark's queries at 100,000
+ * messages (docs/benchmarks.md, "Statistics kept across commits").
  *
  * The cache belongs to the connection (it is the function's user data,
  * freed when the connection closes) and is used by one thread at a time, as
@@ -32,6 +43,7 @@
  * which is never below its real score, operation by operation (rank_score).
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,19 +60,26 @@
 #define RANK_CACHE	32	/* queries whose statistics a connection keeps */
 #define RANK_KEY_MAX	8192	/* longer MATCH texts are not kept */
 
-/* One query's statistics, as of one data version. */
+/* One query's statistics, as of the cache's full-text index. */
 struct rank_stats {
 	char		*key;		/* owned: the MATCH text; NULL: a free slot */
-	unsigned	 version;	/* SQLITE_FCNTL_DATA_VERSION when computed */
 	int		 n_phrase;
 	double		 avgdl;		/* average row length in tokens */
 	double		*idf;		/* owned: n_phrase IDFs, then n_phrase row counts */
 	uint64_t	 used;		/* LRU clock */
 };
 
+/*
+ * Every slot holds statistics of the full-text index whose records are
+ * fts_key; version is the data version at which fts_key was last read.
+ */
 struct rank_cache {
 	struct rank_stats	slot[RANK_CACHE];
 	uint64_t		clock;
+	bool			checked;	/* version and fts_key are set */
+	unsigned		version;
+	unsigned char		*fts_key;	/* owned */
+	size_t			fts_key_len;
 };
 
 /* Per statement execution (FTS5 auxdata): the statistics and a scratch array. */
@@ -87,16 +106,90 @@ rank_cache_free(void *p)
 
 	for (size_t i = 0; i < RANK_CACHE; i++)
 		rank_stats_clear(&c->slot[i]);
+	free(c->fts_key);
 	free(c);
 }
 
+/* The full-text index's records that every statistic depends on. */
+static const char fts_key_sql[] =
+	"SELECT block FROM main.messages_fts_data WHERE id IN (1, 10) ORDER BY id";
+
+/*
+ * The records of fts_key_sql, concatenated with their lengths, into *key_r
+ * (owned by the caller; NULL on failure); SQLite's result code.  Run
+ * inside the calling statement's read transaction, so it sees the index
+ * the statement ranks.
+ */
+static int
+fts_key_read(sqlite3 *db, unsigned char **key_r, size_t *len_r)
+{
+	sqlite3_stmt *st = NULL;
+	unsigned char *key = NULL;
+	size_t len = 0;
+	int rc = sqlite3_prepare_v2(db, fts_key_sql, -1, &st, NULL);
+
+	while (st != NULL && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(st, 0);
+
+		key = mb_xrealloc(key, len + sizeof(n) + n + 1);
+		memcpy(key + len, &n, sizeof(n));
+		if (n > 0)
+			memcpy(key + len + sizeof(n), sqlite3_column_blob(st, 0), n);
+		len += sizeof(n) + n;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(key);
+		*key_r = NULL;
+		*len_r = 0;
+		return rc == SQLITE_OK ? SQLITE_ERROR : rc;
+	}
+	*key_r = key;
+	*len_r = len;
+	return SQLITE_OK;
+}
+
+_Atomic uint64_t idx_rank_computed;
+
+/*
+ * Whether c may keep and reuse statistics for the index db reads now: at a
+ * new data version, the full-text index's records are read again, and
+ * every slot is dropped if they changed.  false (every slot dropped) when
+ * they cannot be read, or the VFS keeps no data version: nothing is kept.
+ */
+static bool
+rank_cache_current(struct rank_cache *c, sqlite3 *db)
+{
+	unsigned version = 0;
+	unsigned char *key;
+	size_t len = 0;
+
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, &version) != SQLITE_OK)
+		key = NULL;
+	else if (c->checked && c->version == version)
+		return true;
+	else if (fts_key_read(db, &key, &len) != SQLITE_OK)
+		key = NULL;
+	if (key == NULL || !c->checked || len != c->fts_key_len ||
+	    memcmp(key, c->fts_key, len) != 0) {
+		for (size_t i = 0; i < RANK_CACHE; i++)
+			rank_stats_clear(&c->slot[i]);
+	}
+	free(c->fts_key);
+	c->fts_key = key;
+	c->fts_key_len = key != NULL ? len : 0;
+	c->checked = key != NULL;
+	c->version = version;
+	return c->checked;
+}
+
 static struct rank_stats *
-rank_cache_find(struct rank_cache *c, const char *key, unsigned version, int n_phrase)
+rank_cache_find(struct rank_cache *c, const char *key, int n_phrase)
 {
 	for (size_t i = 0; i < RANK_CACHE; i++) {
 		struct rank_stats *s = &c->slot[i];
 
-		if (s->key != NULL && s->version == version && s->n_phrase == n_phrase &&
+		if (s->key != NULL && s->n_phrase == n_phrase &&
 		    strcmp(s->key, key) == 0) {
 			s->used = ++c->clock;
 			return s;
@@ -107,8 +200,7 @@ rank_cache_find(struct rank_cache *c, const char *key, unsigned version, int n_p
 
 /* Keep q's statistics under key, in the least recently used slot. */
 static void
-rank_cache_put(struct rank_cache *c, const char *key, unsigned version,
-    const struct rank_query *q)
+rank_cache_put(struct rank_cache *c, const char *key, const struct rank_query *q)
 {
 	struct rank_stats *s = &c->slot[0];
 
@@ -117,7 +209,6 @@ rank_cache_put(struct rank_cache *c, const char *key, unsigned version,
 			s = &c->slot[i];
 	rank_stats_clear(s);
 	s->key = mb_xstrdup(key);
-	s->version = version;
 	s->n_phrase = q->n_phrase;
 	s->avgdl = q->avgdl;
 	s->idf = mb_xmalloc(2 * (size_t)q->n_phrase * sizeof(double) + 1);
@@ -146,6 +237,7 @@ rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q
 	sqlite3_int64 n_row = 0, n_token = 0;
 	int rc;
 
+	atomic_fetch_add_explicit(&idx_rank_computed, 1, memory_order_relaxed);
 	rc = api->xRowCount(fts, &n_row);
 	if (rc == SQLITE_OK)
 		rc = api->xColumnTotalSize(fts, -1, &n_token);
@@ -167,7 +259,7 @@ rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q
 
 /*
  * This statement's rank_query: from the connection's cache when the same
- * MATCH was ranked at the same data version, else computed (and kept).
+ * MATCH was ranked on the same full-text index, else computed (and kept).
  * NULL with *rc_r set on failure.
  */
 static struct rank_query *
@@ -178,7 +270,6 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	struct rank_query *q = api->xGetAuxdata(fts, 0);
 	const char *key = (const char *)sqlite3_value_text(match);
 	struct rank_stats *s;
-	unsigned version = 0;
 	bool cacheable;
 	int n;
 
@@ -195,18 +286,16 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	q->idf = (double *)(q + 1);
 	q->n_hit = q->idf + n;	/* right after the IDFs: the cache copies both at once */
 	q->freq = q->n_hit + n;
-	/* no version (an odd VFS): never cached */
 	cacheable = key != NULL && strlen(key) <= RANK_KEY_MAX &&
-	    sqlite3_file_control(sqlite3_context_db_handle(ctx), "main",
-	    SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK;
-	if (cacheable && (s = rank_cache_find(c, key, version, n)) != NULL) {
+	    rank_cache_current(c, sqlite3_context_db_handle(ctx));
+	if (cacheable && (s = rank_cache_find(c, key, n)) != NULL) {
 		q->avgdl = s->avgdl;
 		memcpy(q->idf, s->idf, 2 * (size_t)n * sizeof(double));
 	} else if ((*rc_r = rank_compute(api, fts, q)) != SQLITE_OK) {
 		sqlite3_free(q);
 		return NULL;
 	} else if (cacheable) {
-		rank_cache_put(c, key, version, q);
+		rank_cache_put(c, key, q);
 	}
 	if ((*rc_r = api->xSetAuxdata(fts, q, sqlite3_free)) != SQLITE_OK)
 		return NULL;	/* xSetAuxdata freed q */

@@ -61,4 +61,11 @@ bool	rank_front_next(const uint8_t **p, const uint8_t *end, unsigned *block_r,
  */
 int	mb_fts_bounds_register(sqlite3 *db, struct mb_err *err);
 
+/*
+ * How many times any connection of this process has computed a query's
+ * statistics (fts_rank.c) rather than reused them: for the tests, which
+ * check when the kept statistics are dropped.
+ */
+extern _Atomic uint64_t	idx_rank_computed;
+
 #endif

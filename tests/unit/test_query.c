@@ -25,6 +25,8 @@
 
 #include "support_index.h"
 
+#include "../../libmailbox/core/rank-private.h"
+
 /* ---- compiling */
 
 static const struct {
@@ -493,6 +495,56 @@ mb_bm25_scores_as_bm25(void **state)
 	mb_index_close(&ro);
 }
 
+/*
+ * The statistics mb_bm25() keeps outlive commits that leave the full-text
+ * index as it was (a flag sync: mcpd's next searches rank without counting
+ * again) and are dropped by every change to it: a new message, an
+ * expunge, a changed text.  After each, mb_bm25() still scores as bm25().
+ */
+static void
+kept_statistics_outlive_flag_syncs_only(void **state)
+{
+	static const char *const queries[] = { "budget", "meet*", "\"budget for lunch\"",
+	    "budget OR friday", "from:carol" };
+	struct fx *f = *state;
+	struct mb_index *ro = NULL;
+	struct mb_err err = { 0 };
+	uint64_t before;
+
+	if (mb_index_open(f->path, MB_INDEX_RO, &ro, &err) == -1)
+		fail_msg("open ro: %s", err.msg);
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+		assert_true(same_scores(mb_index_db(ro), queries[i]) > 0);
+	/* a flag sync commits, and the text is the same: nothing is counted again */
+	if (mb_index_update_flags(f->idx, f->inbox, 1, 1, MB_FLAG_SEEN | MB_FLAG_FLAGGED, NULL,
+	    7, &err) == -1)
+		fail_msg("flags: %s", err.msg);
+	before = idx_rank_computed;
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+		assert_true(same_scores(mb_index_db(ro), queries[i]) > 0);
+	if (idx_rank_computed != before)
+		fail_msg("a flag sync made %llu queries' statistics be counted again",
+		    (unsigned long long)(idx_rank_computed - before));
+	/* a new message: counted again, and right */
+	assert_int_equal(same_scores(mb_index_db(ro), "budget"), 2);
+	put(f, f->inbox, 20, "Budget again", "dave@example.com", "The budget.", 1709712000, 0);
+	before = idx_rank_computed;
+	assert_int_equal(same_scores(mb_index_db(ro), "budget"), 3);
+	assert_true(idx_rank_computed > before);
+	/* an expunge */
+	if (mb_index_delete(f->idx, f->inbox, 1, 20, &err) == -1)
+		fail_msg("delete: %s", err.msg);
+	assert_int_equal(same_scores(mb_index_db(ro), "budget"), 2);
+	/* a changed text (as when an attachment's text is extracted again) */
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE messages SET subject = "
+	    "'Budget meetings this week' WHERE subject = 'Meetings this week'", NULL,
+	    NULL, NULL), SQLITE_OK);
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+		same_scores(mb_index_db(ro), queries[i]);
+	assert_int_equal(same_scores(mb_index_db(ro), "budget"), 3);
+	mb_index_close(&ro);
+}
+
 /* Inputs that would be FTS5 syntax errors (or worse) if passed through. */
 static const char *const hostile[] = {
 	"\"", "\"\"", "\"\"\"", "\"a", "a\"", "a\"b\"c\"", "NEAR", "NEAR(", "NEAR(a b, 3)",
@@ -560,6 +612,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(one_cjk_character_finds_every_cjk_script, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(mb_bm25_scores_as_bm25, setup, teardown),
+		cmocka_unit_test_setup_teardown(kept_statistics_outlive_flag_syncs_only, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
