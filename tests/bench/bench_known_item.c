@@ -47,7 +47,6 @@
 #include "mailbox/util.h"
 
 #define BODY_WORDS	60	/* body words whose document frequency is looked up */
-#define ENGINE_DEPTH	1000	/* engine ranks looked at; deeper counts as not found */
 #define WINDOW		500	/* the old engine's ranking window */
 
 enum { R_ENGINE, R_NEWEST500, R_BM25, R_PLAIN, R_NEWEST, R_PRIOR, R_COUNT };
@@ -138,6 +137,9 @@ stopword(const char *w)
 /*
  * The distinct words of text (ASCII letters, lower-cased, min..20 long, no
  * stop words) into words (room for max, each 21 bytes); returns how many.
+ * A word is what the index's tokenizer makes one token: a run of letters,
+ * digits and non-ASCII characters. Only runs of ASCII letters alone are kept
+ * ("gnome2" is one token, so "gnome" cannot find it).
  */
 static size_t
 words_of(const char *text, size_t min, char (*words)[21], size_t max)
@@ -147,18 +149,19 @@ words_of(const char *text, size_t min, char (*words)[21], size_t max)
 	for (const char *p = text; *p != '\0' && n < max;) {
 		char w[21];
 		size_t len = 0;
-		bool dup = false;
+		bool dup = false, letters = true;
 
-		while (*p != '\0' && !isalpha((unsigned char)*p))
+		while (*p != '\0' && !isalnum((unsigned char)*p) && (unsigned char)*p < 0x80)
 			p++;
-		while (isalpha((unsigned char)*p)) {
+		while (isalnum((unsigned char)*p) || (unsigned char)*p >= 0x80) {
+			letters &= isalpha((unsigned char)*p) != 0;
 			if (len < sizeof(w) - 1)
 				w[len] = (char)tolower((unsigned char)*p);
 			len++;
 			p++;
 		}
-		if (len < min || len >= sizeof(w) || (*p != '\0' && (unsigned char)*p >= 0x80))
-			continue;	/* too short, too long, or glued to non-ASCII text */
+		if (!letters || len < min || len >= sizeof(w))
+			continue;	/* digits or non-ASCII in it, too short, or too long */
 		w[len] = '\0';
 		for (size_t i = 0; i < n && !dup; i++)
 			dup = strcmp(words[i], w) == 0;
@@ -375,18 +378,20 @@ first_copy(const struct match *m, size_t n, const struct doc *docs, size_t nd, u
 }
 
 /*
- * The engine's clone-aware rank of text (first_copy), paging as mcpd does;
- * 0 when no copy is in its first ENGINE_DEPTH hits.
+ * The engine's clone-aware rank of text (first_copy), paging as mcpd does
+ * until a page holds a copy; 0 when no copy matches. No depth cap: a rank
+ * counts distinct texts and each text has up to 170 copies at 1,000,000, so
+ * a 117th text is about 20,000 hits down.
  */
 static size_t
 engine_rank(struct mb_index *idx, const struct mb_query *q, const struct doc *docs, size_t nd,
     uint64_t text)
 {
-	struct match m[ENGINE_DEPTH];
-	size_t n = 0;
+	struct match *m = NULL;
+	size_t n = 0, rank;
 	bool more = true;
 
-	for (int64_t off = 0; off < ENGINE_DEPTH && more; off += MB_SEARCH_MAX_LIMIT) {
+	for (int64_t off = 0; more; off += MB_SEARCH_MAX_LIMIT) {
 		struct mb_search_page pg;
 		struct mb_err err = { 0 };
 		bool found = false;
@@ -395,14 +400,17 @@ engine_rank(struct mb_index *idx, const struct mb_query *q, const struct doc *do
 			fprintf(stderr, "bench_known_item: search: %s\n", err.msg);
 			exit(1);
 		}
-		for (size_t i = 0; i < pg.n && n < ENGINE_DEPTH; i++) {
+		m = mb_xrealloc(m, (n + pg.n + 1) * sizeof(*m));
+		for (size_t i = 0; i < pg.n; i++) {
 			m[n++].id = pg.hits[i].id;
 			found |= text_of(docs, nd, pg.hits[i].id) == text;
 		}
 		more = pg.more && !found;
 		mb_search_page_release(&pg);
 	}
-	return first_copy(m, n, docs, nd, text);
+	rank = first_copy(m, n, docs, nd, text);
+	free(m);
+	return rank;
 }
 
 /* Every match of q's text with both bm25() scores and its date, into *m_r. */
@@ -437,6 +445,8 @@ sql_ranks(struct match *m, size_t n, const struct doc *docs, size_t nd, uint64_t
 {
 	size_t w = n < WINDOW ? n : WINDOW;
 
+	if (n == 0)	/* nothing matched (m is NULL): every rank stays 0, not found */
+		return;
 	qsort(m, n, sizeof(*m), cmp_w);
 	rank[R_BM25] = first_copy(m, n, docs, nd, text);
 	qsort(m, n, sizeof(*m), cmp_u);
