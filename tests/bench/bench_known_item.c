@@ -10,7 +10,7 @@
  * one or two words of its subject, half the time a word of the sender's
  * name, half the time a rare body word (one of the rarest third of its first
  * 60 words) -- and records where the target
- * comes under five orders of the messages the query matches:
+ * comes under six orders of the messages the query matches:
  *
  *   engine       mb_search_run(), what mcpd serves (exact weighted BM25)
  *   newest-500   the engine before 2026-12: weighted BM25 over the newest
@@ -400,6 +400,7 @@ engine_rank(struct mb_index *idx, const struct mb_query *q, const struct doc *do
 			fprintf(stderr, "bench_known_item: search: %s\n", err.msg);
 			exit(1);
 		}
+		/* + 1: an empty first page must not ask for 0 bytes */
 		m = mb_xrealloc(m, (n + pg.n + 1) * sizeof(*m));
 		for (size_t i = 0; i < pg.n; i++) {
 			m[n++].id = pg.hits[i].id;
