@@ -61,6 +61,7 @@ tick_start(struct sd *sd)
 	sd->tick.ticks++;
 	sd->tick.sync_now = false;
 	sd->tick.tick_started_ms = mb_now_ms();
+	sd->tick.wait_ms = 0;
 	sd_pool_tick_begin(sd);
 	sd_writer_tick_begin(sd);
 	sd_watch_tick_begin(sd);
@@ -150,6 +151,7 @@ targeted_start(struct sd *sd, char *folder)
 
 	sd->tick.targeted = folder;
 	sd->tick.tick_started_ms = mb_now_ms();
+	sd->tick.wait_ms = 0;
 	sd_pool_round_begin(sd);
 	sd_writer_tick_begin(sd);
 	if (sd_sched_folder(sd, folder, &err) == -1) {
@@ -190,6 +192,23 @@ merge_when_caught_up(struct sd *sd)
 		sd_writer_merge_check(sd);
 }
 
+/*
+ * Where the tick's time went in the scheduler, the single writer: with one
+ * process writing, a tick can go no faster than its writing, and the wait
+ * on the workers is all that more overlap with them could win back
+ * (docs/syncd.md, "The writer"; scripts/bench-syncd sums these lines).
+ */
+static void
+log_tick_time(const struct sd *sd)
+{
+	const double s = 1000.0;
+
+	mb_log_info("tick %u time: staging %.1f s, committing %.1f s, ranking bounds %.1f s, "
+	    "waiting for workers %.1f s", sd->tick.ticks, (double)sd->writer.stage_ms / s,
+	    (double)sd->writer.commit_ms / s, (double)sd->writer.bounds_ms / s,
+	    (double)sd->tick.wait_ms / s);
+}
+
 static void
 tick_end(struct sd *sd)
 {
@@ -210,6 +229,8 @@ tick_end(struct sd *sd)
 	    (unsigned long long)sd->writer.tick_rows, sd->writer.tick_rows == 1 ? "" : "s",
 	    sd->pool.tick_dead ? ", some ranges dead-lettered" : "",
 	    (double)(mb_now_ms() - sd->tick.tick_started_ms) / 1000.0);
+	if (sd->writer.tick_rows > 0)
+		log_tick_time(sd);
 	sd->tick.partial |= sd->pool.tick_dead > 0;
 	/* What --once and --backfill exit with: the worst of the run. */
 	if (sd->pool.auth_blocked)
@@ -267,8 +288,8 @@ sd_run(struct sd *sd)
 	sd_progress_init(&sd->progress, isatty(STDOUT_FILENO));
 	(void)mb_notify("READY=1\nSTATUS=syncing");	/* systemd Type=notify */
 	while (!sd->tick.quit) {
-		long long now = mb_now_ms();
-		int timeout = -1, wait_ms, dl, wd = mb_notify_watchdog();
+		long long now = mb_now_ms(), t0;
+		int timeout = -1, wait_ms, dl, r, wd = mb_notify_watchdog();
 		nfds_t n = 0;
 
 		signals(sd);
@@ -354,7 +375,11 @@ sd_run(struct sd *sd)
 		n += sd_control_pollfds(sd, pfd + n);
 		n_ctl = n;
 		n += sd_watch_pollfds(sd, pfd + n);
-		if (poll(pfd, n, timeout) == -1) {
+		t0 = mb_now_ms();
+		r = poll(pfd, n, timeout);
+		if (sd->tick.in_tick)
+			sd->tick.wait_ms += mb_now_ms() - t0;
+		if (r == -1) {
 			if (errno == EINTR)
 				continue;
 			mb_fatal("poll");

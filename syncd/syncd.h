@@ -322,6 +322,7 @@ struct sd_tick_state {
 	unsigned		 idle_ticks;	/* backfill: ticks in a row that wrote nothing */
 	long long		 run_started_ms;
 	char			*targeted;	/* owned: the folder of a targeted sync (push), else NULL */
+	long long		 wait_ms;	/* this tick: time in poll(), waiting on workers */
 };
 
 /* Written by sched.c only: what the current tick's enumeration did. */
@@ -386,6 +387,9 @@ struct sd_writer_state {
 	/* The full-text merge (writer.c): a daemon's, a step at a time while idle. */
 	bool			 merge_pending;
 	long long		 merge_started_ms;	/* monotonic */
+	/* This tick's writing time (ms, monotonic), logged at its end beside
+	 * loop.c's wait: staging ranges, committing groups, building bounds. */
+	long long		 stage_ms, commit_ms, bounds_ms;
 };
 
 struct sd_ctl;

@@ -57,6 +57,7 @@ sd_writer_tick_begin(struct sd *sd)
 {
 	sd->writer.write_failed = false;
 	sd->writer.tick_rows = 0;
+	sd->writer.stage_ms = sd->writer.commit_ms = sd->writer.bounds_ms = 0;
 }
 
 /*
@@ -132,13 +133,18 @@ sd_writer_merge_check(struct sd *sd)
 int
 sd_writer_flush(struct sd *sd, struct mb_err *err)
 {
+	long long t0 = mb_now_ms(), t1;
+
 	if (!sd->writer.txn_open)
 		return 0;
 	sd->writer.txn_open = false;
 	if (mb_index_flush(sd->idx, err) == 0 && sd_commit(sd, err) == 0) {
 		sd->writer.tick_rows += sd->writer.txn_rows;
 		sd->writer.txn_rows = 0;
+		t1 = mb_now_ms();
+		sd->writer.commit_ms += t1 - t0;
 		writer_bounds(sd);
+		sd->writer.bounds_ms += mb_now_ms() - t1;
 		return 0;
 	}
 	mb_index_rollback(sd->idx);	/* no-op when sd_commit already rolled back */
@@ -160,6 +166,7 @@ int
 sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err)
 {
 	struct mb_index_row *rows = mb_xcalloc(w->n_rows ? w->n_rows : 1, sizeof(*rows));
+	long long t0 = mb_now_ms();
 
 	for (size_t i = 0; i < w->n_rows; i++)
 		rows[i] = w->rows[i].row;	/* shallow: the pointers stay w's */
@@ -175,6 +182,7 @@ sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err)
 	if (sd_queue_ack(sd->idx, w->range.id, err) == -1)
 		goto fail;
 	free(rows);
+	sd->writer.stage_ms += mb_now_ms() - t0;
 	sd->writer.txn_rows += w->n_rows;
 	if (sd->writer.txn_rows >= SD_TXN_ROWS || mb_now_ms() >= sd->writer.txn_deadline_ms)
 		return sd_writer_flush(sd, err);

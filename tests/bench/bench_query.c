@@ -6,7 +6,9 @@
  * CPU time of the thread (both in ms), hits on the page, the total and
  * whether it is exact, and the warm-up's CPU time: the query's first run on
  * the connection, which also computes the statistics the ranking keeps per
- * query (fts_rank.c), as a search a person has not just made does.
+ * query (fts_rank.c), as a search a person has not just made does.  The
+ * handle is set up as mcpd sets up its own (mcpd/server.c): SQLite in
+ * multi-thread mode and the index read through a mapping.
  *
  *   bench_query INDEX REPS QUERY...
  *
@@ -92,10 +94,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_query INDEX REPS QUERY...\n");
 		return 2;
 	}
+	mb_index_per_thread_handles();
 	if (mb_index_open(argv[1], MB_INDEX_RO, &idx, &err) == -1) {
 		fprintf(stderr, "bench_query: %s\n", err.msg);
 		return 1;
 	}
+	(void)mb_index_set_mmap(idx, INT64_C(4) << 30, &err);	/* mcpd's MCP_INDEX_MMAP */
 	if (getenv("BENCH_TOUCH") != NULL &&
 	    mb_index_open(argv[1], MB_INDEX_RW, &rw, &err) == -1) {
 		fprintf(stderr, "bench_query: %s\n", err.msg);

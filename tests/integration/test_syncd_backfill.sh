@@ -64,6 +64,17 @@ grep -q "^backfill: merging the full-text index" "$work/backfill.out" || fail "b
 grep -q "full-text index merged into one segment in" "$SYNCD_LOG" || fail "no merge line in the log"
 [ "$(syncd_sql "SELECT merged_max_id FROM fts_merge_state")" = "$(syncd_sql "SELECT max(id) FROM messages")" ] ||
     fail "the merge was not recorded"
+# Every tick that wrote says where the scheduler's time went (staging,
+# committing, ranking bounds, waiting for workers), and the parts fit in
+# the tick's own time; a tick that wrote nothing says nothing of it.
+awk '/ done: [1-9][0-9]* messages? written/ { t = $(NF - 1); want = 1; next }
+    / time: staging / { if (!want) { print "a time line after a tick that wrote nothing"; bad = 1 }
+	sum = 0; for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") sum += $(i - 1)
+	if (sum > t + 0.3) { printf "parts %.1f s > tick %.1f s\n", sum, t; bad = 1 }
+	want = 0; n++ }
+    / done: 0 messages written/ { want = 0 }
+    END { if (n == 0) { print "no time line"; bad = 1 }; exit bad }' "$SYNCD_LOG" > "$work/split.out" ||
+    fail "tick time lines: $(cat "$work/split.out")"
 for f in INBOX Archive 'Entwürfe'; do
 	diff <(server_uids "$f") <(index_uids "$f") > /dev/null || fail "folder $f: index != mailbox"
 done
