@@ -35,8 +35,9 @@
  * page (rank_collect): the best offset + limit so far and everything tied
  * with the last of them.  The score of that last row is the floor
  * (struct idx_rank_floor, bound as ?9), raised as rows arrive; a row that
- * cannot reach it even at length zero is not scored to the end (fts_rank.c),
- * which spares the length lookup for most matches of a common word.  Every
+ * cannot reach it even at the shortest length its hits allow is not scored
+ * to the end (fts_rank.c), which spares the length lookup for most matches
+ * of a common word.  Every
  * match is still counted, so the total is exact.  Where the block bounds
  * serve the query (index_search_blocks.c) most matches are never read; with
  * filters the total is then counted up to a cap.

@@ -68,4 +68,11 @@ int	mb_fts_bounds_register(sqlite3 *db, struct mb_err *err);
  */
 extern _Atomic uint64_t	idx_rank_computed;
 
+/*
+ * How many rows the ranked walk has read the length of (a docsize lookup,
+ * fts_rank.c): for the tests, which check that a row whose hits prove it
+ * cannot reach the page is not measured.
+ */
+extern _Atomic uint64_t	idx_rank_sized;
+
 #endif

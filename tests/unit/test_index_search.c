@@ -3,7 +3,8 @@
  * body), ties newest first then by id on every page, the structured
  * filters and their errors, paging, snippets (the excerpt, FTS5's snippet()
  * for stemmed words, the body's start for filters alone), the ranking exact
- * over every match of a frequent word (against FTS5's own bm25()), CJK
+ * over every match of a frequent word (against FTS5's own bm25()), a row's
+ * length read only when the row could still reach the page, CJK
  * words, and the cursor hash.  Each test builds a small
  * index with mb_index_upsert (support_index.c) and reads it read-only, as
  * mcpd does.
@@ -20,6 +21,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "mailbox/buf.h"
 #include "mailbox/index.h"
 #include "mailbox/index_raw.h"
 #include "mailbox/msg.h"
@@ -28,6 +30,8 @@
 #include "mailbox/search.h"
 #include "mailbox/util.h"
 #include "support_index.h"
+
+#include "../../libmailbox/core/rank-private.h"
 
 #define DAY	86400
 #define T0	1700000000	/* 2023-11-14T22:13:20Z */
@@ -279,6 +283,60 @@ the_best_match_is_first_however_old(void **state)
 	for (size_t i = 0; i < pg.n; i++)
 		assert_int_equal(pg.hits[i].id, want[i]);
 	mb_search_page_release(&pg);
+}
+
+/*
+ * The ranked walk reads a row's length (a lookup of its own) only when the
+ * row could still reach the page.  A row whose hits lie at token 400 of its
+ * body holds 401 tokens at least, and at that length its score cannot reach
+ * the page's; at length 0 it could, so the length was read for every one.
+ * The page is still FTS5's own order.
+ */
+static void
+a_match_deep_in_a_long_body_is_not_measured(void **state)
+{
+	struct fx *f = *state;
+	struct mb_buf body = MB_BUF_INIT(8192);
+	struct mb_search_page pg;
+	struct mb_err err = { 0 };
+	char subject[32];
+	int64_t want[201];
+	uint64_t sized;
+	uint32_t uid = 1;
+
+	assert_int_equal(mb_index_begin(f->rw, &err), 0);
+	put(f, f->inbox, uid++, &(struct mb_test_msg){ .subject = "report",
+	    .body = "otter otter otter and a few words", .date = T0 });
+	for (unsigned i = 0; i < 400; i++)
+		mb_buf_addf(&body, "filler%u ", i % 50);
+	mb_buf_addf(&body, "otter otter otter");
+	for (unsigned i = 0; i < 200; i++) {
+		snprintf(subject, sizeof(subject), "notes %u", i);
+		put(f, f->inbox, uid++, &(struct mb_test_msg){ .subject = subject,
+		    .body = body.data, .date = T0 + DAY });
+	}
+	for (unsigned i = 0; i < 300; i++) {	/* so that the word is in under half */
+		snprintf(subject, sizeof(subject), "other %u", i);
+		put(f, f->inbox, uid++, &(struct mb_test_msg){ .subject = subject,
+		    .body = "nothing to see", .date = T0 + DAY });
+	}
+	assert_int_equal(mb_index_commit(f->rw, &err), 0);
+	mb_buf_release(&body);
+
+	assert_int_equal(mb_test_bm25_order(f->rw, "otter", want, 201), 201);
+	assert_int_equal(want[0], 1);	/* the fixture is what it says */
+	page_of(f, "otter", NULL, 0, 1, &pg);	/* the statistics, computed once */
+	mb_search_page_release(&pg);
+	sized = idx_rank_sized;
+	page_of(f, "otter", NULL, 0, 1, &pg);
+	sized = idx_rank_sized - sized;
+	assert_int_equal(pg.n, 1);
+	assert_int_equal(pg.hits[0].id, want[0]);
+	assert_int_equal(pg.total, 201);	/* every match counted all the same */
+	mb_search_page_release(&pg);
+	if (sized > 10)
+		fail_msg("the length of %llu of 201 matches was read",
+		    (unsigned long long)sized);
 }
 
 /*
@@ -687,6 +745,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(ties_are_newest_first_then_highest_id_on_every_page,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(the_best_match_is_first_however_old, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(a_match_deep_in_a_long_body_is_not_measured, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(pages_of_a_frequent_word_hold_every_match_once,
 		    setup, teardown),
