@@ -15,7 +15,6 @@
 #include "mailbox/util.h"
 #include "mcpd.h"
 
-#define MCP_INDEX_MMAP	(INT64_C(4) << 30)	/* 4 GiB of address space at most */
 
 /* A thread's read-only connections, one slot per account (opened on first use). */
 struct thread_indexes {
@@ -116,7 +115,7 @@ mcp_account_index(struct mcp_server *srv, size_t account, struct mb_err *err)
 	 * the process's own memory (RssFile, not RssAnon).  Without it reads
 	 * still work, only slower.
 	 */
-	(void)mb_index_set_mmap(idx, MCP_INDEX_MMAP, &ignored);
+	(void)mb_index_set_mmap(idx, MB_INDEX_READER_MMAP, &ignored);
 	t->idx[account] = idx;
 	return idx;
 }

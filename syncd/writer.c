@@ -133,10 +133,11 @@ sd_writer_merge_check(struct sd *sd)
 int
 sd_writer_flush(struct sd *sd, struct mb_err *err)
 {
-	long long t0 = mb_now_ms(), t1;
+	long long t0, t1;
 
 	if (!sd->writer.txn_open)
 		return 0;
+	t0 = mb_now_ms();
 	sd->writer.txn_open = false;
 	if (mb_index_flush(sd->idx, err) == 0 && sd_commit(sd, err) == 0) {
 		sd->writer.tick_rows += sd->writer.txn_rows;

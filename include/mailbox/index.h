@@ -62,6 +62,9 @@ void	mb_index_per_thread_handles(void);
  */
 int	mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err);
 
+/* The mapping a reader asks for: 4 GiB of address space at most (mcpd, bench_query). */
+#define MB_INDEX_READER_MMAP	(INT64_C(4) << 30)
+
 /*
  * Bytes of text FTS5 has handed the tokenizer for snippet() and the other
  * auxiliary functions, in this process so far (indexing and queries are not

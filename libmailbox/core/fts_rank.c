@@ -154,7 +154,7 @@ fts_key_read(sqlite3 *db, unsigned char **key_r, size_t *len_r)
 }
 
 _Atomic uint64_t idx_rank_computed;
-_Atomic uint64_t idx_rank_sized;
+_Thread_local uint64_t idx_rank_sized;
 
 /*
  * Whether c may keep and reuse statistics for the index db reads now: at a
@@ -339,6 +339,8 @@ static void
 rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
     sqlite3_value **val, const struct idx_rank_floor *floor, int w)
 {
+	/* the positions' proof of length is only wanted against a floor */
+	bool bounded = floor != NULL && floor->set;
 	struct rank_query *q;
 	int rc, n_tok, min_tok = 0;
 
@@ -352,7 +354,7 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 		}
 	}
 	q = rank_query_get(api, fts, ctx, val[0], &rc);
-	if (q != NULL)
+	if (q != NULL && bounded)
 		memset(q->col_min, 0, (size_t)q->n_col * sizeof(*q->col_min));
 	/*
 	 * Each phrase's hits in the row, in position order, as bm25() counts
@@ -370,11 +372,11 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 		for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
 		    api->xPhraseNext(fts, &it, &col, &off)) {
 			q->freq[i] += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
-			if (col < q->n_col && off >= q->col_min[col])
+			if (bounded && col < q->n_col && off >= q->col_min[col])
 				q->col_min[col] = off + 1;
 		}
 	}
-	for (int c = 0; q != NULL && c < q->n_col; c++)
+	for (int c = 0; q != NULL && bounded && c < q->n_col; c++)
 		min_tok += q->col_min[c];
 	/*
 	 * The score is monotone in the length, so the row's score at the
@@ -385,13 +387,12 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	 * 53,672 matches instead of 3,399, `the` 408 instead of 2,249
 	 * (docs/benchmarks.md, "Lengths the hits prove").
 	 */
-	if (rc == SQLITE_OK && floor != NULL && floor->set &&
-	    rank_score(q, (double)min_tok) > floor->score) {
+	if (rc == SQLITE_OK && bounded && rank_score(q, (double)min_tok) > floor->score) {
 		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */
 		return;
 	}
 	if (rc == SQLITE_OK) {
-		atomic_fetch_add_explicit(&idx_rank_sized, 1, memory_order_relaxed);
+		idx_rank_sized++;
 		rc = api->xColumnSize(fts, -1, &n_tok);
 	}
 	if (rc == SQLITE_OK)

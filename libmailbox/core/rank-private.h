@@ -70,9 +70,10 @@ extern _Atomic uint64_t	idx_rank_computed;
 
 /*
  * How many rows the ranked walk has read the length of (a docsize lookup,
- * fts_rank.c): for the tests, which check that a row whose hits prove it
- * cannot reach the page is not measured.
+ * fts_rank.c) on this thread: for the tests, which check that a row whose
+ * hits prove it cannot reach the page is not measured.  Per thread, so
+ * that mcpd's searching threads share no counter on the walk's path.
  */
-extern _Atomic uint64_t	idx_rank_sized;
+extern _Thread_local uint64_t	idx_rank_sized;
 
 #endif

@@ -99,7 +99,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_query: %s\n", err.msg);
 		return 1;
 	}
-	(void)mb_index_set_mmap(idx, INT64_C(4) << 30, &err);	/* mcpd's MCP_INDEX_MMAP */
+	(void)mb_index_set_mmap(idx, MB_INDEX_READER_MMAP, &err);
 	if (getenv("BENCH_TOUCH") != NULL &&
 	    mb_index_open(argv[1], MB_INDEX_RW, &rw, &err) == -1) {
 		fprintf(stderr, "bench_query: %s\n", err.msg);

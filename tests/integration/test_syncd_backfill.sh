@@ -68,7 +68,9 @@ grep -q "full-text index merged into one segment in" "$SYNCD_LOG" || fail "no me
 # committing, ranking bounds, waiting for workers), and the parts fit in
 # the tick's own time; a tick that wrote nothing says nothing of it.
 awk '/ done: [1-9][0-9]* messages? written/ { t = $(NF - 1); want = 1; next }
-    / time: staging / { if (!want) { print "a time line after a tick that wrote nothing"; bad = 1 }
+    / time: / { if (!want) { print "a time line after a tick that wrote nothing"; bad = 1 }
+	if ($0 !~ / time: staging [0-9]+\.[0-9] s, committing [0-9]+\.[0-9] s, ranking bounds [0-9]+\.[0-9] s, waiting for workers [0-9]+\.[0-9] s$/) {
+		print "not the time line: " $0; bad = 1 }
 	sum = 0; for (i = 1; i <= NF; i++) if ($i == "s," || $i == "s") sum += $(i - 1)
 	if (sum > t + 0.3) { printf "parts %.1f s > tick %.1f s\n", sum, t; bad = 1 }
 	want = 0; n++ }
