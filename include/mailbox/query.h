@@ -129,7 +129,12 @@ int	mb_query_parse_date(const char *s, size_t len, int64_t *t_r);
  */
 const char	*mb_query_prefixes(void);
 
-/* Append the FTS5 string literal for s (len bytes) to out: "s" with " doubled. */
+/*
+ * Append the FTS5 string literal for s (len bytes) to out: "s" with "
+ * doubled, and a space first when s starts with a control character (a
+ * separator to the tokenizer: the same match), so that no phrase of it is
+ * taken for an index word as it is (mb_cjk's raw terms, docs/index.md).
+ */
 struct mb_buf;
 int	mb_query_quote(struct mb_buf *out, const char *s, size_t len);
 

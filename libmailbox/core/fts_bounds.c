@@ -57,7 +57,7 @@ rank_front_add(struct rank_front *fr, uint32_t f, uint32_t d)
 double
 rank_front_max(const struct rank_front *fr, double avgdl)
 {
-	const double k1 = 1.2, b = 0.75;	/* as rank_score() in fts_rank.c */
+	const double k1 = 1.2, b = 0.75;	/* as rank_term() in fts_rank.c */
 	double best = 0.0;
 
 	for (int i = 0; i < fr->n; i++) {
@@ -67,6 +67,37 @@ rank_front_max(const struct rank_front *fr, double avgdl)
 		best = t > best ? t : best;
 	}
 	return best;
+}
+
+/* The most f of fr's points of length d at most: what a row of length d can have (0: none). */
+static uint32_t
+front_at(const struct rank_front *fr, uint32_t d)
+{
+	uint32_t f = 0;
+
+	for (int i = 0; i < fr->n; i++)
+		if (fr->p[i].d <= d && fr->p[i].f > f)
+			f = fr->p[i].f;
+	return f;
+}
+
+void
+rank_front_sum(struct rank_front *sum, const struct rank_front *fr)
+{
+	struct rank_front out = { 0 };
+
+	/* a row of length d has at most sum's f there plus fr's: at each point's d */
+	for (int k = 0; k < 2; k++) {
+		const struct rank_front *from = k == 0 ? sum : fr;
+
+		for (int i = 0; i < from->n; i++) {
+			uint32_t d = from->p[i].d;
+			uint64_t f = (uint64_t)front_at(sum, d) + front_at(fr, d);
+
+			rank_front_add(&out, f > UINT32_MAX ? UINT32_MAX : (uint32_t)f, d);
+		}
+	}
+	*sum = out;
 }
 
 static int

@@ -258,6 +258,13 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 
 	if ((flags & FTS5_TOKENIZE_AUX) && ntext > 0)
 		atomic_fetch_add_explicit(&aux_bytes, (uint64_t)ntext, memory_order_relaxed);
+	/*
+	 * A raw term (MB_FTS_RAW_TERM): one token, the index's word as it is.
+	 * Porter's stem of a stem is not always itself (spambay: spambai), so
+	 * a word read from the index could not be matched by its text.
+	 */
+	if ((flags & FTS5_TOKENIZE_QUERY) && ntext > 1 && text[0] == MB_FTS_RAW_TERM)
+		return token(ctx, 0, text + 1, ntext - 1, 0, ntext);
 	if (ntext <= 0 || !mb_utf8_fold(text, (size_t)ntext, &folded, &nfolded, &map))
 		return cjk_split((struct cjk_tok *)p, &out, flags, text, ntext);
 	if (nfolded > INT32_MAX) {

@@ -319,16 +319,93 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
  * monotone in D (IEEE arithmetic rounds monotonically), so D = 0 gives a
  * bound no row of these hits can beat, bit for bit.
  */
+static inline double
+rank_term(double idf, double f, double dl, double avgdl)
+{
+	const double k1 = 1.2, b = 0.75;
+
+	return idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl / avgdl)));
+}
+
 static double
 rank_score(const struct rank_query *q, double dl)
 {
-	const double k1 = 1.2, b = 0.75;
 	double score = 0.0;
 
 	for (int i = 0; i < q->n_phrase; i++)
-		score += q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
-		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl)));
+		score += rank_term(q->idf[i], q->freq[i], dl, q->avgdl);
 	return -1.0 * score;
+}
+
+/* Whether sorted ids (n of them) hold id. */
+static bool
+ids_hold(const int64_t *ids, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ids[mid] == id)
+			return true;
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+#define RANK_PREFIX_COLS	16	/* columns a prefix row's hits prove lengths of */
+
+/*
+ * A row of a prefix's walk (struct idx_rank_prefix): the hits of every
+ * phrase (the prefix's words; a phrase under NOT has none in a row that
+ * matches) summed as the one phrase's, then scored as rank_row scores it.
+ * The words' hits are summed word by word rather than in position order:
+ * the same doubles while the column weights are whole numbers, as
+ * IDX_RANK_WEIGHTS's are (sums of small integers are exact in any order).
+ */
+static void
+rank_row_prefix(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+    int n_val, sqlite3_value **val, const struct idx_rank_floor *floor, int w)
+{
+	const struct idx_rank_prefix *p = floor->prefix;
+	int col_min[RANK_PREFIX_COLS] = { 0 };
+	int n_phrase = api->xPhraseCount(fts);
+	int rc = SQLITE_OK, n_tok = 0, min_tok = 0;
+	double f = 0.0;
+
+	if (ids_hold(p->skip, p->n_skip, api->xRowid(fts))) {
+		sqlite3_result_null(ctx);	/* ranked by an earlier statement */
+		return;
+	}
+	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++) {
+		Fts5PhraseIter it;
+		int col, off;
+
+		for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
+		    api->xPhraseNext(fts, &it, &col, &off)) {
+			f += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
+			if (col < RANK_PREFIX_COLS && off >= col_min[col])
+				col_min[col] = off + 1;
+		}
+	}
+	for (int c = 0; c < RANK_PREFIX_COLS; c++)
+		min_tok += col_min[c];
+	if (rc == SQLITE_OK && floor->set &&
+	    -1.0 * rank_term(p->idf, f, (double)min_tok, p->avgdl) > floor->score) {
+		sqlite3_result_null(ctx);	/* strictly worse than the floor */
+		return;
+	}
+	if (rc == SQLITE_OK) {
+		idx_rank_sized++;
+		rc = api->xColumnSize(fts, -1, &n_tok);
+	}
+	if (rc == SQLITE_OK)
+		sqlite3_result_double(ctx, -1.0 * rank_term(p->idf, f, (double)n_tok, p->avgdl));
+	else
+		sqlite3_result_error_code(ctx, rc);
 }
 
 /*
@@ -352,6 +429,10 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 			sqlite3_result_null(ctx);	/* ranked, or cannot reach the page */
 			return;
 		}
+	}
+	if (floor != NULL && floor->prefix != NULL) {
+		rank_row_prefix(api, fts, ctx, n_val, val, floor, w);
+		return;
 	}
 	q = rank_query_get(api, fts, ctx, val[0], &rc);
 	if (q != NULL && bounded)
@@ -460,6 +541,45 @@ mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 	sqlite3_result_null(ctx);
 }
 
+/*
+ * mb_bm25_kept(MATCH, STATS): fills STATS (a struct idx_rank_stats bound
+ * as IDX_RANK_STATS) from the statistics this connection keeps for MATCH,
+ * if it keeps them for the index as it is now; answers whether it did.  A
+ * plain function, not FTS5's: it runs no MATCH, so a prefix search learns
+ * whether its statistics are kept without FTS5 merging the prefix's
+ * doclists to start a statement (index_search_prefix.c).  STATS's phrase
+ * sizes are not kept: they are left 0.
+ */
+static void
+mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
+{
+	struct rank_cache *c = sqlite3_user_data(ctx);
+	const char *key = (const char *)sqlite3_value_text(val[0]);
+	struct idx_rank_stats *out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
+	struct rank_stats *s = NULL;
+
+	(void)n_val;
+	if (key != NULL && out != NULL && rank_cache_current(c, sqlite3_context_db_handle(ctx))) {
+		/* a MATCH text always parses to the same phrases */
+		for (size_t i = 0; s == NULL && i < RANK_CACHE; i++)
+			if (c->slot[i].key != NULL && strcmp(c->slot[i].key, key) == 0)
+				s = &c->slot[i];
+	}
+	if (s == NULL || s->n_phrase > IDX_RANK_PHRASES) {
+		sqlite3_result_int(ctx, 0);
+		return;
+	}
+	memset(out, 0, sizeof(*out));
+	out->n_phrase = s->n_phrase;
+	out->avgdl = s->avgdl;
+	for (int i = 0; i < s->n_phrase; i++) {
+		out->idf[i] = s->idf[i];
+		out->n_hit[i] = (int64_t)s->idf[s->n_phrase + i];
+	}
+	out->set = true;
+	sqlite3_result_int(ctx, 1);
+}
+
 int
 mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 {
@@ -480,6 +600,9 @@ mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 	rc = api->xCreateFunction(api, "mb_bm25_top", c, mb_bm25_top, NULL);
 	if (rc == SQLITE_OK)
 		rc = api->xCreateFunction(api, "mb_bm25_stats", c, mb_bm25_stats, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function_v2(db, "mb_bm25_kept", 2, SQLITE_UTF8, c,
+		    mb_bm25_kept, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25_top: %s",
 		    sqlite3_errstr(rc));

@@ -234,6 +234,15 @@ fts5_api	*mb_fts5_api(sqlite3 *db);
  */
 int	mb_fts_tokenizer(sqlite3 *db, fts5_tokenizer *tk, Fts5Tokenizer **t);
 
+/*
+ * A query phrase whose text starts with this byte is one index word, as
+ * the index holds it (mb_cjk passes it through untouched): the prefix walk
+ * matches the words it read from the index so (index_search_prefix.c).
+ * mb_query_quote() never starts a phrase with a control character, so no
+ * user's text is taken for one.
+ */
+#define MB_FTS_RAW_TERM	'\x01'
+
 /* Register the mb_cjk FTS5 tokenizer on db (fts_cjk.c). */
 int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 
@@ -258,6 +267,23 @@ struct idx_rank_floor {
 	const double	*block_bound;
 	const bool	*block_read;
 	int64_t		 n_blocks;
+	/* A prefix's walk (index_search_prefix.c; NULL otherwise). */
+	const struct idx_rank_prefix	*prefix;
+};
+
+/*
+ * A prefix ranked as the OR of its words (index_search_prefix.c): the
+ * statement's phrases are the words, and a row's hits of all of them
+ * together are the prefix's hits, scored as one phrase with the prefix's
+ * statistics (its IDF over the rows that hold any of its words).  A row
+ * whose id is in skip (sorted) was ranked by an earlier statement: it is
+ * answered NULL.
+ */
+struct idx_rank_prefix {
+	double		 idf;
+	double		 avgdl;
+	const int64_t	*skip;
+	size_t		 n_skip;
 };
 
 /*

@@ -27,9 +27,11 @@
  * common word the exact count cost more than everything else
  * (docs/benchmarks.md).
  *
- * What this does not serve (the caller reads every match): prefixes (FTS5
- * merges a prefix's doclists again for every range), the filters the index
- * does not cover (to:me, id:) and thread:, which name a few rows read
+ * A prefix is walked through its words (prefix_walk, index_search_prefix.c):
+ * FTS5 would merge a prefix's doclists again for every range.
+ *
+ * What this does not serve (the caller reads every match): the filters the
+ * index does not cover (to:me, id:) and thread:, which name a few rows read
  * through their own index, and an index without bounds.
  */
 #include <stdbool.h>
@@ -127,6 +129,7 @@ struct walk {
 	int64_t			*chunk_gen;	/* owned: per chunk, its build */
 	double			*term;		/* owned: one phrase's term per block, IDF aside */
 	double			*bound;		/* owned: per block, the best score it can hold */
+	const char		*range_match;	/* the ranges' MATCH (NULL: the query's) */
 };
 
 static void
@@ -428,6 +431,73 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	return 0;
 }
 
+/*
+ * w->bound for a prefix's walk over its bounded words (the rows holding
+ * another word are ranked before it, and skipped by it): in each block,
+ * the front of the words' hits summed (rank_front_sum: a row of length d
+ * holds at most each word's most at d), its best BM25 term times the
+ * prefix's IDF.  A block a word's bounds do not vouch for gets the most a
+ * term can give; one none of the words is in, 0 (no row to read).
+ */
+static int
+prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *err)
+{
+	struct rank_front *sum = mb_xcalloc((size_t)w->n_blocks, sizeof(*sum));
+	int *vouched = mb_xcalloc((size_t)w->n_blocks, sizeof(*vouched));
+	int rc = SQLITE_DONE;
+
+	for (int i = 0; rc == SQLITE_DONE && i < p->n_bounded; i++) {
+		sqlite3_stmt *st = idx_stmt_sql(w->idx, bounds_sql, err);
+
+		if (st == NULL) {
+			rc = -1;
+			break;
+		}
+		sqlite3_bind_text(st, 1, p->bounded[i], -1, SQLITE_STATIC);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t c = sqlite3_column_int64(st, 0);
+			const uint8_t *at = sqlite3_column_blob(st, 2);
+			const uint8_t *end = at + sqlite3_column_bytes(st, 2);
+			struct rank_front fr[RANK_CHUNK_BLOCKS], one;
+			unsigned block;
+			uint32_t bits;
+
+			if (c < 0 || c >= w->n_blocks / RANK_CHUNK_BLOCKS + 1 ||
+			    w->chunk_gen[c] != sqlite3_column_int64(st, 1))
+				continue;	/* of an older build of the chunk */
+			memset(fr, 0, sizeof(fr));	/* a block the word is not in: empty */
+			bits = w->chunk_blocks[c];
+			while (at != NULL && rank_front_next(&at, end, &block, &one))
+				fr[block] = one;
+			if (at != end)
+				bits = 0;	/* a malformed blob: trust none of it */
+			for (unsigned k = 0; k < RANK_CHUNK_BLOCKS; k++) {
+				int64_t b = c * RANK_CHUNK_BLOCKS + k;
+
+				if (!(bits & (1u << k)) || b >= w->n_blocks)
+					continue;
+				vouched[b]++;
+				rank_front_sum(&sum[b], &fr[k]);
+			}
+		}
+		idx_stmt_done(st);
+	}
+	if (rc == SQLITE_DONE) {
+		w->bound = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->bound));
+		for (int64_t b = 0; b < w->n_blocks; b++) {
+			double term = vouched[b] < p->n_bounded ? RANK_K1_PLUS_1 :
+			    rank_front_max(&sum[b], w->stats.avgdl);
+
+			w->bound[b] = -1.0 * (w->stats.idf[0] * term * (1.0 + RANK_SLACK));
+		}
+	}
+	free(sum);
+	free(vouched);
+	if (rc == -1)
+		return -1;
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank bounds", err);
+}
+
 static const double *sort_bound;	/* blocks_cmp's: set just before the qsort */
 
 static int
@@ -454,7 +524,8 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
 	if (w->filtered)
 		idx_search_bind(st, q, w->folder_id);	/* ?1 too */
 	else
-		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, w->range_match != NULL ? w->range_match : q->match, -1,
+		    SQLITE_STATIC);
 	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
 	sqlite3_bind_int64(st, 22, lo);
 	sqlite3_bind_int64(st, 23, hi);
@@ -574,7 +645,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			w->counted = true;
 			break;
 		}
-		if (set->floor.set && (w->n_tokens == 1 || w->filtered) &&
+		if (set->floor.set && (w->n_tokens == 1 || w->filtered || w->range_match != NULL) &&
 		    ++reads_floored > RANK_FIRST_READS) {
 			int64_t first, last, n_can, runs = runs_left(w, read, set->floor.score,
 			    &first, &last, &n_can);
@@ -619,6 +690,78 @@ filtered_total(struct walk *w, const struct mb_query *q, const struct idx_rank_s
 	return idx_search_count(w->idx, q, w->folder_id, cap, matches_r, exact_r, err);
 }
 
+_Thread_local uint64_t idx_rank_prefix_walks;
+/*
+ * Below this many matches a prefix is read whole: the walk's fixed costs
+ * (its words, their bounds, two statements for the rarer words) are more
+ * than FTS5's read.  spam* at 10,000 messages (5,736 matches): 3.1 ms of
+ * CPU walked, 2.4 read whole; at 100,000 (53,672): 8.0 walked, 12.9 read
+ * whole (docs/benchmarks.md, "Prefixes through their words").
+ */
+int64_t idx_rank_prefix_min_matches = 16384;
+
+/*
+ * Rank a prefix through its words (index_search_prefix.c): the rows that
+ * hold a word syncd does not bound first, in full, then the blocks of the
+ * bounded words' rows best bound first, skipping those rows.  With the
+ * prefix's statistics as kept, else computed (and kept, so that a full
+ * read after finds them) by FTS5's read of the prefix, once; the words
+ * are listed only when there are enough matches to walk.
+ */
+static int
+prefix_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set, bool *used_r,
+    int64_t *matches_r, struct mb_err *err)
+{
+	struct idx_prefix words = { 0 };
+	const struct idx_prefix *p = &words;
+	struct idx_rank_prefix score = { 0 };
+	struct idx_ids rare = { 0 };
+	int64_t max_id = 0;
+	bool kept = false, any = true, served = false;
+	int rc = -1;
+
+	if (idx_prefix_stats_kept(w->idx, q->match, &w->stats, &kept, err) == -1)
+		return -1;
+	if (!kept && query_stats(w, q, &any, err) == -1)
+		return -1;
+	if (!any || (w->stats.set && w->stats.n_phrase == 1 && w->stats.n_hit[0] == 0)) {
+		*used_r = true;	/* nothing matches */
+		return 0;
+	}
+	if (!w->stats.set || w->stats.n_phrase != 1 ||
+	    w->stats.n_hit[0] < idx_rank_prefix_min_matches)
+		return 0;	/* few matches: FTS5's read of the prefix is cheaper */
+	if (idx_prefix_words(w->idx, q->match, &words, &served, err) == -1)
+		return -1;
+	if (!served)
+		return 0;
+	if (idx_one_int64(w->idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+		goto out;
+	w->n_blocks = max_id / RANK_BLOCK_IDS + 1;
+	if (chunks_load(w, err) == -1 || prefix_blocks_bound(w, p, err) == -1)
+		goto out;
+	score.idf = w->stats.idf[0];
+	score.avgdl = w->stats.avgdl;
+	set->floor.prefix = &score;
+	if (idx_prefix_rank_rare(w->idx, p, set, &rare, err) == -1)
+		goto out;
+	score.skip = rare.ids;
+	score.n_skip = rare.n;
+	w->range_match = p->bounded_match;
+	w->n_tokens = p->n_bounded;
+	if (blocks_walk(w, q, set, err) == -1)
+		goto out;
+	idx_rank_prefix_walks++;
+	*matches_r = w->stats.n_hit[0];
+	*used_r = true;
+	rc = 0;
+out:
+	set->floor.prefix = NULL;
+	free(rare.ids);
+	idx_prefix_release(&words);
+	return rc;
+}
+
 int
 idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,
@@ -641,6 +784,11 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		return -1;
 	if (!ok)
 		return 0;
+	/* one prefix, unfiltered: through its words */
+	if (!filtered && idx_prefix_one(q->match)) {
+		rc = prefix_walk(&w, q, set, used_r, matches_r, err);
+		goto out;
+	}
 	/*
 	 * A prefix, or no word bounded: the caller reads every match.  So with
 	 * a column ({from_text} : ...): the bounds count a word's hits in every

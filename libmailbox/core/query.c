@@ -172,6 +172,13 @@ mb_query_quote(struct mb_buf *out, const char *s, size_t len)
 
 	if (mb_buf_addc(out, '"') == -1)
 		return -1;
+	/*
+	 * A control character is a separator to the tokenizer, so a space
+	 * before it changes no match; and a phrase that starts with one could
+	 * be taken for an index word as it is (MB_FTS_RAW_TERM, mb_cjk).
+	 */
+	if (len > 0 && (unsigned char)s[0] < 0x20 && mb_buf_addc(out, ' ') == -1)
+		return -1;
 	for (i = 0; i < len; i++) {
 		if (s[i] == '"' && mb_buf_addc(out, '"') == -1)
 			return -1;

@@ -44,6 +44,14 @@ void	rank_front_add(struct rank_front *fr, uint32_t f, uint32_t d);
  * at its largest over fr's points; 0 for an empty front. */
 double	rank_front_max(const struct rank_front *fr, double avgdl);
 
+/*
+ * Add fr to sum, a front of the sum of several terms' hits (a prefix's
+ * words: index_search_blocks.c): a row of length d holds at most, of each
+ * term, the most f of the term's points of length d or less, so the sum of
+ * those at each point's d bounds every row holding any of the terms.
+ */
+void	rank_front_sum(struct rank_front *sum, const struct rank_front *fr);
+
 /* Append block (0..RANK_CHUNK_BLOCKS-1) and its front to a chunk's bounds blob. */
 int	rank_front_put(struct mb_buf *out, unsigned block, const struct rank_front *fr);
 
@@ -75,5 +83,19 @@ extern _Atomic uint64_t	idx_rank_computed;
  * that mcpd's searching threads share no counter on the walk's path.
  */
 extern _Thread_local uint64_t	idx_rank_sized;
+
+/*
+ * How many prefix searches this thread ranked through their words
+ * (index_search_blocks.c): for the tests, which check that a prefix is
+ * walked, not read whole.
+ */
+extern _Thread_local uint64_t	idx_rank_prefix_walks;
+
+/*
+ * The fewest matches (the prefix's row count) for which a prefix is walked
+ * through its words (index_search_blocks.c); the tests lower it to walk
+ * the prefixes of a small index.
+ */
+extern int64_t	idx_rank_prefix_min_matches;
 
 #endif

@@ -146,6 +146,12 @@ enum { RANK_DATE_UNREAD, RANK_DATE_SET, RANK_DATE_NULL };
  * appended until there are twice as many as needed, then sorted and cut
  * back, and the floor raised to the keep-th score (index_search.c).
  */
+/* A growing list of ids (mb_xrealloc'd; the owner frees ids). */
+struct idx_ids {
+	int64_t	*ids;
+	size_t	 n, cap;
+};
+
 struct idx_rank_set {
 	struct idx_ranked	*rows;		/* owned */
 	size_t			 n, cap;
@@ -153,6 +159,7 @@ struct idx_rank_set {
 	size_t			 trim_at;	/* n that triggers the next cut */
 	int64_t			 matches;	/* every row the statement gave, scored or not */
 	struct idx_rank_floor	 floor;		/* bound to the statement */
+	struct idx_ids		*seen;		/* non-NULL: every row given is appended */
 };
 
 /* Sort set's rows and drop those strictly worse than the keep-th. */
@@ -170,11 +177,12 @@ bool	idx_match_plain(const char *match);
 
 /*
  * Rank q into set through the block bounds (index_search_blocks.c): only
- * the blocks of ids whose bound can reach set's floor are read.  filtered:
- * q has filters, or some row is not current (folder_id as
- * idx_search_scope() found it); the blocks' rows are then tested against
- * them.  *used_r false when the bounds cannot serve q (no bounds, a prefix,
- * too many phrases, a filter messages_search_filter does not cover): set is
+ * the blocks of ids whose bound can reach set's floor are read (a prefix
+ * through its words: index_search_prefix.c).  filtered: q has filters, or
+ * some row is not current (folder_id as idx_search_scope() found it); the
+ * blocks' rows are then tested against them.  *used_r false when the bounds
+ * cannot serve q (no bounds, a prefix the walk does not take, too many
+ * phrases, a filter messages_search_filter does not cover): set is
  * untouched and the caller reads every match.  Else *matches_r is the
  * number of matches: exact without filters (*exact_r true); with filters
  * counted up to a cap (MB_SEARCH_COUNT_CAP, or past set's keep), beyond
@@ -184,4 +192,41 @@ int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t fold
 	    bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,
 	    bool *exact_r, struct mb_err *err);
 
+/*
+ * A prefix query's words for the block walk (index_search_prefix.c): the
+ * words syncd bounds, and MATCH expressions for the rows that hold another.
+ */
+#define IDX_PREFIX_WORDS	64	/* more words: the caller reads every match */
+struct idx_prefix {
+	int	 n_words;
+	char	**bounded;	/* owned: n_bounded words, each bounded in rank_terms */
+	int	 n_bounded;
+	char	*bounded_match;	/* owned: the bounded words ORed */
+	char	*rare_only;	/* owned: rows with another word and no bounded one; NULL: none */
+	char	*rare_both;	/* owned: rows with another word and a bounded one */
+};
+/*
+ * match's words into *p when it is one prefix the walk serves (*ok_r true;
+ * release p after); else *ok_r false and p empty.  -1 with err on a
+ * failure of SQLite's.
+ */
+int	idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p,
+	    bool *ok_r, struct mb_err *err);
+/* Whether match (as query.c writes it) is one prefix phrase, "..."*, and nothing else. */
+bool	idx_prefix_one(const char *match);
+void	idx_prefix_release(struct idx_prefix *p);
+/*
+ * The statistics this connection keeps for match into *stats (*kept_r), as
+ * mb_bm25_stats() would fill them but without running the MATCH (the phrase
+ * sizes left 0); *kept_r false when none are kept for the index as it is.
+ */
+int	idx_prefix_stats_kept(struct mb_index *idx, const char *match,
+	    struct idx_rank_stats *stats, bool *kept_r, struct mb_err *err);
+/*
+ * Rank every row holding one of p's words that are not bounded into set
+ * (set->floor.prefix scoring them), their ids sorted into rare (the caller
+ * frees rare->ids).
+ */
+int	idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
+	    struct idx_rank_set *set, struct idx_ids *rare, struct mb_err *err);
 #endif

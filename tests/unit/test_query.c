@@ -58,6 +58,8 @@ static const struct {
 	{ "", NULL },
 	{ "is:unread", NULL },
 	{ "https://example.com/path", "\"https://example.com/path\"" },
+	/* control characters are spaces: no phrase is taken for a raw index word (mb_cjk) */
+	{ "\"\x01spambay\"", "\" spambay\"" },
 };
 
 static void
@@ -77,6 +79,25 @@ compiles_to_quoted_fts5(void **state)
 			    q.match ? q.match : "(null)", compile_cases[i].match);
 		mb_query_release(&q);
 	}
+}
+
+/*
+ * Nor does any other caller of mb_query_quote() (own addresses, the bounds'
+ * words) make one: a control character first is spaced off.
+ */
+static void
+quoting_never_makes_a_raw_word(void **state)
+{
+	struct mb_buf b;
+
+	(void)state;
+	mb_buf_init(&b, 64);
+	assert_int_equal(mb_query_quote(&b, "\x01x\"y", 4), 0);
+	assert_string_equal(b.data, "\" \x01x\"\"y\"");
+	mb_buf_reset(&b);
+	assert_int_equal(mb_query_quote(&b, "x\x01", 2), 0);
+	assert_string_equal(b.data, "\"x\x01\"");
+	mb_buf_release(&b);
 }
 
 /* The one column all positive terms are in (mcpd's snippet() looks there only). */
@@ -600,6 +621,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(compiles_to_quoted_fts5),
+		cmocka_unit_test(quoting_never_makes_a_raw_word),
 		cmocka_unit_test(column_only_queries_name_their_column),
 		cmocka_unit_test(filters_become_sql_bounds),
 		cmocka_unit_test(bad_filters_say_what_to_change),

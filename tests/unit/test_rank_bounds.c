@@ -34,6 +34,8 @@
 #include "mailbox/util.h"
 #include "support_index.h"
 
+#include "../../libmailbox/core/rank-private.h"
+
 #define T0	1700000000
 #define N_MSG	5000
 
@@ -79,6 +81,12 @@ put_msg(struct mb_test_index *f, uint32_t uid, uint32_t *seed, char *body, char 
 		for (unsigned k = next_rand(seed) % 60; k > 0 && blen < 3500; k--)
 			blen += (size_t)snprintf(body + blen, 4000 - blen, "filler%u ",
 			    next_rand(seed) % 500);
+		/* rarer words that share gamma's prefix (not bounded: below 256 rows) */
+		if (uid % 53 == 0)
+			blen += (size_t)snprintf(body + blen, 4000 - blen, "gammaburst %s",
+			    uid % 3 == 0 ? "gammaburst gammaburst " : "");
+		if (uid % 211 == 0)
+			slen += (size_t)snprintf(subject + slen, 200 - slen, "gammaflare ");
 		if (uid % 10 == 0)
 			snprintf(body + blen, 4000 - blen, "sent to the mailing list");
 	}
@@ -100,7 +108,12 @@ put_all(struct mb_test_index *f)
 	    .subject = "gamma gamma gamma", .body = "gamma", .date = T0 });
 	mb_test_put(f->idx, f->inbox, 2, &(struct mb_test_msg){
 	    .subject = "delta delta beta", .body = "alpha delta", .date = T0 });
-	for (uint32_t uid = 3; uid <= N_MSG; uid++)
+	/* gamm*'s best rows hold its rarer words: one with no gamma, one with it too */
+	mb_test_put(f->idx, f->inbox, 3, &(struct mb_test_msg){
+	    .subject = "gammaflare gammaflare gammaburst", .body = "gammaburst", .date = T0 });
+	mb_test_put(f->idx, f->inbox, 4, &(struct mb_test_msg){
+	    .subject = "gamma gammaburst", .body = "gamma gammaflare", .date = T0 });
+	for (uint32_t uid = 5; uid <= N_MSG; uid++)
 		put_msg(f, uid, &seed, body, subject);
 	assert_int_equal(mb_index_commit(f->idx, &err), 0);
 	free(body);
@@ -158,6 +171,11 @@ static const char *const queries[] = {
 	"alpha", "beta", "gamma", "delta", "epsilon", "alpha beta", "gamma delta",
 	"beta -gamma", "delta OR epsilon", "\"mailing list\"", "\"list mailing\"",
 	"subject:gamma", "alpha mailing list", "nosuchword", "alpha nosuchword",
+	/*
+	 * prefixes: bounded and rarer words, one bounded word, several, rarer
+	 * words only, too many words, none
+	 */
+	"gamm*", "gam*", "alph*", "filler49*", "gammab*", "filler1*", "fill*", "nosuch*",
 };
 
 /*
@@ -476,12 +494,66 @@ a_merge_is_due_after_a_quarter_more(void **state)
 	assert_int_equal(err.code, MB_E_INVALID);
 }
 
+/* Whether a search of text went through a prefix's words (not FTS5's prefix read); its first id. */
+static bool
+prefix_walked(struct mb_test_index *f, const char *text, int64_t *first_r)
+{
+	struct mb_search_page pg;
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	uint64_t before = idx_rank_prefix_walks;
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+	if (mb_search_run(mb_test_index_reader(f), &q, 0, 10, &pg, &err) == -1)
+		fail_msg("search \"%s\": %s", text, err.msg);
+	*first_r = pg.n > 0 ? pg.hits[0].id : -1;
+	mb_search_page_release(&pg);
+	mb_query_release(&q);
+	return idx_rank_prefix_walks > before;
+}
+
+/*
+ * A prefix with a bounded word is ranked through its words: the rows of
+ * its rarer words first (gamm*'s best is one with no gamma at all), then
+ * the bounded word's blocks; the pages are bm25()'s (pages_with_bounds_are_bm25s).
+ * Left to the full read: no bounded word, more than IDX_PREFIX_WORDS words,
+ * and any prefix before the bounds are built.
+ */
+static void
+a_prefix_is_walked_through_its_words(void **state)
+{
+	struct mb_test_index *f = *state;
+	int64_t first;
+
+	put_all(f);
+	assert_false(prefix_walked(f, "gamm*", &first));	/* no bounds yet */
+	assert_int_equal(first, 3);
+	assert_int_equal(build(f), 2);
+	assert_true(prefix_walked(f, "gamm*", &first));
+	assert_int_equal(first, 3);
+	assert_true(prefix_walked(f, "gam*", &first));
+	assert_true(prefix_walked(f, "alph*", &first));
+	assert_true(prefix_walked(f, "filler49*", &first));	/* 11 bounded words */
+	assert_false(prefix_walked(f, "gammab*", &first));	/* gammaburst only: not bounded */
+	assert_true(first > 0);
+	assert_false(prefix_walked(f, "filler1*", &first));	/* 111 words */
+	assert_true(first > 0);
+	idx_rank_prefix_min_matches = INT64_MAX;	/* fewer matches than that: read whole */
+	assert_false(prefix_walked(f, "gamm*", &first));
+	assert_int_equal(first, 3);
+	idx_rank_prefix_min_matches = 0;
+}
+
 int
 main(void)
 {
+	/* the fixture's prefixes match hundreds of rows: walk them all the same */
+	idx_rank_prefix_min_matches = 0;
 	const struct CMUnitTest tests[] = {
 		MB_TEST_INDEX(pages_with_bounds_are_bm25s),
 		MB_TEST_INDEX(pages_without_bounds_are_bm25s),
+		MB_TEST_INDEX(a_prefix_is_walked_through_its_words),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
 		MB_TEST_INDEX(a_reused_id_in_a_bounded_block_is_found),

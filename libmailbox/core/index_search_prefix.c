@@ -1,0 +1,416 @@
+/*
+ * A prefix (`spam*`) ranked without FTS5's prefix read (docs/index.md,
+ * "Prefixes").
+ *
+ * FTS5 answers a prefix by merging the doclists of every word that starts
+ * with it into one, positions and all, when a statement starts: at 100,000
+ * messages that merge is half of `spam*`'s CPU, and it would be paid again
+ * for every range of ids a ranked walk reads.  So the prefix is read as
+ * its words instead: listed from the index's vocabulary
+ * (messages_fts_terms, migrations/0017: one seek a word), and split in
+ * two.
+ *
+ *   - The words syncd bounds (rank_terms, the frequent ones): their rows
+ *     are walked through the block bounds (index_search_blocks.c), the OR
+ *     of those words a range at a time, a block's bound summed over them.
+ *   - The other words: the rows that hold any of them are ranked first,
+ *     in full, by two statements (those rows with no bounded word, then
+ *     those with one too: a row's hits are then all the statement's
+ *     phrases').  Their ids are kept, and the walk skips them.
+ *
+ * A row's hits of all the words are its hits of the prefix (a token is at
+ * one position, and no word of this tokenizer's is at the position of
+ * another that could share the prefix: only digit runs are colocated, and
+ * a prefix with a letter is not theirs).  So each row gets the score
+ * bm25() gives it for the prefix, with the prefix's statistics (its IDF
+ * over the rows that hold any of its words), and the page is the same.
+ *
+ * Each word is matched as a raw term (MB_FTS_RAW_TERM): as the index
+ * holds it, since porter's stem of a stem is not always itself.
+ *
+ * The walk does not serve (the caller reads every match): a prefix of
+ * digits only, a phrase ending in a prefix, more than IDX_PREFIX_WORDS
+ * words, no bounded word, filters, or an index from before migration 0017.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "mailbox/buf.h"
+#include "mailbox/query.h"
+#include "mailbox/util.h"
+
+#include "index-private.h"
+#include "search-private.h"
+
+/* The first word of the index at or after ?1 (one seek). */
+static const char word_sql[] = "SELECT term FROM messages_fts_terms WHERE term >= ?1 LIMIT 1";
+static const char bounded_sql[] = "SELECT 1 FROM rank_terms WHERE term = ?1";
+static const char kept_sql[] = "SELECT mb_bm25_kept(?1, ?2)";
+static const char rank_sql[] =
+	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
+	"FROM messages_fts WHERE messages_fts MATCH ?1";
+
+/* Tokens of one text, as FTS5 tokenizes a query's phrase. */
+struct tokens {
+	char	*tok[2];	/* owned: the first two */
+	int	 n;
+	bool	 colocated;
+};
+
+static int
+tokens_add(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+	struct tokens *t = ctx;
+
+	(void)start;
+	(void)end;
+	if (flags & FTS5_TOKEN_COLOCATED)
+		t->colocated = true;
+	else if (t->n < 2)
+		t->tok[t->n] = mb_xstrndup(tok, (size_t)n);
+	if (!(flags & FTS5_TOKEN_COLOCATED))
+		t->n++;
+	return SQLITE_OK;
+}
+
+/*
+ * text's single token (owned by the caller; NULL when it has more, none, or
+ * a colocated one), tokenized with flags as FTS5 tokenizes a query.
+ */
+static char *
+single_token(fts5_tokenizer *tk, Fts5Tokenizer *t, const char *text, int flags)
+{
+	struct tokens k = { 0 };
+	int rc = tk->xTokenize(t, &k, flags, text, (int)strlen(text), tokens_add);
+	char *one = rc == SQLITE_OK && k.n == 1 && !k.colocated ? k.tok[0] : NULL;
+
+	if (one == NULL)
+		free(k.tok[0]);
+	free(k.tok[1]);
+	return one;
+}
+
+/*
+ * The text of match when it is one prefix phrase, "..."* (doubled quotes
+ * undone; owned by the caller); NULL otherwise.
+ */
+static char *
+prefix_text(const char *match)
+{
+	size_t n = strlen(match);
+	char *t, *o;
+	const char *p;
+
+	if (n < 3 || match[0] != '"' || match[n - 2] != '"' || match[n - 1] != '*')
+		return NULL;
+	t = o = mb_xmalloc(n);
+	for (p = match + 1; p < match + n - 2; p++) {
+		if (*p == '"' && p[1] != '"')
+			break;	/* a quote ends the phrase before the end */
+		if (*p == '"')
+			p++;
+		*o++ = *p;
+	}
+	*o = '\0';
+	if (p != match + n - 2) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+bool
+idx_prefix_one(const char *match)
+{
+	char *text = prefix_text(match);
+	bool one = text != NULL;
+
+	free(text);
+	return one;
+}
+
+void
+idx_prefix_release(struct idx_prefix *p)
+{
+	for (int i = 0; i < p->n_bounded; i++)
+		free(p->bounded[i]);
+	free(p->bounded);
+	free(p->bounded_match);
+	free(p->rare_only);
+	free(p->rare_both);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Append the first len bytes of word to a MATCH expression of ORed phrases,
+ * as a raw term (MB_FTS_RAW_TERM: the bytes themselves, not what the
+ * tokenizer would make of them), a prefix when star; b has no cap, so
+ * appends cannot fail.
+ */
+static void
+or_raw(struct mb_buf *b, const char *word, size_t len, bool star)
+{
+	if (b->len > 0)
+		(void)mb_buf_adds(b, " OR ");
+	(void)mb_buf_addc(b, '"');
+	(void)mb_buf_addc(b, MB_FTS_RAW_TERM);
+	for (size_t i = 0; i < len; i++) {
+		if (word[i] == '"')
+			(void)mb_buf_addc(b, '"');
+		(void)mb_buf_addc(b, word[i]);
+	}
+	(void)mb_buf_addc(b, '"');
+	if (star)
+		(void)mb_buf_addc(b, '*');
+}
+
+/* "(a) op (b)" (owned by the caller). */
+static char *
+match_join(const char *a, const char *op, const char *b)
+{
+	struct mb_buf out;
+
+	mb_buf_init(&out, SIZE_MAX);
+	(void)mb_buf_addf(&out, "(%s) %s (%s)", a, op, b);
+	return mb_buf_detach(&out, NULL);
+}
+
+/* The bytes of the UTF-8 character whose first byte is c (1 for a byte that starts none). */
+static size_t
+char_len(unsigned char c)
+{
+	return c >= 0xf0 && c < 0xf8 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+}
+
+/*
+ * The fewest phrases that match exactly the words of w[lo, hi) that are not
+ * bounded, into out: w is sorted and every one of them starts with the same
+ * len bytes.  A group without a bounded word is one prefix phrase (FTS5
+ * merges its few rows' doclists); else the group's own word (when it is
+ * one and not bounded) and each group of the next character, in turn.  So
+ * `spam*` with spam and spamassassin bounded is spamb*, spamc*, ...,
+ * spamag*, spamass (a word), spamassassind*, ...: about 20 phrases for 43
+ * words, each read once, where a phrase a word cost a statement per row
+ * about twice as much.
+ */
+static void
+cover(struct mb_buf *out, char *const *w, const bool *bounded, int lo, int hi, size_t len)
+{
+	bool any = false;
+	int i = lo;
+
+	for (int k = lo; k < hi; k++)
+		any = any || bounded[k];
+	if (!any) {
+		or_raw(out, w[lo], len, true);
+		return;
+	}
+	if (strlen(w[i]) == len) {	/* sorted: the group's own word comes first */
+		if (!bounded[i])
+			or_raw(out, w[i], len, false);
+		i++;
+	}
+	while (i < hi) {
+		size_t left = strlen(w[i] + len), n = char_len((unsigned char)w[i][len]);
+		int j = i + 1;
+
+		n = n < left ? n : left;	/* a character cut short: its bytes */
+
+		while (j < hi && strncmp(w[j] + len, w[i] + len, n) == 0)
+			j++;
+		cover(out, w, bounded, i, j, len + n);
+		i = j;
+	}
+}
+
+/*
+ * The words of the index that start with prefix, in order, into *words_r
+ * and whether each is bounded into *bounded_r (both owned by the caller,
+ * *n_r of them, even on failure); *ok_r false when there are too many.
+ */
+static int
+prefix_words(struct mb_index *idx, const char *prefix, char ***words_r, bool **bounded_r,
+    int *n_r, bool *ok_r, struct mb_err *err)
+{
+	size_t len = strlen(prefix);
+	sqlite3_stmt *st = idx_stmt_sql(idx, word_sql, err), *bt;
+	char *at = mb_xstrdup(prefix);
+	size_t at_len = len;
+	int rc = SQLITE_ROW;
+
+	*ok_r = false;
+	*words_r = NULL;
+	*bounded_r = NULL;
+	*n_r = 0;
+	if (st == NULL) {
+		free(at);
+		return -1;
+	}
+	for (;;) {
+		const char *term;
+
+		sqlite3_reset(st);
+		/* text with a NUL at its end: the least text after the last word */
+		sqlite3_bind_text(st, 1, at, (int)at_len, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW)
+			break;
+		term = (const char *)sqlite3_column_text(st, 0);
+		if (term == NULL || strncmp(term, prefix, len) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+		if (*n_r == IDX_PREFIX_WORDS)
+			goto out;	/* too many: *ok_r stays false */
+		if ((bt = idx_stmt_sql(idx, bounded_sql, err)) == NULL) {
+			idx_stmt_done(st);
+			free(at);
+			return -1;
+		}
+		sqlite3_bind_text(bt, 1, term, -1, SQLITE_STATIC);
+		rc = sqlite3_step(bt);
+		idx_stmt_done(bt);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			break;
+		*words_r = mb_xrealloc(*words_r, (size_t)(*n_r + 1) * sizeof(**words_r));
+		*bounded_r = mb_xrealloc(*bounded_r, (size_t)(*n_r + 1) * sizeof(**bounded_r));
+		(*words_r)[*n_r] = mb_xstrdup(term);
+		(*bounded_r)[(*n_r)++] = rc == SQLITE_ROW;
+		at_len = strlen(term) + 1;
+		free(at);
+		at = mb_xmalloc(at_len);
+		memcpy(at, term, at_len);	/* its NUL too */
+	}
+	if (rc == SQLITE_DONE)
+		*ok_r = true;
+out:
+	idx_stmt_done(st);
+	free(at);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return idx_sqlerr(idx, rc, "search: a prefix's words", err);
+	return 0;
+}
+
+int
+idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p, bool *ok_r,
+    struct mb_err *err)
+{
+	struct mb_err ignored = { 0 };
+	struct mb_buf bounded_or, rare;
+	fts5_tokenizer tk;
+	Fts5Tokenizer *t = NULL;
+	char *text = prefix_text(match), *prefix = NULL, **words = NULL;
+	bool letter = false, *bounded = NULL;
+	int rc = 0, n = 0;
+
+	memset(p, 0, sizeof(*p));
+	*ok_r = false;
+	if (text == NULL)
+		return 0;
+	/* an index from before migration 0017 has no vocabulary: read every match */
+	if (idx_stmt_sql(idx, word_sql, &ignored) == NULL ||
+	    mb_fts_tokenizer(idx->db, &tk, &t) != 0) {
+		free(text);
+		return 0;
+	}
+	prefix = single_token(&tk, t, text, FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX);
+	tk.xDelete(t);
+	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
+		letter = letter || *c < '0' || *c > '9';
+	/* digits only could be a colocated digit run's prefix too: not served */
+	if (prefix != NULL && letter)
+		rc = prefix_words(idx, prefix, &words, &bounded, &n, ok_r, err);
+	mb_buf_init(&bounded_or, SIZE_MAX);
+	mb_buf_init(&rare, SIZE_MAX);
+	for (int i = 0; *ok_r && i < n; i++) {
+		if (!bounded[i])
+			continue;
+		or_raw(&bounded_or, words[i], strlen(words[i]), false);
+		p->bounded = mb_xrealloc(p->bounded, (size_t)(p->n_bounded + 1) *
+		    sizeof(*p->bounded));
+		p->bounded[p->n_bounded++] = mb_xstrdup(words[i]);
+	}
+	p->n_words = n;
+	if (*ok_r && p->n_bounded > 0) {
+		cover(&rare, words, bounded, 0, n, strlen(prefix));
+		p->bounded_match = mb_buf_detach(&bounded_or, NULL);
+		if (rare.len > 0) {
+			p->rare_only = match_join(rare.data, "NOT", p->bounded_match);
+			p->rare_both = match_join(rare.data, "AND", p->bounded_match);
+		}
+	} else
+		*ok_r = false;	/* no bounded word: nothing to walk */
+	mb_buf_release(&bounded_or);
+	mb_buf_release(&rare);
+	for (int i = 0; i < n; i++)
+		free(words[i]);
+	free(words);
+	free(bounded);
+	free(text);
+	free(prefix);
+	if (!*ok_r)
+		idx_prefix_release(p);
+	return rc;
+}
+
+int
+idx_prefix_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
+    bool *kept_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, kept_sql, err);
+	int rc;
+
+	*kept_r = false;
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	sqlite3_bind_pointer(st, 2, stats, IDX_RANK_STATS, NULL);
+	rc = sqlite3_step(st);
+	*kept_r = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1 && stats->n_phrase == 1;
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: kept statistics", err);
+}
+
+static int
+ids_cmp(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+
+	return (a > b) - (a < b);
+}
+
+int
+idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
+    struct idx_rank_set *set, struct idx_ids *rare, struct mb_err *err)
+{
+	const char *matches[] = { p->rare_only, p->rare_both };
+	int rc = SQLITE_OK;
+
+	if (p->rare_only == NULL)
+		return 0;	/* every word is bounded */
+	set->seen = rare;
+	for (size_t i = 0; rc == SQLITE_OK && i < MB_ARRAY_LEN(matches); i++) {
+		sqlite3_stmt *st = idx_stmt_sql(idx, rank_sql, err);
+
+		if (st == NULL) {
+			set->seen = NULL;
+			return -1;
+		}
+		sqlite3_bind_text(st, 1, matches[i], -1, SQLITE_STATIC);
+		sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
+		rc = idx_rank_collect(st, false, set);
+		idx_stmt_done(st);
+		if (rc == SQLITE_OK && set->n > set->keep)
+			idx_rank_trim(set);
+	}
+	set->seen = NULL;
+	if (rc != SQLITE_OK)
+		return idx_sqlerr(idx, rc, "search: a prefix's rarer words", err);
+	if (rare->n > 0)
+		qsort(rare->ids, rare->n, sizeof(*rare->ids), ids_cmp);
+	return 0;
+}
