@@ -4,7 +4,7 @@
 -- starts with it into one, positions and all, for every statement: at
 -- 100,000 messages that merge alone is half of `spam*`'s CPU, and a ranked
 -- walk over blocks of ids would pay it again for each range it reads.  A
--- search lists the prefix's words here instead (one seek a word, with
+-- search finds the prefix's words here instead (a seek each group, with
 -- `term >= ?` and LIMIT 1) and reads the words themselves: those syncd
 -- bounds through the block bounds, the others in full (docs/index.md,
 -- "Prefixes").  fts5vocab stores nothing of its own: it reads

@@ -564,6 +564,8 @@ mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 		for (size_t i = 0; s == NULL && i < RANK_CACHE; i++)
 			if (c->slot[i].key != NULL && strcmp(c->slot[i].key, key) == 0)
 				s = &c->slot[i];
+		if (s != NULL)
+			s->used = ++c->clock;	/* as rank_cache_find: recently used */
 	}
 	if (s == NULL || s->n_phrase > IDX_RANK_PHRASES) {
 		sqlite3_result_int(ctx, 0);

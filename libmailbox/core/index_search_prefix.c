@@ -6,17 +6,17 @@
  * with it into one, positions and all, when a statement starts: at 100,000
  * messages that merge is half of `spam*`'s CPU, and it would be paid again
  * for every range of ids a ranked walk reads.  So the prefix is read as
- * its words instead: listed from the index's vocabulary
- * (messages_fts_terms, migrations/0017: one seek a word), and split in
- * two.
+ * its words instead, in two parts.
  *
  *   - The words syncd bounds (rank_terms, the frequent ones): their rows
  *     are walked through the block bounds (index_search_blocks.c), the OR
  *     of those words a range at a time, a block's bound summed over them.
- *   - The other words: the rows that hold any of them are ranked first,
- *     in full, by two statements (those rows with no bounded word, then
- *     those with one too: a row's hits are then all the statement's
- *     phrases').  Their ids are kept, and the walk skips them.
+ *   - The other words, found in the index's vocabulary
+ *     (messages_fts_terms, migrations/0017) by seeks around the bounded
+ *     ones (cover): the rows that hold any of them are ranked first, in
+ *     full, by two statements (those rows with no bounded word, then those
+ *     with one too: a row's hits are then all the statement's phrases').
+ *     Their ids are kept, and the walk skips them.
  *
  * A row's hits of all the words are its hits of the prefix (a token is at
  * one position, and no word of this tokenizer's is at the position of
@@ -29,8 +29,10 @@
  * holds it, since porter's stem of a stem is not always itself.
  *
  * The walk does not serve (the caller reads every match): a prefix of
- * digits only, a phrase ending in a prefix, more than IDX_PREFIX_WORDS
- * words, no bounded word, filters, or an index from before migration 0017.
+ * digits only, a phrase ending in a prefix, no bounded word or more than
+ * IDX_PREFIX_BOUNDED, more than IDX_PREFIX_PHRASES phrases of the other
+ * words or IDX_PREFIX_SEEKS seeks to find them, filters, or an index from
+ * before migration 0017.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,9 +48,11 @@
 #include "index-private.h"
 #include "search-private.h"
 
-/* The first word of the index at or after ?1 (one seek). */
+/* The first word of the index at or after ?1 (one seek into the vocabulary). */
 static const char word_sql[] = "SELECT term FROM messages_fts_terms WHERE term >= ?1 LIMIT 1";
-static const char bounded_sql[] = "SELECT 1 FROM rank_terms WHERE term = ?1";
+/* The bounded words in [?1, ?2): those that start with a prefix. */
+static const char bounded_sql[] =
+	"SELECT term FROM rank_terms WHERE term >= ?1 AND term < ?2 ORDER BY term";
 static const char kept_sql[] = "SELECT mb_bm25_kept(?1, ?2)";
 static const char rank_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
@@ -186,112 +190,156 @@ char_len(unsigned char c)
 	return c >= 0xf0 && c < 0xf8 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
 }
 
+/* Listing a prefix's phrases by seeks into the index's vocabulary. */
+struct lister {
+	sqlite3_stmt	*word;		/* word_sql */
+	char *const	*bounded;	/* the bounded words that start with the prefix */
+	int		 n_bounded;
+	struct mb_buf	*rare;		/* the phrases of the other words, ORed */
+	int		 n_phrases, n_seeks;
+	int		 rc;		/* SQLITE_OK, or a failed seek's result code */
+};
+
 /*
- * The fewest phrases that match exactly the words of w[lo, hi) that are not
- * bounded, into out: w is sorted and every one of them starts with the same
- * len bytes.  A group without a bounded word is one prefix phrase (FTS5
- * merges its few rows' doclists); else the group's own word (when it is
- * one and not bounded) and each group of the next character, in turn.  So
- * `spam*` with spam and spamassassin bounded is spamb*, spamc*, ...,
- * spamag*, spamass (a word), spamassassind*, ...: about 20 phrases for 43
- * words, each read once, where a phrase a word cost a statement per row
- * about twice as much.
+ * The first word of the index at or after key (key_len bytes, NULs and
+ * all) into *word_r (owned by the caller; NULL past the last word); false
+ * on a failure or past IDX_PREFIX_SEEKS.
  */
-static void
-cover(struct mb_buf *out, char *const *w, const bool *bounded, int lo, int hi, size_t len)
+static bool
+seek(struct lister *l, const char *key, size_t key_len, char **word_r)
+{
+	int rc;
+
+	*word_r = NULL;
+	if (++l->n_seeks > IDX_PREFIX_SEEKS)
+		return false;
+	sqlite3_reset(l->word);
+	sqlite3_bind_text(l->word, 1, key, (int)key_len, SQLITE_TRANSIENT);
+	rc = sqlite3_step(l->word);
+	if (rc == SQLITE_ROW && sqlite3_column_text(l->word, 0) != NULL)
+		*word_r = mb_xstrdup((const char *)sqlite3_column_text(l->word, 0));
+	sqlite3_reset(l->word);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		l->rc = rc;
+	return rc == SQLITE_ROW || rc == SQLITE_DONE;
+}
+
+/* Whether a bounded word starts with the len bytes at pre; *exact_r: one is them. */
+static bool
+bounded_under(const struct lister *l, const char *pre, size_t len, bool *exact_r)
 {
 	bool any = false;
-	int i = lo;
 
-	for (int k = lo; k < hi; k++)
-		any = any || bounded[k];
-	if (!any) {
-		or_raw(out, w[lo], len, true);
-		return;
+	*exact_r = false;
+	for (int i = 0; i < l->n_bounded; i++) {
+		if (strncmp(l->bounded[i], pre, len) != 0 || strlen(l->bounded[i]) < len)
+			continue;
+		any = true;
+		*exact_r = *exact_r || strlen(l->bounded[i]) == len;
 	}
-	if (strlen(w[i]) == len) {	/* sorted: the group's own word comes first */
-		if (!bounded[i])
-			or_raw(out, w[i], len, false);
-		i++;
-	}
-	while (i < hi) {
-		size_t left = strlen(w[i] + len), n = char_len((unsigned char)w[i][len]);
-		int j = i + 1;
+	return any;
+}
 
-		n = n < left ? n : left;	/* a character cut short: its bytes */
+/* Whether word starts with the len bytes at pre and is longer. */
+static bool
+longer_under(const char *word, const char *pre, size_t len)
+{
+	return word != NULL && strlen(word) > len && memcmp(word, pre, len) == 0;
+}
 
-		while (j < hi && strncmp(w[j] + len, w[i] + len, n) == 0)
-			j++;
-		cover(out, w, bounded, i, j, len + n);
-		i = j;
-	}
+static bool
+add_phrase(struct lister *l, const char *pre, size_t len, bool star)
+{
+	or_raw(l->rare, pre, len, star);
+	return ++l->n_phrases <= IDX_PREFIX_PHRASES;
 }
 
 /*
- * The words of the index that start with prefix, in order, into *words_r
- * and whether each is bounded into *bounded_r (both owned by the caller,
- * *n_r of them, even on failure); *ok_r false when there are too many.
+ * The fewest phrases that match exactly the index's words that start with
+ * the len bytes at pre (one at least does) and are not bounded, into
+ * l->rare; false when cut short (a failure, or a cap).  Where no bounded
+ * word starts with pre, one prefix phrase pre* (FTS5 merges its few rows'
+ * doclists); else pre itself when it is a word and not bounded, and each
+ * group of words sharing the next character, in turn, each found by one
+ * seek past the last group.  So `spam*` with spam and spamassassin bounded
+ * is spamb*, spamc*, ..., spamag*, spamass (a word), spamassassind*, ...:
+ * about 20 phrases for 43 words, listed without reading every word, where a
+ * phrase a word cost each row of the statement about twice as much.
+ */
+static bool
+cover(struct lister *l, const char *pre, size_t len)
+{
+	bool exact, ok = true;
+	char *w, *key;
+	size_t key_len;
+
+	if (!bounded_under(l, pre, len, &exact))
+		return add_phrase(l, pre, len, true);
+	if (!seek(l, pre, len, &w))
+		return false;
+	key = mb_xmalloc(len + 6);
+	memcpy(key, pre, len);
+	key[len] = '\0';	/* pre and a NUL: the least text after pre */
+	key_len = len + 1;
+	if (w != NULL && strlen(w) == len && memcmp(w, pre, len) == 0) {
+		free(w);
+		w = NULL;
+		ok = (exact || add_phrase(l, pre, len, false)) && seek(l, key, key_len, &w);
+	}
+	while (ok && longer_under(w, pre, len)) {
+		size_t left = strlen(w + len), n = char_len((unsigned char)w[len]);
+
+		n = n < left ? n : left;	/* a character cut short: its bytes */
+		ok = cover(l, w, len + n);
+		/* past every word that starts with the group's character (UTF-8 has no 0xff) */
+		memcpy(key + len, w + len, n);
+		key[len + n] = '\xff';
+		key_len = len + n + 1;
+		free(w);
+		w = NULL;
+		ok = ok && seek(l, key, key_len, &w);
+	}
+	free(w);
+	free(key);
+	return ok;
+}
+
+/*
+ * The bounded words (rank_terms) that start with prefix, sorted, into
+ * *words_r (owned by the caller, *n_r of them, even on failure); *ok_r
+ * false when there are more than IDX_PREFIX_BOUNDED.
  */
 static int
-prefix_words(struct mb_index *idx, const char *prefix, char ***words_r, bool **bounded_r,
-    int *n_r, bool *ok_r, struct mb_err *err)
+prefix_bounded(struct mb_index *idx, const char *prefix, char ***words_r, int *n_r, bool *ok_r,
+    struct mb_err *err)
 {
+	sqlite3_stmt *st = idx_stmt_sql(idx, bounded_sql, err);
 	size_t len = strlen(prefix);
-	sqlite3_stmt *st = idx_stmt_sql(idx, word_sql, err), *bt;
-	char *at = mb_xstrdup(prefix);
-	size_t at_len = len;
-	int rc = SQLITE_ROW;
+	char *end = mb_xmalloc(len + 1);
+	int rc;
 
-	*ok_r = false;
 	*words_r = NULL;
-	*bounded_r = NULL;
 	*n_r = 0;
+	*ok_r = false;
 	if (st == NULL) {
-		free(at);
+		free(end);
 		return -1;
 	}
-	for (;;) {
-		const char *term;
+	memcpy(end, prefix, len);
+	end[len] = '\xff';	/* past every word that starts with prefix */
+	sqlite3_bind_text(st, 1, prefix, (int)len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, end, (int)len + 1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n_r <= IDX_PREFIX_BOUNDED) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
 
-		sqlite3_reset(st);
-		/* text with a NUL at its end: the least text after the last word */
-		sqlite3_bind_text(st, 1, at, (int)at_len, SQLITE_TRANSIENT);
-		rc = sqlite3_step(st);
-		if (rc != SQLITE_ROW)
-			break;
-		term = (const char *)sqlite3_column_text(st, 0);
-		if (term == NULL || strncmp(term, prefix, len) != 0) {
-			rc = SQLITE_DONE;
-			break;
-		}
-		if (*n_r == IDX_PREFIX_WORDS)
-			goto out;	/* too many: *ok_r stays false */
-		if ((bt = idx_stmt_sql(idx, bounded_sql, err)) == NULL) {
-			idx_stmt_done(st);
-			free(at);
-			return -1;
-		}
-		sqlite3_bind_text(bt, 1, term, -1, SQLITE_STATIC);
-		rc = sqlite3_step(bt);
-		idx_stmt_done(bt);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			break;
 		*words_r = mb_xrealloc(*words_r, (size_t)(*n_r + 1) * sizeof(**words_r));
-		*bounded_r = mb_xrealloc(*bounded_r, (size_t)(*n_r + 1) * sizeof(**bounded_r));
-		(*words_r)[*n_r] = mb_xstrdup(term);
-		(*bounded_r)[(*n_r)++] = rc == SQLITE_ROW;
-		at_len = strlen(term) + 1;
-		free(at);
-		at = mb_xmalloc(at_len);
-		memcpy(at, term, at_len);	/* its NUL too */
+		(*words_r)[(*n_r)++] = mb_xstrdup(t != NULL ? t : "");
 	}
-	if (rc == SQLITE_DONE)
-		*ok_r = true;
-out:
 	idx_stmt_done(st);
-	free(at);
+	free(end);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return idx_sqlerr(idx, rc, "search: a prefix's words", err);
+		return idx_sqlerr(idx, rc, "search: a prefix's bounded words", err);
+	*ok_r = *n_r <= IDX_PREFIX_BOUNDED;
 	return 0;
 }
 
@@ -301,11 +349,12 @@ idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p, 
 {
 	struct mb_err ignored = { 0 };
 	struct mb_buf bounded_or, rare;
+	struct lister l = { 0 };
 	fts5_tokenizer tk;
 	Fts5Tokenizer *t = NULL;
-	char *text = prefix_text(match), *prefix = NULL, **words = NULL;
-	bool letter = false, *bounded = NULL;
-	int rc = 0, n = 0;
+	char *text = prefix_text(match), *prefix = NULL;
+	bool letter = false;
+	int rc = 0;
 
 	memset(p, 0, sizeof(*p));
 	*ok_r = false;
@@ -319,41 +368,45 @@ idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p, 
 	}
 	prefix = single_token(&tk, t, text, FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX);
 	tk.xDelete(t);
+	free(text);
 	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
 		letter = letter || *c < '0' || *c > '9';
 	/* digits only could be a colocated digit run's prefix too: not served */
-	if (prefix != NULL && letter)
-		rc = prefix_words(idx, prefix, &words, &bounded, &n, ok_r, err);
+	if (prefix == NULL || !letter) {
+		free(prefix);
+		return 0;
+	}
+	rc = prefix_bounded(idx, prefix, &p->bounded, &p->n_bounded, ok_r, err);
 	mb_buf_init(&bounded_or, SIZE_MAX);
 	mb_buf_init(&rare, SIZE_MAX);
-	for (int i = 0; *ok_r && i < n; i++) {
-		if (!bounded[i])
-			continue;
-		or_raw(&bounded_or, words[i], strlen(words[i]), false);
-		p->bounded = mb_xrealloc(p->bounded, (size_t)(p->n_bounded + 1) *
-		    sizeof(*p->bounded));
-		p->bounded[p->n_bounded++] = mb_xstrdup(words[i]);
+	for (int i = 0; *ok_r && i < p->n_bounded; i++)
+		or_raw(&bounded_or, p->bounded[i], strlen(p->bounded[i]), false);
+	*ok_r = *ok_r && p->n_bounded > 0;	/* no bounded word: nothing to walk */
+	if (*ok_r) {
+		l.word = idx_stmt_sql(idx, word_sql, err);
+		l.bounded = p->bounded;
+		l.n_bounded = p->n_bounded;
+		l.rare = &rare;
+		l.rc = SQLITE_OK;
+		*ok_r = l.word != NULL && cover(&l, prefix, strlen(prefix));
+		idx_stmt_done(l.word);
+		if (l.word == NULL || l.rc != SQLITE_OK)
+			rc = l.word == NULL ? -1 : idx_sqlerr(idx, l.rc, "search: a prefix's words", err);
 	}
-	p->n_words = n;
-	if (*ok_r && p->n_bounded > 0) {
-		cover(&rare, words, bounded, 0, n, strlen(prefix));
+	if (*ok_r) {
 		p->bounded_match = mb_buf_detach(&bounded_or, NULL);
 		if (rare.len > 0) {
 			p->rare_only = match_join(rare.data, "NOT", p->bounded_match);
 			p->rare_both = match_join(rare.data, "AND", p->bounded_match);
 		}
-	} else
-		*ok_r = false;	/* no bounded word: nothing to walk */
+	}
 	mb_buf_release(&bounded_or);
 	mb_buf_release(&rare);
-	for (int i = 0; i < n; i++)
-		free(words[i]);
-	free(words);
-	free(bounded);
-	free(text);
 	free(prefix);
-	if (!*ok_r)
+	if (!*ok_r || rc == -1) {
+		*ok_r = false;
 		idx_prefix_release(p);
+	}
 	return rc;
 }
 

@@ -196,9 +196,10 @@ int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t fold
  * A prefix query's words for the block walk (index_search_prefix.c): the
  * words syncd bounds, and MATCH expressions for the rows that hold another.
  */
-#define IDX_PREFIX_WORDS	64	/* more words: the caller reads every match */
+#define IDX_PREFIX_BOUNDED	64	/* more bounded words: the caller reads every match */
+#define IDX_PREFIX_PHRASES	64	/* more phrases for the other words: the same */
+#define IDX_PREFIX_SEEKS	256	/* more seeks to find them: the same */
 struct idx_prefix {
-	int	 n_words;
 	char	**bounded;	/* owned: n_bounded words, each bounded in rank_terms */
 	int	 n_bounded;
 	char	*bounded_match;	/* owned: the bounded words ORed */

@@ -87,6 +87,14 @@ put_msg(struct mb_test_index *f, uint32_t uid, uint32_t *seed, char *body, char 
 			    uid % 3 == 0 ? "gammaburst gammaburst " : "");
 		if (uid % 211 == 0)
 			slen += (size_t)snprintf(subject + slen, 200 - slen, "gammaflare ");
+		/* zeta bounded (a third of the rows), 150 rarer words after it */
+		blen += (size_t)snprintf(body + blen, 4000 - blen, "%szeta%u ",
+		    uid % 3 == 0 ? "zeta " : "", uid % 150);
+		/* CJK bigrams sharing a character: 会議 bounded (500 rows), 会社 not */
+		if (uid % 10 == 3)
+			blen += (size_t)snprintf(body + blen, 4000 - blen, "会議 ");
+		if (uid % 89 == 0)
+			blen += (size_t)snprintf(body + blen, 4000 - blen, "会社 会社 ");
 		if (uid % 10 == 0)
 			snprintf(body + blen, 4000 - blen, "sent to the mailing list");
 	}
@@ -172,10 +180,11 @@ static const char *const queries[] = {
 	"beta -gamma", "delta OR epsilon", "\"mailing list\"", "\"list mailing\"",
 	"subject:gamma", "alpha mailing list", "nosuchword", "alpha nosuchword",
 	/*
-	 * prefixes: bounded and rarer words, one bounded word, several, rarer
-	 * words only, too many words, none
+	 * prefixes: bounded and rarer words, one bounded word, several, CJK,
+	 * many rarer words, rarer words only, too many bounded words, none
 	 */
-	"gamm*", "gam*", "alph*", "filler49*", "gammab*", "filler1*", "fill*", "nosuch*",
+	"gamm*", "gam*", "alph*", "filler49*", "会", "zeta*", "gammab*", "filler1*", "fill*",
+	"nosuch*",
 };
 
 /*
@@ -535,6 +544,8 @@ a_prefix_is_walked_through_its_words(void **state)
 	assert_true(prefix_walked(f, "gam*", &first));
 	assert_true(prefix_walked(f, "alph*", &first));
 	assert_true(prefix_walked(f, "filler49*", &first));	/* 11 bounded words */
+	assert_true(prefix_walked(f, "会", &first));	/* 会*: its bigrams, a character of 3 bytes */
+	assert_true(prefix_walked(f, "zeta*", &first));	/* 151 words, 10 phrases for the rarer */
 	assert_false(prefix_walked(f, "gammab*", &first));	/* gammaburst only: not bounded */
 	assert_true(first > 0);
 	assert_false(prefix_walked(f, "filler1*", &first));	/* 111 words */
