@@ -15,7 +15,6 @@
 #include "mailbox/util.h"
 #include "mcpd.h"
 
-
 /* A thread's read-only connections, one slot per account (opened on first use). */
 struct thread_indexes {
 	size_t		 n;

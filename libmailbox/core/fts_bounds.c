@@ -57,7 +57,7 @@ rank_front_add(struct rank_front *fr, uint32_t f, uint32_t d)
 double
 rank_front_max(const struct rank_front *fr, double avgdl)
 {
-	const double k1 = 1.2, b = 0.75;	/* as rank_term() in fts_rank.c */
+	const double k1 = 1.2, b = 0.75;	/* as rank_score() in fts_rank.c */
 	double best = 0.0;
 
 	for (int i = 0; i < fr->n; i++) {

@@ -299,6 +299,39 @@ mb_fts5_api(sqlite3 *db)
 	return api;
 }
 
+/* The tokens of one text, for mb_fts_single_token(). */
+struct single {
+	char	*first;		/* owned: the first token */
+	int	 n;		/* tokens, colocated ones aside */
+	bool	 colocated;
+};
+
+static int
+single_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+	struct single *s = ctx;
+
+	(void)start;
+	(void)end;
+	if (flags & FTS5_TOKEN_COLOCATED)
+		s->colocated = true;
+	else if (s->n++ == 0)
+		s->first = mb_xstrndup(tok, (size_t)n);
+	return SQLITE_OK;
+}
+
+char *
+mb_fts_single_token(fts5_tokenizer *tk, Fts5Tokenizer *t, const char *text, int flags)
+{
+	struct single s = { 0 };
+	int rc = tk->xTokenize(t, &s, flags, text, (int)strlen(text), single_token);
+
+	if (rc == SQLITE_OK && s.n == 1 && !s.colocated)
+		return s.first;
+	free(s.first);
+	return NULL;
+}
+
 int
 mb_fts_tokenizer(sqlite3 *db, fts5_tokenizer *tk, Fts5Tokenizer **t)
 {

@@ -188,13 +188,14 @@ rank_cache_current(struct rank_cache *c, sqlite3 *db)
 	return c->checked;
 }
 
+/* The slot kept for key (of n_phrase phrases; 0: any number), marked as used now; NULL: none. */
 static struct rank_stats *
 rank_cache_find(struct rank_cache *c, const char *key, int n_phrase)
 {
 	for (size_t i = 0; i < RANK_CACHE; i++) {
 		struct rank_stats *s = &c->slot[i];
 
-		if (s->key != NULL && s->n_phrase == n_phrase &&
+		if (s->key != NULL && (n_phrase == 0 || s->n_phrase == n_phrase) &&
 		    strcmp(s->key, key) == 0) {
 			s->used = ++c->clock;
 			return s;
@@ -319,22 +320,72 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
  * monotone in D (IEEE arithmetic rounds monotonically), so D = 0 gives a
  * bound no row of these hits can beat, bit for bit.
  */
-static inline double
-rank_term(double idf, double f, double dl, double avgdl)
-{
-	const double k1 = 1.2, b = 0.75;
-
-	return idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * dl / avgdl)));
-}
-
 static double
 rank_score(const struct rank_query *q, double dl)
 {
+	const double k1 = 1.2, b = 0.75;
 	double score = 0.0;
 
 	for (int i = 0; i < q->n_phrase; i++)
-		score += rank_term(q->idf[i], q->freq[i], dl, q->avgdl);
+		score += q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
+		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl)));
 	return -1.0 * score;
+}
+
+/*
+ * Add phrase i's hits in the row to *f, weighted as bm25() weighs them
+ * (column col's weight is val[w + col]), in position order; with col_min
+ * (n_col columns), raise each column's to the length its hits prove: a hit
+ * at token off of a column says the column has at least off + 1 tokens.
+ * SQLite's result code.
+ */
+static inline int
+phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int n_val,
+    sqlite3_value **val, int w, double *f, int *col_min, int n_col)
+{
+	Fts5PhraseIter it;
+	int rc, col, off;
+
+	for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
+	    api->xPhraseNext(fts, &it, &col, &off)) {
+		*f += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
+		if (col_min != NULL && col < n_col && off >= col_min[col])
+			col_min[col] = off + 1;
+	}
+	return rc;
+}
+
+/*
+ * The end of a row's scoring, its hits read into q (rc: how that went):
+ * NULL when a floor is set and the row's score at the length its hits
+ * prove (min_tok) is strictly worse, without reading its length; else its
+ * score at its length.  The score is monotone in the length, so that is a
+ * bound the row cannot beat, and the length itself (a docsize lookup) is
+ * the dearest part of scoring a row: the hits' own length rather than 0
+ * spares it for a row whose hits lie deep in a long body (at 100,000
+ * messages `spam*` reads 582 lengths of its 53,672 matches instead of
+ * 3,399, `the` 408 instead of 2,249; docs/benchmarks.md, "Lengths the hits
+ * prove").
+ */
+static void
+rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+    const struct rank_query *q, const struct idx_rank_floor *floor, int min_tok, int rc)
+{
+	int n_tok = 0;
+
+	if (rc == SQLITE_OK && floor != NULL && floor->set &&
+	    rank_score(q, (double)min_tok) > floor->score) {
+		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */
+		return;
+	}
+	if (rc == SQLITE_OK) {
+		idx_rank_sized++;
+		rc = api->xColumnSize(fts, -1, &n_tok);
+	}
+	if (rc == SQLITE_OK)
+		sqlite3_result_double(ctx, rank_score(q, (double)n_tok));
+	else
+		sqlite3_result_error_code(ctx, rc);
 }
 
 /* Whether sorted ids (n of them) hold id. */
@@ -373,39 +424,19 @@ rank_row_prefix(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *
 	const struct idx_rank_prefix *p = floor->prefix;
 	int col_min[RANK_PREFIX_COLS] = { 0 };
 	int n_phrase = api->xPhraseCount(fts);
-	int rc = SQLITE_OK, n_tok = 0, min_tok = 0;
-	double f = 0.0;
+	int rc = SQLITE_OK, min_tok = 0;
+	double idf = p->idf, f = 0.0;
+	struct rank_query one = { .n_phrase = 1, .avgdl = p->avgdl, .idf = &idf, .freq = &f };
 
 	if (ids_hold(p->skip, p->n_skip, api->xRowid(fts))) {
 		sqlite3_result_null(ctx);	/* ranked by an earlier statement */
 		return;
 	}
-	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++) {
-		Fts5PhraseIter it;
-		int col, off;
-
-		for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
-		    api->xPhraseNext(fts, &it, &col, &off)) {
-			f += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
-			if (col < RANK_PREFIX_COLS && off >= col_min[col])
-				col_min[col] = off + 1;
-		}
-	}
+	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++)
+		rc = phrase_hits(api, fts, i, n_val, val, w, &f, col_min, RANK_PREFIX_COLS);
 	for (int c = 0; c < RANK_PREFIX_COLS; c++)
 		min_tok += col_min[c];
-	if (rc == SQLITE_OK && floor->set &&
-	    -1.0 * rank_term(p->idf, f, (double)min_tok, p->avgdl) > floor->score) {
-		sqlite3_result_null(ctx);	/* strictly worse than the floor */
-		return;
-	}
-	if (rc == SQLITE_OK) {
-		idx_rank_sized++;
-		rc = api->xColumnSize(fts, -1, &n_tok);
-	}
-	if (rc == SQLITE_OK)
-		sqlite3_result_double(ctx, -1.0 * rank_term(p->idf, f, (double)n_tok, p->avgdl));
-	else
-		sqlite3_result_error_code(ctx, rc);
+	rank_finish(api, fts, ctx, &one, floor, min_tok, rc);
 }
 
 /*
@@ -416,10 +447,9 @@ static void
 rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
     sqlite3_value **val, const struct idx_rank_floor *floor, int w)
 {
-	/* the positions' proof of length is only wanted against a floor */
 	bool bounded = floor != NULL && floor->set;
 	struct rank_query *q;
-	int rc, n_tok, min_tok = 0;
+	int rc, min_tok = 0;
 
 	if (floor != NULL && floor->block_bound != NULL) {
 		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
@@ -438,48 +468,21 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	if (q != NULL && bounded)
 		memset(q->col_min, 0, (size_t)q->n_col * sizeof(*q->col_min));
 	/*
-	 * Each phrase's hits in the row, in position order, as bm25() counts
-	 * them through xInst (so the same sums, bit for bit), but read one
-	 * phrase at a time: xInst first builds an array of every phrase's
-	 * hits.  This way rank_row takes 11% fewer instructions, a search 4%
-	 * (callgrind, 100,000 messages; docs/benchmarks.md).  A hit at token
-	 * off of a column says the column has at least off + 1 tokens.
+	 * Each phrase's hits in the row, as bm25() counts them through xInst
+	 * (so the same sums, bit for bit), but read one phrase at a time: xInst
+	 * first builds an array of every phrase's hits.  This way rank_row
+	 * takes 11% fewer instructions, a search 4% (callgrind, 100,000
+	 * messages; docs/benchmarks.md).  The lengths they prove are only
+	 * wanted against a floor.
 	 */
 	for (int i = 0; q != NULL && rc == SQLITE_OK && i < q->n_phrase; i++) {
-		Fts5PhraseIter it;
-		int col, off;
-
 		q->freq[i] = 0.0;
-		for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
-		    api->xPhraseNext(fts, &it, &col, &off)) {
-			q->freq[i] += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
-			if (bounded && col < q->n_col && off >= q->col_min[col])
-				q->col_min[col] = off + 1;
-		}
+		rc = phrase_hits(api, fts, i, n_val, val, w, &q->freq[i],
+		    bounded ? q->col_min : NULL, q->n_col);
 	}
 	for (int c = 0; q != NULL && bounded && c < q->n_col; c++)
 		min_tok += q->col_min[c];
-	/*
-	 * The score is monotone in the length, so the row's score at the
-	 * length its hits prove is a bound it cannot beat: past the floor, the
-	 * length itself (a docsize lookup) is not read.  The hits' own length
-	 * rather than 0 spares the lookup for a row whose hits lie deep in a
-	 * long body: at 100,000 messages `spam*` reads 582 lengths of its
-	 * 53,672 matches instead of 3,399, `the` 408 instead of 2,249
-	 * (docs/benchmarks.md, "Lengths the hits prove").
-	 */
-	if (rc == SQLITE_OK && bounded && rank_score(q, (double)min_tok) > floor->score) {
-		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */
-		return;
-	}
-	if (rc == SQLITE_OK) {
-		idx_rank_sized++;
-		rc = api->xColumnSize(fts, -1, &n_tok);
-	}
-	if (rc == SQLITE_OK)
-		sqlite3_result_double(ctx, rank_score(q, (double)n_tok));
-	else
-		sqlite3_result_error_code(ctx, rc);
+	rank_finish(api, fts, ctx, q, floor, min_tok, rc);
 }
 
 static void
@@ -559,14 +562,9 @@ mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 	struct rank_stats *s = NULL;
 
 	(void)n_val;
-	if (key != NULL && out != NULL && rank_cache_current(c, sqlite3_context_db_handle(ctx))) {
-		/* a MATCH text always parses to the same phrases */
-		for (size_t i = 0; s == NULL && i < RANK_CACHE; i++)
-			if (c->slot[i].key != NULL && strcmp(c->slot[i].key, key) == 0)
-				s = &c->slot[i];
-		if (s != NULL)
-			s->used = ++c->clock;	/* as rank_cache_find: recently used */
-	}
+	/* a MATCH text always parses to the same phrases: any number of them */
+	if (key != NULL && out != NULL && rank_cache_current(c, sqlite3_context_db_handle(ctx)))
+		s = rank_cache_find(c, key, 0);
 	if (s == NULL || s->n_phrase > IDX_RANK_PHRASES) {
 		sqlite3_result_int(ctx, 0);
 		return;

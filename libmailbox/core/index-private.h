@@ -235,6 +235,13 @@ fts5_api	*mb_fts5_api(sqlite3 *db);
 int	mb_fts_tokenizer(sqlite3 *db, fts5_tokenizer *tk, Fts5Tokenizer **t);
 
 /*
+ * text's one token as t makes it with flags (FTS5_TOKENIZE_QUERY, and
+ * FTS5_TOKENIZE_PREFIX for a prefix), owned by the caller; NULL when it
+ * makes none, several, or one with a colocated token beside it.
+ */
+char	*mb_fts_single_token(fts5_tokenizer *tk, Fts5Tokenizer *t, const char *text, int flags);
+
+/*
  * A query phrase whose text starts with this byte is one index word, as
  * the index holds it (mb_cjk passes it through untouched): the prefix walk
  * matches the words it read from the index so (index_search_prefix.c).

@@ -133,26 +133,6 @@ state_get(struct build *b, struct mb_err *err)
 	return state_put(b, err);
 }
 
-/* Whether the query tokenizer makes term (one index term) into exactly itself. */
-struct roundtrip {
-	const char	*term;
-	int		 n;
-	bool		 same;
-};
-
-static int
-roundtrip_token(void *ctx, int flags, const char *tok, int n, int start, int end)
-{
-	struct roundtrip *r = ctx;
-
-	(void)start;
-	(void)end;
-	r->same = r->n == 0 && (flags & FTS5_TOKEN_COLOCATED) == 0 &&
-	    (size_t)n == strlen(r->term) && memcmp(tok, r->term, (size_t)n) == 0;
-	r->n++;
-	return SQLITE_OK;
-}
-
 /* Choose the frequent terms afresh (rank_terms), from FTS5's vocabulary. */
 static int
 terms_choose(struct build *b, int64_t max_id, struct mb_err *err)
@@ -180,10 +160,13 @@ terms_choose(struct build *b, int64_t max_id, struct mb_err *err)
 	sqlite3_bind_int(st, 2, RANK_TERMS_MAX);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *term = (const char *)sqlite3_column_text(st, 0);
-		struct roundtrip r = { .term = term };
+		/* bounded only when the query tokenizer makes the term into itself */
+		char *again = term != NULL ? mb_fts_single_token(&tk, t, term,
+		    FTS5_TOKENIZE_QUERY) : NULL;
+		bool same = again != NULL && strcmp(again, term) == 0;
 
-		if (term == NULL || tk.xTokenize(t, &r, FTS5_TOKENIZE_QUERY, term,
-		    (int)strlen(term), roundtrip_token) != SQLITE_OK || r.n != 1 || !r.same)
+		free(again);
+		if (!same)
 			continue;	/* never bounded: its searches read every match */
 		sqlite3_reset(put);
 		sqlite3_bind_text(put, 1, term, -1, SQLITE_TRANSIENT);

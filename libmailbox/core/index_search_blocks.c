@@ -366,12 +366,14 @@ chunks_load(struct walk *w, struct mb_err *err)
 }
 
 /*
- * Lower w->term (a phrase's term per block, IDF aside) to what token's
- * bounds allow: in each block its chunk's build bounded, the token's front
- * there, or 0 when the block lacks it.
+ * Call each(w, b, fr, arg) for every block b that token's bounds vouch for
+ * (its chunk's current build bounded it), fr the token's front there:
+ * empty when the block lacks the token.
  */
 static int
-token_bound(struct walk *w, const char *token, struct mb_err *err)
+token_fronts(struct walk *w, const char *token,
+    void (*each)(struct walk *, int64_t, const struct rank_front *, void *), void *arg,
+    struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(w->idx, bounds_sql, err);
 	int rc;
@@ -383,28 +385,39 @@ token_bound(struct walk *w, const char *token, struct mb_err *err)
 		int64_t c = sqlite3_column_int64(st, 0);
 		const uint8_t *p = sqlite3_column_blob(st, 2);
 		const uint8_t *end = p + sqlite3_column_bytes(st, 2);
-		double t[RANK_CHUNK_BLOCKS] = { 0 };	/* a block the token is not in: 0 */
-		struct rank_front fr;
+		struct rank_front fr[RANK_CHUNK_BLOCKS], one;
 		unsigned block;
 		uint32_t bits;
 
 		if (c < 0 || c >= w->n_blocks / RANK_CHUNK_BLOCKS + 1 ||
 		    w->chunk_gen[c] != sqlite3_column_int64(st, 1))
 			continue;	/* of an older build of the chunk: vouches for nothing */
+		memset(fr, 0, sizeof(fr));	/* a block the token is not in: empty */
 		bits = w->chunk_blocks[c];
-		while (p != NULL && rank_front_next(&p, end, &block, &fr))
-			t[block] = rank_front_max(&fr, w->stats.avgdl);
+		while (p != NULL && rank_front_next(&p, end, &block, &one))
+			fr[block] = one;
 		if (p != end)
 			bits = 0;	/* a malformed blob: trust none of it */
 		for (unsigned i = 0; i < RANK_CHUNK_BLOCKS; i++) {
 			int64_t b = c * RANK_CHUNK_BLOCKS + i;
 
-			if ((bits & (1u << i)) && b < w->n_blocks && t[i] < w->term[b])
-				w->term[b] = t[i];
+			if ((bits & (1u << i)) && b < w->n_blocks)
+				each(w, b, &fr[i], arg);
 		}
 	}
 	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank bounds", err);
+}
+
+/* Lower block b's w->term (a phrase's term, IDF aside) to what one token's front allows. */
+static void
+term_lower(struct walk *w, int64_t b, const struct rank_front *fr, void *arg)
+{
+	double t = rank_front_max(fr, w->stats.avgdl);	/* 0 for an empty front */
+
+	(void)arg;
+	if (t < w->term[b])
+		w->term[b] = t;
 }
 
 /* w->bound: for each block, the best (lowest) score a row of it can have. */
@@ -417,7 +430,7 @@ blocks_bound(struct walk *w, struct mb_err *err)
 		for (int64_t b = 0; b < w->n_blocks; b++)
 			w->term[b] = RANK_K1_PLUS_1;
 		for (int j = 0; !w->ph[i].colocated && j < w->ph[i].n; j++)
-			if (token_bound(w, w->ph[i].tokens[j], err) == -1)
+			if (token_fronts(w, w->ph[i].tokens[j], term_lower, NULL, err) == -1)
 				return -1;
 		for (int64_t b = 0; b < w->n_blocks; b++)
 			w->bound[b] = w->bound[b] < 0.0 || (w->all_of && w->term[b] == 0.0) ?
@@ -431,6 +444,22 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	return 0;
 }
 
+/* Per block, the bounded words' fronts summed, and how many of the words vouch for it. */
+struct prefix_sum {
+	struct rank_front	*sum;
+	int			*vouched;
+};
+
+static void
+prefix_add(struct walk *w, int64_t b, const struct rank_front *fr, void *arg)
+{
+	struct prefix_sum *ps = arg;
+
+	(void)w;
+	ps->vouched[b]++;
+	rank_front_sum(&ps->sum[b], fr);
+}
+
 /*
  * w->bound for a prefix's walk over its bounded words (the rows holding
  * another word are ranked before it, and skipped by it): in each block,
@@ -442,60 +471,24 @@ blocks_bound(struct walk *w, struct mb_err *err)
 static int
 prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *err)
 {
-	struct rank_front *sum = mb_xcalloc((size_t)w->n_blocks, sizeof(*sum));
-	int *vouched = mb_xcalloc((size_t)w->n_blocks, sizeof(*vouched));
-	int rc = SQLITE_DONE;
+	struct prefix_sum ps = { mb_xcalloc((size_t)w->n_blocks, sizeof(*ps.sum)),
+	    mb_xcalloc((size_t)w->n_blocks, sizeof(*ps.vouched)) };
+	int rc = 0;
 
-	for (int i = 0; rc == SQLITE_DONE && i < p->n_bounded; i++) {
-		sqlite3_stmt *st = idx_stmt_sql(w->idx, bounds_sql, err);
-
-		if (st == NULL) {
-			rc = -1;
-			break;
-		}
-		sqlite3_bind_text(st, 1, p->bounded[i], -1, SQLITE_STATIC);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			int64_t c = sqlite3_column_int64(st, 0);
-			const uint8_t *at = sqlite3_column_blob(st, 2);
-			const uint8_t *end = at + sqlite3_column_bytes(st, 2);
-			struct rank_front fr[RANK_CHUNK_BLOCKS], one;
-			unsigned block;
-			uint32_t bits;
-
-			if (c < 0 || c >= w->n_blocks / RANK_CHUNK_BLOCKS + 1 ||
-			    w->chunk_gen[c] != sqlite3_column_int64(st, 1))
-				continue;	/* of an older build of the chunk */
-			memset(fr, 0, sizeof(fr));	/* a block the word is not in: empty */
-			bits = w->chunk_blocks[c];
-			while (at != NULL && rank_front_next(&at, end, &block, &one))
-				fr[block] = one;
-			if (at != end)
-				bits = 0;	/* a malformed blob: trust none of it */
-			for (unsigned k = 0; k < RANK_CHUNK_BLOCKS; k++) {
-				int64_t b = c * RANK_CHUNK_BLOCKS + k;
-
-				if (!(bits & (1u << k)) || b >= w->n_blocks)
-					continue;
-				vouched[b]++;
-				rank_front_sum(&sum[b], &fr[k]);
-			}
-		}
-		idx_stmt_done(st);
-	}
-	if (rc == SQLITE_DONE) {
+	for (int i = 0; rc == 0 && i < p->n_bounded; i++)
+		rc = token_fronts(w, p->bounded[i], prefix_add, &ps, err);
+	if (rc == 0) {
 		w->bound = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->bound));
 		for (int64_t b = 0; b < w->n_blocks; b++) {
-			double term = vouched[b] < p->n_bounded ? RANK_K1_PLUS_1 :
-			    rank_front_max(&sum[b], w->stats.avgdl);
+			double term = ps.vouched[b] < p->n_bounded ? RANK_K1_PLUS_1 :
+			    rank_front_max(&ps.sum[b], w->stats.avgdl);
 
 			w->bound[b] = -1.0 * (w->stats.idf[0] * term * (1.0 + RANK_SLACK));
 		}
 	}
-	free(sum);
-	free(vouched);
-	if (rc == -1)
-		return -1;
-	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank bounds", err);
+	free(ps.sum);
+	free(ps.vouched);
+	return rc;
 }
 
 static const double *sort_bound;	/* blocks_cmp's: set just before the qsort */
@@ -709,11 +702,10 @@ int64_t idx_rank_prefix_min_matches = 16384;
  * are listed only when there are enough matches to walk.
  */
 static int
-prefix_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set, bool *used_r,
-    int64_t *matches_r, struct mb_err *err)
+prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct idx_rank_set *set,
+    bool *used_r, int64_t *matches_r, struct mb_err *err)
 {
 	struct idx_prefix words = { 0 };
-	const struct idx_prefix *p = &words;
 	struct idx_rank_prefix score = { 0 };
 	struct idx_ids rare = { 0 };
 	int64_t max_id = 0;
@@ -731,24 +723,24 @@ prefix_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set, 
 	if (!w->stats.set || w->stats.n_phrase != 1 ||
 	    w->stats.n_hit[0] < idx_rank_prefix_min_matches)
 		return 0;	/* few matches: FTS5's read of the prefix is cheaper */
-	if (idx_prefix_words(w->idx, q->match, &words, &served, err) == -1)
+	if (idx_prefix_words(w->idx, text, &words, &served, err) == -1)
 		return -1;
 	if (!served)
 		return 0;
 	if (idx_one_int64(w->idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
 		goto out;
 	w->n_blocks = max_id / RANK_BLOCK_IDS + 1;
-	if (chunks_load(w, err) == -1 || prefix_blocks_bound(w, p, err) == -1)
+	if (chunks_load(w, err) == -1 || prefix_blocks_bound(w, &words, err) == -1)
 		goto out;
 	score.idf = w->stats.idf[0];
 	score.avgdl = w->stats.avgdl;
 	set->floor.prefix = &score;
-	if (idx_prefix_rank_rare(w->idx, p, set, &rare, err) == -1)
+	if (idx_prefix_rank_rare(w->idx, &words, set, &rare, err) == -1)
 		goto out;
 	score.skip = rare.ids;
 	score.n_skip = rare.n;
-	w->range_match = p->bounded_match;
-	w->n_tokens = p->n_bounded;
+	w->range_match = words.bounded_match;
+	w->n_tokens = words.n_bounded;
 	if (blocks_walk(w, q, set, err) == -1)
 		goto out;
 	idx_rank_prefix_walks++;
@@ -769,6 +761,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 {
 	struct walk w = { .idx = idx, .filtered = filtered, .folder_id = folder_id };
 	int64_t max_id = 0;
+	char *prefix;
 	bool ok = false, any = false;
 	int rc = -1;
 
@@ -785,8 +778,9 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	if (!ok)
 		return 0;
 	/* one prefix, unfiltered: through its words */
-	if (!filtered && idx_prefix_one(q->match)) {
-		rc = prefix_walk(&w, q, set, used_r, matches_r, err);
+	if (!filtered && (prefix = idx_prefix_text(q->match)) != NULL) {
+		rc = prefix_walk(&w, q, prefix, set, used_r, matches_r, err);
+		free(prefix);
 		goto out;
 	}
 	/*

@@ -58,52 +58,8 @@ static const char rank_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
 	"FROM messages_fts WHERE messages_fts MATCH ?1";
 
-/* Tokens of one text, as FTS5 tokenizes a query's phrase. */
-struct tokens {
-	char	*tok[2];	/* owned: the first two */
-	int	 n;
-	bool	 colocated;
-};
-
-static int
-tokens_add(void *ctx, int flags, const char *tok, int n, int start, int end)
-{
-	struct tokens *t = ctx;
-
-	(void)start;
-	(void)end;
-	if (flags & FTS5_TOKEN_COLOCATED)
-		t->colocated = true;
-	else if (t->n < 2)
-		t->tok[t->n] = mb_xstrndup(tok, (size_t)n);
-	if (!(flags & FTS5_TOKEN_COLOCATED))
-		t->n++;
-	return SQLITE_OK;
-}
-
-/*
- * text's single token (owned by the caller; NULL when it has more, none, or
- * a colocated one), tokenized with flags as FTS5 tokenizes a query.
- */
-static char *
-single_token(fts5_tokenizer *tk, Fts5Tokenizer *t, const char *text, int flags)
-{
-	struct tokens k = { 0 };
-	int rc = tk->xTokenize(t, &k, flags, text, (int)strlen(text), tokens_add);
-	char *one = rc == SQLITE_OK && k.n == 1 && !k.colocated ? k.tok[0] : NULL;
-
-	if (one == NULL)
-		free(k.tok[0]);
-	free(k.tok[1]);
-	return one;
-}
-
-/*
- * The text of match when it is one prefix phrase, "..."* (doubled quotes
- * undone; owned by the caller); NULL otherwise.
- */
-static char *
-prefix_text(const char *match)
+char *
+idx_prefix_text(const char *match)
 {
 	size_t n = strlen(match);
 	char *t, *o;
@@ -125,16 +81,6 @@ prefix_text(const char *match)
 		return NULL;
 	}
 	return t;
-}
-
-bool
-idx_prefix_one(const char *match)
-{
-	char *text = prefix_text(match);
-	bool one = text != NULL;
-
-	free(text);
-	return one;
 }
 
 void
@@ -344,31 +290,26 @@ prefix_bounded(struct mb_index *idx, const char *prefix, char ***words_r, int *n
 }
 
 int
-idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p, bool *ok_r,
+idx_prefix_words(struct mb_index *idx, const char *text, struct idx_prefix *p, bool *ok_r,
     struct mb_err *err)
 {
 	struct mb_err ignored = { 0 };
 	struct mb_buf bounded_or, rare;
-	struct lister l = { 0 };
+	/* an index from before migration 0017 has no vocabulary: read every match */
+	struct lister l = { .word = idx_stmt_sql(idx, word_sql, &ignored), .rare = &rare,
+	    .rc = SQLITE_OK };
 	fts5_tokenizer tk;
 	Fts5Tokenizer *t = NULL;
-	char *text = prefix_text(match), *prefix = NULL;
+	char *prefix;
 	bool letter = false;
-	int rc = 0;
+	int rc;
 
 	memset(p, 0, sizeof(*p));
 	*ok_r = false;
-	if (text == NULL)
+	if (l.word == NULL || mb_fts_tokenizer(idx->db, &tk, &t) != 0)
 		return 0;
-	/* an index from before migration 0017 has no vocabulary: read every match */
-	if (idx_stmt_sql(idx, word_sql, &ignored) == NULL ||
-	    mb_fts_tokenizer(idx->db, &tk, &t) != 0) {
-		free(text);
-		return 0;
-	}
-	prefix = single_token(&tk, t, text, FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX);
+	prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX);
 	tk.xDelete(t);
-	free(text);
 	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
 		letter = letter || *c < '0' || *c > '9';
 	/* digits only could be a colocated digit run's prefix too: not served */
@@ -376,37 +317,34 @@ idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p, 
 		free(prefix);
 		return 0;
 	}
-	rc = prefix_bounded(idx, prefix, &p->bounded, &p->n_bounded, ok_r, err);
 	mb_buf_init(&bounded_or, SIZE_MAX);
 	mb_buf_init(&rare, SIZE_MAX);
-	for (int i = 0; *ok_r && i < p->n_bounded; i++)
-		or_raw(&bounded_or, p->bounded[i], strlen(p->bounded[i]), false);
-	*ok_r = *ok_r && p->n_bounded > 0;	/* no bounded word: nothing to walk */
-	if (*ok_r) {
-		l.word = idx_stmt_sql(idx, word_sql, err);
+	rc = prefix_bounded(idx, prefix, &p->bounded, &p->n_bounded, ok_r, err);
+	/* no bounded word: nothing to walk */
+	if (*ok_r && p->n_bounded > 0) {
 		l.bounded = p->bounded;
 		l.n_bounded = p->n_bounded;
-		l.rare = &rare;
-		l.rc = SQLITE_OK;
-		*ok_r = l.word != NULL && cover(&l, prefix, strlen(prefix));
+		*ok_r = cover(&l, prefix, strlen(prefix));
 		idx_stmt_done(l.word);
-		if (l.word == NULL || l.rc != SQLITE_OK)
-			rc = l.word == NULL ? -1 : idx_sqlerr(idx, l.rc, "search: a prefix's words", err);
-	}
-	if (*ok_r) {
+		if (l.rc != SQLITE_OK)
+			rc = idx_sqlerr(idx, l.rc, "search: a prefix's words", err);
+	} else
+		*ok_r = false;
+	if (*ok_r && rc == 0) {
+		for (int i = 0; i < p->n_bounded; i++)
+			or_raw(&bounded_or, p->bounded[i], strlen(p->bounded[i]), false);
 		p->bounded_match = mb_buf_detach(&bounded_or, NULL);
 		if (rare.len > 0) {
 			p->rare_only = match_join(rare.data, "NOT", p->bounded_match);
 			p->rare_both = match_join(rare.data, "AND", p->bounded_match);
 		}
+	} else {
+		*ok_r = false;
+		idx_prefix_release(p);
 	}
 	mb_buf_release(&bounded_or);
 	mb_buf_release(&rare);
 	free(prefix);
-	if (!*ok_r || rc == -1) {
-		*ok_r = false;
-		idx_prefix_release(p);
-	}
 	return rc;
 }
 

@@ -207,14 +207,18 @@ struct idx_prefix {
 	char	*rare_both;	/* owned: rows with another word and a bounded one */
 };
 /*
- * match's words into *p when it is one prefix the walk serves (*ok_r true;
- * release p after); else *ok_r false and p empty.  -1 with err on a
- * failure of SQLite's.
+ * The text of match (as query.c writes it) when it is one prefix phrase,
+ * "..."*, and nothing else, doubled quotes undone (owned by the caller);
+ * NULL otherwise.
  */
-int	idx_prefix_words(struct mb_index *idx, const char *match, struct idx_prefix *p,
+char	*idx_prefix_text(const char *match);
+/*
+ * The words of the prefix phrase text (idx_prefix_text()) into *p when the
+ * walk serves it (*ok_r true; release p after); else *ok_r false and p
+ * empty.  -1 with err on a failure of SQLite's.
+ */
+int	idx_prefix_words(struct mb_index *idx, const char *text, struct idx_prefix *p,
 	    bool *ok_r, struct mb_err *err);
-/* Whether match (as query.c writes it) is one prefix phrase, "..."*, and nothing else. */
-bool	idx_prefix_one(const char *match);
 void	idx_prefix_release(struct idx_prefix *p);
 /*
  * The statistics this connection keeps for match into *stats (*kept_r), as
