@@ -491,18 +491,6 @@ prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *e
 	return rc;
 }
 
-static const double *sort_bound;	/* blocks_cmp's: set just before the qsort */
-
-static int
-blocks_cmp(const void *pa, const void *pb)
-{
-	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-
-	if (sort_bound[a] != sort_bound[b])
-		return sort_bound[a] < sort_bound[b] ? -1 : 1;
-	return a > b ? -1 : a < b;	/* newest first among equals */
-}
-
 /* Rank the rows of ids [lo, hi] into set; the floor is raised after. */
 static int
 range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
@@ -553,35 +541,6 @@ range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t
 }
 
 /*
- * The blocks that can still hold a row of the page (unread, bound at or
- * above the floor): how many runs of neighbours they make, the first and
- * the last of them.
- */
-static int64_t
-runs_left(const struct walk *w, const bool *read, double floor, int64_t *first_r,
-    int64_t *last_r, int64_t *blocks_r)
-{
-	int64_t runs = 0;
-	bool in = false;
-
-	*first_r = *last_r = -1;
-	*blocks_r = 0;
-	for (int64_t b = 0; b < w->n_blocks; b++) {
-		bool can = !read[b] && w->bound[b] < 0.0 && w->bound[b] <= floor;
-
-		if (can && !in)
-			runs++;
-		if (can) {
-			(*blocks_r)++;
-			*first_r = *first_r < 0 ? b : *first_r;
-			*last_r = b;
-		}
-		in = can;
-	}
-	return runs;
-}
-
-/*
  * The matches of the query in n blocks, as guessed from its phrases' row
  * counts spread evenly (the fewest of them: an AND holds no more; for an
  * OR this guesses low, which only costs time).
@@ -609,14 +568,12 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 {
 	int64_t *order = mb_xcalloc((size_t)w->n_blocks, sizeof(*order));
 	bool *read = mb_xcalloc((size_t)w->n_blocks, sizeof(*read));
+	struct rank_runs can = { 0 };	/* set up once the page is full (can.in) */
 	int reads_floored = 0;	/* ranges read since the page was full */
 	int reads_short = 0;	/* ranges read before it was */
 	int rc = 0;
 
-	for (int64_t b = 0; b < w->n_blocks; b++)
-		order[b] = b;
-	sort_bound = w->bound;
-	qsort(order, (size_t)w->n_blocks, sizeof(*order), blocks_cmp);
+	rank_order_sort(w->bound, w->n_blocks, order);
 	for (int64_t k = 0; rc == 0 && k < w->n_blocks; k++) {
 		int64_t b = order[k], lo = b, hi = b;
 		double reach;
@@ -640,13 +597,18 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		}
 		if (set->floor.set && (w->n_tokens == 1 || w->filtered || w->range_match != NULL) &&
 		    ++reads_floored > RANK_FIRST_READS) {
-			int64_t first, last, n_can, runs = runs_left(w, read, set->floor.score,
-			    &first, &last, &n_can);
+			int64_t first, last;
 			double per_range = w->filtered ? RANK_RANGE_ROWS_FILTERED :
 			    RANK_RANGE_ROWS * w->n_tokens;
 
+			if (can.in == NULL)
+				rank_runs_start(&can, w->bound, order, w->n_blocks, read,
+				    set->floor.score);
+			else
+				rank_runs_floor(&can, w->bound, order, set->floor.score);
+			rank_runs_ends(&can, &first, &last);
 			/* the rows one statement would step over for nothing, against the ranges */
-			if (matches_in(w, last - first + 1 - n_can) < (double)runs * per_range) {
+			if (matches_in(w, last - first + 1 - can.count) < (double)can.runs * per_range) {
 				rc = range_rank_rest(w, q, first, last, read, set, err);
 				break;
 			}
@@ -658,11 +620,14 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		while (hi + 1 < w->n_blocks && !read[hi + 1] && w->bound[hi + 1] < 0.0 &&
 		    w->bound[hi + 1] <= reach)
 			hi++;
-		for (int64_t i = lo; i <= hi; i++)
+		for (int64_t i = lo; i <= hi; i++) {
 			read[i] = true;
+			rank_runs_remove(&can, i);
+		}
 		rc = range_rank(w, q, lo * RANK_BLOCK_IDS, hi * RANK_BLOCK_IDS +
 		    RANK_BLOCK_IDS - 1, set, err);
 	}
+	rank_runs_release(&can);
 	free(order);
 	free(read);
 	return rc;

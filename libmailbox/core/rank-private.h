@@ -64,6 +64,39 @@ bool	rank_front_next(const uint8_t **p, const uint8_t *end, unsigned *block_r,
 	    struct rank_front *fr);
 
 /*
+ * The block walk's order (rank_order.c): order[0..n-1] the blocks 0..n-1
+ * by bound[] ascending (the walk's bounds are negated scores: best first),
+ * the higher block first among equal bounds.  The caller owns order.
+ */
+void	rank_order_sort(const double *bound, int64_t n, int64_t *order);
+
+/*
+ * The blocks that can still reach the page's floor (unread, a bound below
+ * 0 and at or below the floor, negated as above), kept as the walk reads
+ * blocks and raises its floor: how many there are, in how many runs of
+ * neighbours, and the first and the last (rank_runs_ends).
+ */
+struct rank_runs {
+	bool	*in;		/* owned: per block, in the runs */
+	int64_t	 n;		/* blocks */
+	int64_t	 cut;		/* order[0..cut-1]: the blocks whose bound reaches the floor */
+	int64_t	 runs, count;
+	int64_t	 first, last;	/* no block of the runs is outside them */
+};
+
+/* Set r up from order (rank_order_sort), the blocks read so far and floor. */
+void	rank_runs_start(struct rank_runs *r, const double *bound, const int64_t *order,
+	    int64_t n, const bool *read, double floor);
+/* Block b is read: out of the runs (nothing when it was not in them). */
+void	rank_runs_remove(struct rank_runs *r, int64_t b);
+/* The floor rose to floor: the blocks whose bound no longer reaches it go. */
+void	rank_runs_floor(struct rank_runs *r, const double *bound, const int64_t *order,
+	    double floor);
+/* The first and the last block of the runs; -1 and -1 when there is none. */
+void	rank_runs_ends(struct rank_runs *r, int64_t *first_r, int64_t *last_r);
+void	rank_runs_release(struct rank_runs *r);
+
+/*
  * Register mb_rank_tf(messages_fts, w0, w1, ...): a row's weighted hits of
  * the query, rounded up, counted as mb_bm25 counts them (fts_bounds.c).
  */
