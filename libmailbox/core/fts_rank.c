@@ -382,9 +382,15 @@ rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 		idx_rank_sized++;
 		rc = api->xColumnSize(fts, -1, &n_tok);
 	}
-	if (rc == SQLITE_OK)
-		sqlite3_result_double(ctx, rank_score(q, (double)n_tok));
-	else
+	if (rc == SQLITE_OK) {
+		double score = rank_score(q, (double)n_tok);
+
+		if (floor != NULL && floor->memo != NULL) {
+			floor->memo->has_score = true;
+			floor->memo->score = score;
+		}
+		sqlite3_result_double(ctx, score);
+	} else
 		sqlite3_result_error_code(ctx, rc);
 }
 
@@ -500,12 +506,30 @@ static void
 mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
     sqlite3_value **val)
 {
+	const struct idx_rank_floor *floor;
+	struct idx_rank_memo *memo;
+
 	if (n_val < 2) {
 		sqlite3_result_error(ctx, "mb_bm25_top: the MATCH text or the floor is missing",
 		    -1);
 		return;
 	}
-	rank_row(api, fts, ctx, n_val, val, sqlite3_value_pointer(val[1], IDX_RANK_FLOOR), 2);
+	floor = sqlite3_value_pointer(val[1], IDX_RANK_FLOOR);
+	memo = floor != NULL ? floor->memo : NULL;
+	if (memo != NULL) {
+		int64_t id = api->xRowid(fts);
+
+		if (memo->valid && memo->rowid == id) {	/* this row's second call */
+			memo->valid = false;
+			if (memo->has_score)
+				sqlite3_result_double(ctx, memo->score);
+			else
+				sqlite3_result_null(ctx);
+			return;
+		}
+		*memo = (struct idx_rank_memo){ .valid = true, .rowid = id };
+	}
+	rank_row(api, fts, ctx, n_val, val, floor, 2);
 }
 
 /*

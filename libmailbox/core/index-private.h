@@ -276,6 +276,24 @@ struct idx_rank_floor {
 	int64_t		 n_blocks;
 	/* A prefix's walk (index_search_prefix.c; NULL otherwise). */
 	const struct idx_rank_prefix	*prefix;
+	/* A statement that scores each row twice, in WHERE and in its columns (NULL otherwise). */
+	struct idx_rank_memo		*memo;
+};
+
+/*
+ * The block walk's filtered ranges (index_search_blocks.c) ask mb_bm25_top()
+ * in WHERE, so that a row which cannot reach the page is dropped before its
+ * seek into messages_search_filter, and again in the columns, for the
+ * score.  The second call for the same row takes the first's answer from
+ * here instead of scoring the row again.  Within one statement FTS5 gives
+ * each id once, in order, so the id tells the second call from a new row;
+ * the caller clears it before each statement.
+ */
+struct idx_rank_memo {
+	bool	valid;		/* the next call for rowid takes this answer */
+	bool	has_score;	/* else the answer was NULL */
+	int64_t	rowid;
+	double	score;
 };
 
 /*

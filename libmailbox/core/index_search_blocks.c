@@ -65,9 +65,26 @@ static const char range_sql[] =
 /*
  * The same with the query's filters (SEARCH_FILTERS_COVERED, bound by
  * idx_search_bind) tested in messages_search_filter, the date spelled over
- * its columns so that the index alone is read (search_sql_rank_ix).
+ * its columns so that the index alone is read (search_sql_rank_ix).  The
+ * score is asked in WHERE too: a term of messages_fts alone is tested before
+ * the join, so a row that cannot reach the page (most of them, once it is
+ * full) costs no seek into that index, about 0.6 us a match; the second
+ * call takes the first's answer (struct idx_rank_memo).  At 1,000,000
+ * messages that cut `linux after:2002-09-01` by a third (docs/benchmarks.md,
+ * "Filtered ranges scored before the join").
  */
 static const char range_sql_filtered[] =
+	"SELECT messages_fts.rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS "), "
+	SEARCH_DATE_COVERED " FROM messages_fts CROSS JOIN messages AS m "
+	"INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND "
+	"mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") IS NOT NULL AND "
+	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
+/*
+ * Every match that passes the filters, a row for each (the score NULL for
+ * one ranked already): the statement that counts them (blocks_walk).
+ */
+static const char range_sql_filtered_count[] =
 	"SELECT messages_fts.rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS "), "
 	SEARCH_DATE_COVERED " FROM messages_fts CROSS JOIN messages AS m "
 	"INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
@@ -101,9 +118,10 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
 #define RANK_FIRST_READS	8
 #define RANK_RANGE_ROWS	200
 /*
- * The same with filters: a statement stepping over a match seeks
- * messages_search_filter for it (about 0.6 us) before mb_bm25_top() can
- * skip it, a dozen times what a match of FTS5 alone costs.
+ * The same with filters: a statement stepping over a match joins
+ * messages_search_filter for it.  Since the score is asked before the join
+ * (range_sql_filtered) a row answered at once costs no seek; 200 was tried
+ * again then, at 100,000 and 1,000,000 messages, and was no better.
  */
 #define RANK_RANGE_ROWS_FILTERED	20
 
@@ -491,17 +509,23 @@ prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *e
 	return rc;
 }
 
-/* Rank the rows of ids [lo, hi] into set; the floor is raised after. */
+/*
+ * Rank the rows of ids [lo, hi] into set; the floor is raised after.  With
+ * count, every match that passes the filters is a row (set->matches).
+ */
 static int
-range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
+range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi, bool count,
     struct idx_rank_set *set, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(w->idx, w->filtered ? range_sql_filtered : range_sql,
-	    err);
+	const char *sql = !w->filtered ? range_sql : count ? range_sql_filtered_count :
+	    range_sql_filtered;
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, sql, err);
+	struct idx_rank_memo memo = { 0 };
 	int rc;
 
 	if (st == NULL)
 		return -1;
+	set->floor.memo = sql == range_sql_filtered ? &memo : NULL;
 	if (w->filtered)
 		idx_search_bind(st, q, w->folder_id);	/* ?1 too */
 	else
@@ -512,6 +536,7 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
 	sqlite3_bind_int64(st, 23, hi);
 	rc = idx_rank_collect(st, w->filtered, set);
 	idx_stmt_done(st);
+	set->floor.memo = NULL;
 	if (rc != SQLITE_OK)
 		return idx_sqlerr(w->idx, rc, "search: rank a range", err);
 	if (set->n > set->keep)
@@ -522,11 +547,12 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
 /*
  * One statement over blocks first..last that mb_bm25_top() answers at once
  * for a row of a block read already (read) or bounded below the floor
- * (struct idx_rank_floor); every row it gives is counted in set->matches.
+ * (struct idx_rank_floor); with count, every match that passes the filters
+ * is counted in set->matches.
  */
 static int
 range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t last,
-    const bool *read, struct idx_rank_set *set, struct mb_err *err)
+    bool count, const bool *read, struct idx_rank_set *set, struct mb_err *err)
 {
 	int rc;
 
@@ -534,7 +560,7 @@ range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t
 	set->floor.block_read = read;
 	set->floor.n_blocks = w->n_blocks;
 	rc = range_rank(w, q, first * RANK_BLOCK_IDS, last * RANK_BLOCK_IDS + RANK_BLOCK_IDS - 1,
-	    set, err);
+	    count, set, err);
 	set->floor.block_bound = NULL;
 	set->floor.block_read = NULL;
 	return rc;
@@ -591,7 +617,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		 */
 		if (w->filtered && !set->floor.set && ++reads_short > RANK_FIRST_READS) {
 			set->matches = 0;
-			rc = range_rank_rest(w, q, 0, w->n_blocks - 1, read, set, err);
+			rc = range_rank_rest(w, q, 0, w->n_blocks - 1, true, read, set, err);
 			w->counted = true;
 			break;
 		}
@@ -609,7 +635,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			rank_runs_ends(&can, &first, &last);
 			/* the rows one statement would step over for nothing, against the ranges */
 			if (matches_in(w, last - first + 1 - can.count) < (double)can.runs * per_range) {
-				rc = range_rank_rest(w, q, first, last, read, set, err);
+				rc = range_rank_rest(w, q, first, last, false, read, set, err);
 				break;
 			}
 		}
@@ -625,7 +651,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			rank_runs_remove(&can, i);
 		}
 		rc = range_rank(w, q, lo * RANK_BLOCK_IDS, hi * RANK_BLOCK_IDS +
-		    RANK_BLOCK_IDS - 1, set, err);
+		    RANK_BLOCK_IDS - 1, false, set, err);
 	}
 	rank_runs_release(&can);
 	free(order);
