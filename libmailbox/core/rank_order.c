@@ -5,7 +5,7 @@
  * the index, again and again: qsort() of all of them (about 100,000
  * indirect comparisons at 1,000,000 messages, 7,813 blocks), and a scan of
  * all of them after every range read once the page was full.  At 1,000,000
- * messages the two were 10-25% of the CPU of `spamassassin`, `the`,
+ * messages the two were 10-24% of the CPU of `spamassassin`, `the`,
  * `"mailing list"` and `linux after:...` (docs/benchmarks.md, "The block
  * walk's bookkeeping").  Here the order is a radix sort (a few passes over
  * the blocks, no comparisons) and the runs are kept up to date as blocks
