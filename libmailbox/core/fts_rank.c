@@ -521,15 +521,35 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 
 		if (memo->valid && memo->rowid == id) {	/* this row's second call */
 			memo->valid = false;
-			if (memo->has_score)
+			if (memo->deferred)
+				memo = NULL;	/* joined unscored: score it now */
+			else if (memo->has_score)
 				sqlite3_result_double(ctx, memo->score);
 			else
 				sqlite3_result_null(ctx);
-			return;
+			if (memo != NULL)
+				return;
+		} else {
+			memo->valid = true;
+			memo->rowid = id;
+			memo->has_score = false;
+			memo->deferred = memo->passing != NULL && *memo->passing < memo->join_until;
+			if (memo->deferred) {
+				sqlite3_result_int(ctx, 1);	/* join it, count it */
+				return;
+			}
 		}
-		*memo = (struct idx_rank_memo){ .valid = true, .rowid = id };
 	}
 	rank_row(api, fts, ctx, n_val, val, floor, 2);
+	if (memo == NULL)
+		return;
+	/* strictly worse than the floor once its length is read: not worth the join either */
+	if (memo->has_score && floor->set && memo->score > floor->score) {
+		memo->has_score = false;
+		sqlite3_result_null(ctx);
+	}
+	if (!memo->has_score)
+		memo->dropped++;
 }
 
 /*

@@ -281,19 +281,30 @@ struct idx_rank_floor {
 };
 
 /*
- * The block walk's filtered ranges (index_search_blocks.c) ask mb_bm25_top()
- * in WHERE, so that a row which cannot reach the page is dropped before its
- * seek into messages_search_filter, and again in the columns, for the
- * score.  The second call for the same row takes the first's answer from
- * here instead of scoring the row again.  Within one statement FTS5 gives
+ * A filtered statement that asks mb_bm25_top() in WHERE (a term of
+ * messages_fts alone, tested before the join), so that a row which cannot
+ * reach the page is dropped before its seek into messages_search_filter,
+ * and again in its columns, for the score: the block walk's filtered
+ * ranges (index_search_blocks.c) and a filtered search read whole
+ * (index_search.c).  The second call for a row takes the first's answer
+ * from here instead of scoring it again.  Within one statement FTS5 gives
  * each id once, in order, so the id tells the second call from a new row;
- * the caller clears it before each statement.
+ * the caller clears the answer before each statement.
+ *
+ * With passing set, every row is joined (the first call answers 1 without
+ * scoring it, the second scores it) while *passing, the rows the statement
+ * has given so far, is below join_until: a search read whole counts what
+ * passes its filters exactly up to there, and drops rows only past it.
  */
 struct idx_rank_memo {
-	bool	valid;		/* the next call for rowid takes this answer */
-	bool	has_score;	/* else the answer was NULL */
-	int64_t	rowid;
-	double	score;
+	bool		 valid;		/* the next call for rowid takes this answer */
+	bool		 deferred;	/* joined unscored: the next call scores it */
+	bool		 has_score;	/* else the answer was NULL */
+	int64_t		 rowid;
+	double		 score;
+	const int64_t	*passing;	/* NULL: drop every row that cannot reach the page */
+	int64_t		 join_until;
+	int64_t		 dropped;	/* rows answered NULL before the join */
 };
 
 /*

@@ -197,6 +197,9 @@ static const char *const filtered_queries[] = {
 	"gamma is:flagged", "alpha is:flagged", "delta is:read", "epsilon is:unread",
 	"\"mailing list\" after:2023-11-15", "alpha beta in:INBOX", "beta in:INBOX",
 	"gamma -is:flagged before:2023-11-16",
+	/* prefixes with filters: read whole, scored before the join past the count's cap */
+	"gamm* after:2023-11-15", "alph* after:2023-11-15", "alph* before:2023-11-15",
+	"fill* is:unread", "alph* is:flagged",
 };
 
 /*
@@ -272,6 +275,52 @@ expect_filtered_walk(struct mb_test_index *f)
 	mb_query_release(&q);
 }
 
+/*
+ * A filtered search read whole joins and counts every match that passes up
+ * to the count's cap, and past it only the rows that can reach the page:
+ * its total is then the cap, a lower bound; below it, exact.
+ */
+static void
+expect_filtered_read_whole(struct mb_test_index *f)
+{
+	static const struct {
+		const char	*text;
+		bool		 exact;
+	} cases[] = {
+		{ "alpha after:2023-11-15", false }, { "alph* after:2023-11-15", false },
+		{ "alpha is:flagged", true }, { "alph* is:flagged", true },
+		{ "alph* before:2023-11-15", true },
+	};
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		struct mb_search_page pg;
+		struct mb_query q;
+		struct mb_err err = { 0 };
+		char *where = where_of(cases[i].text);
+		char *sql = sqlite3_mprintf("SELECT count(*) FROM messages_fts JOIN messages AS m "
+		    "ON m.id = messages_fts.rowid WHERE messages_fts MATCH %Q AND %s",
+		    cases[i].text[4] == '*' ? "alph*" : "alpha", where);
+		int64_t passing = mb_test_index_int(f, sql);
+
+		sqlite3_free(sql);
+		sqlite3_free(where);
+		mb_query_init(&q);
+		assert_int_equal(mb_query_compile(cases[i].text, strlen(cases[i].text), &q, &err), 0);
+		assert_int_equal(mb_search_run(mb_test_index_reader(f), &q, 0, 20, &pg, &err), 0);
+		if (cases[i].exact) {
+			assert_true(passing < MB_SEARCH_COUNT_CAP);
+			assert_true(pg.total_exact);
+			assert_int_equal(pg.total, passing);
+		} else {
+			assert_true(passing > MB_SEARCH_COUNT_CAP);
+			assert_false(pg.total_exact);
+			assert_int_equal(pg.total, MB_SEARCH_COUNT_CAP);
+		}
+		mb_search_page_release(&pg);
+		mb_query_release(&q);
+	}
+}
+
 /* Bounds built: two chunks (ids up to 4,095); the pages are exact. */
 static void
 pages_with_bounds_are_bm25s(void **state)
@@ -289,6 +338,7 @@ pages_with_bounds_are_bm25s(void **state)
 	    "SELECT count(*) FROM rank_terms WHERE term = 'epsilon'"), 0);
 	expect_all_exact(f);
 	expect_filtered_walk(f);
+	expect_filtered_read_whole(f);
 }
 
 /* An index syncd never bounded (or of an older build) is ranked by reading every match. */
@@ -299,6 +349,7 @@ pages_without_bounds_are_bm25s(void **state)
 
 	put_all(f);
 	expect_all_exact(f);
+	expect_filtered_read_whole(f);
 }
 
 /*
