@@ -385,6 +385,10 @@ rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 	if (rc == SQLITE_OK) {
 		double score = rank_score(q, (double)n_tok);
 
+		if (floor != NULL && floor->set && score > floor->score) {
+			sqlite3_result_null(ctx);	/* measured, still strictly worse */
+			return;
+		}
 		if (floor != NULL && floor->memo != NULL) {
 			floor->memo->has_score = true;
 			floor->memo->score = score;
@@ -516,39 +520,28 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 	}
 	floor = sqlite3_value_pointer(val[1], IDX_RANK_FLOOR);
 	memo = floor != NULL ? floor->memo : NULL;
+	if (memo != NULL && memo->valid && memo->rowid == api->xRowid(fts)) {
+		memo->valid = false;	/* this row's second call */
+		if (memo->deferred)
+			rank_row(api, fts, ctx, n_val, val, floor, 2);	/* joined unscored */
+		else if (memo->has_score)
+			sqlite3_result_double(ctx, memo->score);
+		else
+			sqlite3_result_null(ctx);
+		return;
+	}
 	if (memo != NULL) {
-		int64_t id = api->xRowid(fts);
-
-		if (memo->valid && memo->rowid == id) {	/* this row's second call */
-			memo->valid = false;
-			if (memo->deferred)
-				memo = NULL;	/* joined unscored: score it now */
-			else if (memo->has_score)
-				sqlite3_result_double(ctx, memo->score);
-			else
-				sqlite3_result_null(ctx);
-			if (memo != NULL)
-				return;
-		} else {
-			memo->valid = true;
-			memo->rowid = id;
-			memo->has_score = false;
-			memo->deferred = memo->passing != NULL && *memo->passing < memo->join_until;
-			if (memo->deferred) {
-				sqlite3_result_int(ctx, 1);	/* join it, count it */
-				return;
-			}
+		memo->valid = true;
+		memo->rowid = api->xRowid(fts);
+		memo->has_score = false;
+		memo->deferred = memo->passing != NULL && *memo->passing < memo->join_until;
+		if (memo->deferred) {
+			sqlite3_result_int(ctx, 1);	/* join it, count it */
+			return;
 		}
 	}
 	rank_row(api, fts, ctx, n_val, val, floor, 2);
-	if (memo == NULL)
-		return;
-	/* strictly worse than the floor once its length is read: not worth the join either */
-	if (memo->has_score && floor->set && memo->score > floor->score) {
-		memo->has_score = false;
-		sqlite3_result_null(ctx);
-	}
-	if (!memo->has_score)
+	if (memo != NULL && !memo->has_score)
 		memo->dropped++;
 }
 
