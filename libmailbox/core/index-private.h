@@ -256,8 +256,9 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 /*
  * The floor of an exact top-k ranking (index_search.c, fts_rank.c): the
  * score of the k-th best row so far (mb_bm25's scale: lower is better), once
- * set.  mb_bm25_top() answers NULL for a row that cannot score as well,
- * without finishing its score.  Passed to SQL by sqlite3_bind_pointer() with
+ * set.  mb_bm25_top() answers NULL for a row that cannot score as well:
+ * without its length when the length its hits prove already says so, else
+ * once measured.  Passed to SQL by sqlite3_bind_pointer() with
  * the type IDX_RANK_FLOOR; the caller owns it and raises it between steps.
  */
 #define IDX_RANK_FLOOR	"mb_rank_floor"
