@@ -147,8 +147,8 @@ void	mb_query_release(struct mb_query *q);	/* frees strings; q becomes empty */
  * characters, cut at word boundaries with "…" where text was cut, and every
  * occurrence inside marked **like this**.  Returns 0 with the excerpt
  * appended to out, or -1 when no term occurs literally (the caller falls back
- * to FTS5's snippet(), which knows stemming and diacritic folding).  A cheap
- * substitute for snippet(), which re-tokenizes the whole message.
+ * to a snippet from the index's positions, which knows stemming and
+ * diacritic folding, and tokenizes the text).
  */
 int	mb_query_excerpt(const struct mb_query *q, const char *text, size_t len,
 	    size_t max_chars, struct mb_buf *out);

@@ -88,7 +88,7 @@ struct mb_search_hit {
 	 * Where the query's words are, marked **like this** (cut with "…"),
 	 * or for a query of filters alone the start of the body.  Not NUL-free
 	 * in general: snippet_len bytes.  "" when there is none; NULL when
-	 * FTS5's snippet() gave none.
+	 * the snippet from the index's positions gave none.
 	 */
 	char		*snippet;
 	size_t		 snippet_len;

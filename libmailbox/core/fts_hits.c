@@ -18,11 +18,22 @@
  *		the token offset of the first match in column col, or NULL
  *	mb_column_tokens(messages_fts, col)
  *		the number of tokens in column col of the row
+ *	mb_snippet(messages_fts, col, n[, piece])
+ *		n tokens of column col around its first match, the matches
+ *		marked **like this**, "…" where the column was cut: what
+ *		snippet(messages_fts, col, '**', '**', '…', n) gives, but at the
+ *		column's first match instead of its best window.  snippet()
+ *		scores every window against every match, so a row of 20,000
+ *		matches cost it seconds; this reads the matches once and
+ *		tokenizes the column up to the window's end, in pieces of
+ *		piece bytes (8 KB; the fuzzer asks for small ones), growing.
  *
  * mb_fts_mark() marks a query's words in a short text with the index's own
  * tokenizer, for a match that is not literally there (stemmed, folded).
  */
+#include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +124,190 @@ column_tokens(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 		sqlite3_result_int(ctx, n);
 }
 
+/* ---- mb_snippet */
+
+#define SNIPPET_MAX_TOKENS	64
+
+/* What the tokenizer callback builds: the window's tokens and their marks. */
+struct snippet_window {
+	int	start, end;			/* the window: token positions [start, end) */
+	int	mark[SNIPPET_MAX_TOKENS];	/* per window token: its match + 1, or 0 */
+	int	pos;				/* the next token's position */
+	int	base;				/* the piece being tokenized starts here */
+	bool	passed;				/* a token past the window was seen */
+	int	byte_start, byte_end;		/* the window's bytes */
+	int	spans[SNIPPET_MAX_TOKENS][2];	/* byte ranges to mark, in order, apart */
+	int	n_spans;
+	int	last_mark;			/* mark of the window's previous token */
+};
+
+static int
+window_token(void *p, int flags, const char *tok, int ntok, int start, int end)
+{
+	struct snippet_window *w = p;
+	int pos, m;
+
+	(void)tok;
+	(void)ntok;
+	if (flags & FTS5_TOKEN_COLOCATED)
+		return SQLITE_OK;	/* a synonym at the same position */
+	pos = w->pos++;
+	if (pos < w->start)
+		return SQLITE_OK;
+	if (pos >= w->end) {
+		w->passed = true;
+		return SQLITE_DONE;	/* stop (the tokenizer answers SQLITE_OK) */
+	}
+	start += w->base;
+	end += w->base;
+	if (w->byte_start < 0)
+		w->byte_start = start;
+	if (end > w->byte_end)
+		w->byte_end = end;
+	m = w->mark[pos - w->start];
+	if (m != 0 && w->n_spans > 0 && (m == w->last_mark ||
+	    start < w->spans[w->n_spans - 1][1])) {
+		/* the next word of the same phrase, or a CJK bigram overlapping the last */
+		if (end > w->spans[w->n_spans - 1][1])
+			w->spans[w->n_spans - 1][1] = end;
+	} else if (m != 0) {
+		w->spans[w->n_spans][0] = start;
+		w->spans[w->n_spans][1] = end;
+		w->n_spans++;
+	}
+	w->last_mark = m;
+	return SQLITE_OK;
+}
+
+#define SNIPPET_FIRST_PIECE	8192	/* bytes: most windows are in a body's first few KB */
+
+/*
+ * Where a piece of text[0, len) from base of about want bytes ends: after
+ * white space that an ASCII byte follows, or at len.  No token spans white
+ * space, but a combining mark after a space starts its token at the space,
+ * and the tokenizer's folding could join the two: an ASCII byte is neither.
+ * So in valid UTF-8 without NUL, all the index holds, the pieces give the
+ * tokens and offsets of the whole (fuzz_fts_cjk checks it).
+ */
+static int
+piece_end(const char *text, int len, int base, int want)
+{
+	int at = want < len - base ? base + want : len;
+
+	while (at < len && !((text[at - 1] == ' ' || text[at - 1] == '\n' ||
+	    text[at - 1] == '\t' || text[at - 1] == '\r') && (unsigned char)text[at] < 0x80))
+		at++;
+	return at;
+}
+
+/* mb_snippet(messages_fts, col, n[, piece]) */
+static void
+snippet_first(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
+    sqlite3_value **val)
+{
+	struct snippet_window w = { .byte_start = -1 };
+	struct mb_buf out = MB_BUF_INIT(SIZE_MAX / 2);
+	int col, n, first_piece, n_inst = 0, n_col = 0, first = -1, len = 0, at, rc;
+	const char *text = NULL;
+
+	if (n_val != 2 && n_val != 3) {
+		sqlite3_result_error(ctx, "mb_snippet: the column, the tokens and maybe the "
+		    "piece", -1);
+		return;
+	}
+	col = sqlite3_value_int(val[0]);
+	n = sqlite3_value_int(val[1]);
+	first_piece = n_val == 3 ? sqlite3_value_int(val[2]) : SNIPPET_FIRST_PIECE;
+	if (n < 1 || n > SNIPPET_MAX_TOKENS || first_piece < 1) {
+		sqlite3_result_error(ctx, "mb_snippet: tokens or piece out of range", -1);
+		return;
+	}
+	/* the first match in the column, then every match's tokens in the window */
+	rc = api->xInstCount(fts, &n_inst);
+	for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
+		int phrase, c, off;
+
+		rc = api->xInst(fts, i, &phrase, &c, &off);
+		if (rc == SQLITE_OK && c == col && (first < 0 || off < first))
+			first = off;
+	}
+	if (rc == SQLITE_OK)
+		rc = api->xColumnSize(fts, col, &n_col);
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	/* a quarter of the window before the match, as excerpts do; never past the end */
+	w.start = first > n / 4 ? first - n / 4 : 0;
+	if (w.start + n > n_col)
+		w.start = n_col > n ? n_col - n : 0;
+	w.end = w.start + n;
+	for (int i = 0; i < n_inst; i++) {
+		int phrase, c, off, size;
+
+		if (api->xInst(fts, i, &phrase, &c, &off) != SQLITE_OK || c != col)
+			continue;
+		size = api->xPhraseSize(fts, phrase);
+		for (int t = off; t < off + size && t < w.end; t++)
+			if (t >= w.start)
+				w.mark[t - w.start] = i + 1;
+	}
+	/*
+	 * The tokenizer folds its whole input before it hands out a token, so
+	 * the column goes to it in pieces cut at white space (piece_end()),
+	 * growing, until the window is passed.
+	 */
+	rc = api->xColumnText(fts, col, &text, &len);
+	for (int piece = first_piece; rc == SQLITE_OK && text != NULL && w.base < len &&
+	    !w.passed;
+	    piece = piece < INT_MAX / 4 ? piece * 4 : INT_MAX) {
+		int cut = piece_end(text, len, w.base, piece);
+
+		rc = api->xTokenize(fts, text + w.base, cut - w.base, &w, window_token);
+		w.base = cut;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	if (w.byte_start < 0) {		/* an empty column */
+		sqlite3_result_text(ctx, "", 0, SQLITE_STATIC);
+		return;
+	}
+	/*
+	 * As snippet(): from the column's first byte when the window starts
+	 * it, to its last when it ends it.  Offsets are the tokenizer's, kept
+	 * in order and inside the text here whatever it answered.
+	 */
+	if (w.start > 0)
+		mb_buf_adds(&out, "\xe2\x80\xa6");
+	else
+		w.byte_start = 0;
+	if (w.end >= n_col || w.byte_end > len)
+		w.byte_end = len;
+	at = w.byte_start;
+	for (int i = 0; i < w.n_spans; i++) {
+		int from = w.spans[i][0] > at ? w.spans[i][0] : at;
+		int to = w.spans[i][1] < w.byte_end ? w.spans[i][1] : w.byte_end;
+
+		if (to <= from)
+			continue;
+		mb_buf_add(&out, text + at, (size_t)(from - at));
+		mb_buf_adds(&out, "**");
+		mb_buf_add(&out, text + from, (size_t)(to - from));
+		mb_buf_adds(&out, "**");
+		at = to;
+	}
+	if (w.byte_end > at)
+		mb_buf_add(&out, text + at, (size_t)(w.byte_end - at));
+	if (w.end < n_col)
+		mb_buf_adds(&out, "\xe2\x80\xa6");
+	sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
+	mb_buf_release(&out);
+}
+
 int
 mb_fts_hits_register(sqlite3 *db, struct mb_err *err)
 {
@@ -123,6 +318,7 @@ mb_fts_hits_register(sqlite3 *db, struct mb_err *err)
 		{ "mb_snippet_column", snippet_column },
 		{ "mb_hit_offset", hit_offset },
 		{ "mb_column_tokens", column_tokens },
+		{ "mb_snippet", snippet_first },
 	};
 	fts5_api *api = mb_fts5_api(db);
 

@@ -70,7 +70,8 @@ static const char copy_sql[] =
 static void
 message_fill(struct mb_read_message *m, sqlite3_stmt *st, size_t offset, size_t cap)
 {
-	const char *body = (const char *)sqlite3_column_text(st, 14);
+	/* bytes, not text: text would copy an unpacked body once more (index_search.c) */
+	const char *body = sqlite3_column_blob(st, 14);
 	size_t blen = (size_t)sqlite3_column_bytes(st, 14);
 
 	m->id = sqlite3_column_int64(st, 0);
