@@ -684,6 +684,34 @@ _Thread_local uint64_t idx_rank_prefix_walks;
  */
 int64_t idx_rank_prefix_min_matches = 16384;
 
+int64_t idx_rank_min_matches = 3000;
+_Thread_local uint64_t idx_rank_walks;
+
+/*
+ * Whether w's word or phrase has too few matches to walk (the index's ids
+ * reach max_id).  The walk pays a statement for each range of blocks, and
+ * when the matches are few the page fills late or never, the floor stays
+ * low and nearly every block holding the bounded word is a range: "couple
+ * shots" (17 matches at 100,000 messages) walked 780 blocks for 428 M
+ * instructions, read whole 2.5 M.  Below 3,000 matches the whole read was
+ * cheaper for 10 of the 12 words and phrases measured at 10,000 and
+ * 100,000 messages (the walk by 2 and 13% for the other two).  A phrase is
+ * bounded by one of its words, loosely when they are frequent, and at
+ * 1,000,000 messages the whole read won up to about 20,000 matches
+ * ("linux kernel", 9,447: 11 ms against 39), the walk from about 35,000:
+ * so a phrase also needs a 32nd of the ids (docs/benchmarks.md, "Few
+ * matches read whole").  idx_rank_min_matches 0 walks everything (tests).
+ */
+static bool
+few_matches(const struct walk *w, int64_t max_id)
+{
+	int64_t min = idx_rank_min_matches;
+
+	if (min > 0 && w->ph[0].n > 1 && max_id / 32 > min)
+		min = max_id / 32;
+	return w->stats.n_hit[0] < min;
+}
+
 /*
  * Rank a prefix through its words (index_search_prefix.c): the rows that
  * hold a word syncd does not bound first, in full, then the blocks of the
@@ -807,17 +835,22 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;
 		goto out;
 	}
+	if (idx_one_int64(idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+		goto out;
+	if (few_matches(&w, max_id)) {
+		rc = 0;		/* reading them is cheaper */
+		goto out;
+	}
 	if (!phrases_are_ranked(&w)) {
 		rc = 0;
 		goto out;
 	}
-	if (idx_one_int64(idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
-		goto out;
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)
 		goto out;
 	if (blocks_walk(&w, q, set, err) == -1)
 		goto out;
+	idx_rank_walks++;
 	/* every match counted: a phrase's rows are its statistics' */
 	if (filtered && w.counted)
 		*matches_r = set->matches;

@@ -131,4 +131,13 @@ extern _Thread_local uint64_t	idx_rank_prefix_walks;
  */
 extern int64_t	idx_rank_prefix_min_matches;
 
+/*
+ * The fewest matches (the statistics' rows) for which a word or a phrase is
+ * ranked through the block bounds, and how many searches this thread ranked
+ * so (index_search_blocks.c): the tests lower the one to walk a small
+ * index, and read the other to see which way a search went.
+ */
+extern int64_t	idx_rank_min_matches;
+extern _Thread_local uint64_t	idx_rank_walks;
+
 #endif
