@@ -1,17 +1,18 @@
 /*
  * bench_query: the query language's filters through the search engine, the
  * way mcpd runs them (mb_search_run on a read-only handle, one page of 20,
- * total included), for scripts/bench-query.  Each query is run REPS times
- * after one warm-up; one line per query: p50 and p95 wall time, the mean
- * CPU time of the thread (both in ms), hits on the page, the total and
- * whether it is exact, and the warm-up's CPU time: the query's first run on
- * the connection, which also computes the statistics the ranking keeps per
- * query (fts_rank.c), as a search a person has not just made does.  The
+ * total included), for scripts/bench-query and scripts/bench-outliers.  Each
+ * query is run REPS times after one warm-up; one line per query: p50 and
+ * p95 wall time, the mean CPU time of the thread (both in ms), hits on the
+ * page, the total and whether it is exact, and the warm-up's CPU time: the
+ * query's first run on the connection, which also computes the statistics
+ * the ranking keeps per query (fts_rank.c), as a search a person has not
+ * just made does.  The
  * handle is set up as mcpd sets up its own (mcpd/server.c): SQLite in
  * multi-thread mode, the index read through a mapping, and freed memory
  * kept for the next search (glibc's defaults map a body's copy afresh or
  * trim the heap and grow it again: a page of 200 KB bodies then measured
- * 2 or 19 ms depending on the queries run before it).
+ * 2 to 19 ms depending on the queries run before it).
  *
  *   bench_query INDEX REPS QUERY...
  *
