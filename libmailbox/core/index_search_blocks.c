@@ -25,7 +25,8 @@
  * filters alone (idx_search_count), and beyond it the total is a lower
  * bound.  A seek into that index costs about 0.6 us a match, so for a
  * common word the exact count cost more than everything else
- * (docs/benchmarks.md).
+ * (docs/benchmarks.md).  When few rows pass and the page does not fill in
+ * the first ranges, the walk gives up and the caller reads every match.
  *
  * A prefix is walked through its words (prefix_walk, index_search_prefix.c):
  * FTS5 would merge a prefix's doclists again for every range.
@@ -80,16 +81,6 @@ static const char range_sql_filtered[] =
 	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND "
 	"mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") IS NOT NULL AND "
 	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
-/*
- * Every match that passes the filters, a row for each (the score NULL for
- * one ranked already): the statement that counts them (blocks_walk).
- */
-static const char range_sql_filtered_count[] =
-	"SELECT messages_fts.rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS "), "
-	SEARCH_DATE_COVERED " FROM messages_fts CROSS JOIN messages AS m "
-	"INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND "
-	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
 /* The total of a query of several phrases (one phrase's is its row count). */
 static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
 
@@ -135,7 +126,7 @@ struct phrase {
 struct walk {
 	struct mb_index		*idx;
 	bool			 filtered;	/* the ranges test the query's filters */
-	bool			 counted;	/* filtered: the last statement counted every match */
+	bool			 gave_up;	/* filtered: the page did not fill, read whole instead */
 	int64_t			 folder_id;	/* its in: or role's folder, for the binds */
 	struct idx_rank_stats	 stats;
 	struct phrase		 ph[IDX_RANK_PHRASES];
@@ -509,23 +500,19 @@ prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *e
 	return rc;
 }
 
-/*
- * Rank the rows of ids [lo, hi] into set; the floor is raised after.  With
- * count, every match that passes the filters is a row (set->matches).
- */
+/* Rank the rows of ids [lo, hi] into set; the floor is raised after. */
 static int
-range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi, bool count,
+range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
     struct idx_rank_set *set, struct mb_err *err)
 {
-	const char *sql = !w->filtered ? range_sql : count ? range_sql_filtered_count :
-	    range_sql_filtered;
+	const char *sql = !w->filtered ? range_sql : range_sql_filtered;
 	sqlite3_stmt *st = idx_stmt_sql(w->idx, sql, err);
 	struct idx_rank_memo memo = { 0 };
 	int rc;
 
 	if (st == NULL)
 		return -1;
-	set->floor.memo = sql == range_sql_filtered ? &memo : NULL;
+	set->floor.memo = w->filtered ? &memo : NULL;
 	if (w->filtered)
 		idx_search_bind(st, q, w->folder_id);	/* ?1 too */
 	else
@@ -547,12 +534,11 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi, boo
 /*
  * One statement over blocks first..last that mb_bm25_top() answers at once
  * for a row of a block read already (read) or bounded below the floor
- * (struct idx_rank_floor); with count, every match that passes the filters
- * is counted in set->matches.
+ * (struct idx_rank_floor).
  */
 static int
 range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t last,
-    bool count, const bool *read, struct idx_rank_set *set, struct mb_err *err)
+    const bool *read, struct idx_rank_set *set, struct mb_err *err)
 {
 	int rc;
 
@@ -560,7 +546,7 @@ range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t
 	set->floor.block_read = read;
 	set->floor.n_blocks = w->n_blocks;
 	rc = range_rank(w, q, first * RANK_BLOCK_IDS, last * RANK_BLOCK_IDS + RANK_BLOCK_IDS - 1,
-	    count, set, err);
+	    set, err);
 	set->floor.block_bound = NULL;
 	set->floor.block_read = NULL;
 	return rc;
@@ -611,14 +597,14 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		/*
 		 * A filter few matches pass may never fill the page, and would
 		 * leave the walk reading every block a range at a time: after a
-		 * few ranges without a full page, one statement reads every
-		 * match (the blocks read again, unscored) and so counts those
-		 * that pass, which spares the count after it.
+		 * few ranges without a full page the walk gives up, and the
+		 * caller reads every match, which tests the filters only until
+		 * 1,000 have passed (search_sql_rank_ix).  Reading them here,
+		 * each joined and counted, cost three times that: xent
+		 * after:2002-09-01 at 1,000,000 messages, 90 ms against 26.
 		 */
 		if (w->filtered && !set->floor.set && ++reads_short > RANK_FIRST_READS) {
-			set->matches = 0;
-			rc = range_rank_rest(w, q, 0, w->n_blocks - 1, true, read, set, err);
-			w->counted = true;
+			w->gave_up = true;
 			break;
 		}
 		if (set->floor.set && (w->n_tokens == 1 || w->filtered || w->range_match != NULL) &&
@@ -635,7 +621,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			rank_runs_ends(&can, &first, &last);
 			/* the rows one statement would step over for nothing, against the ranges */
 			if (matches_in(w, last - first + 1 - can.count) < (double)can.runs * per_range) {
-				rc = range_rank_rest(w, q, first, last, false, read, set, err);
+				rc = range_rank_rest(w, q, first, last, read, set, err);
 				break;
 			}
 		}
@@ -651,7 +637,7 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			rank_runs_remove(&can, i);
 		}
 		rc = range_rank(w, q, lo * RANK_BLOCK_IDS, hi * RANK_BLOCK_IDS +
-		    RANK_BLOCK_IDS - 1, false, set, err);
+		    RANK_BLOCK_IDS - 1, set, err);
 	}
 	rank_runs_release(&can);
 	free(order);
@@ -850,11 +836,16 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		goto out;
 	if (blocks_walk(&w, q, set, err) == -1)
 		goto out;
+	if (w.gave_up) {	/* the caller reads every match, into an empty set */
+		set->n = 0;
+		set->matches = 0;
+		set->floor.set = false;
+		rc = 0;
+		goto out;
+	}
 	idx_rank_walks++;
-	/* every match counted: a phrase's rows are its statistics' */
-	if (filtered && w.counted)
-		*matches_r = set->matches;
-	else if (filtered) {
+	/* a phrase's rows are its statistics' */
+	if (filtered) {
 		if (filtered_total(&w, q, set, matches_r, exact_r, err) == -1)
 			goto out;
 	} else if (w.stats.n_phrase == 1)

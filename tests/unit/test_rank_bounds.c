@@ -189,8 +189,9 @@ static const char *const queries[] = {
 
 /*
  * With filters: most pass (the walk stops at the floor, the total is
- * counted to the cap), few pass (the page never fills: one statement reads
- * every match), and shapes the walk leaves to the full read.
+ * counted to the cap), few pass (the page does not fill in the first
+ * ranges: the walk gives up and every match is read whole), and shapes the
+ * walk leaves to the full read.
  */
 static const char *const filtered_queries[] = {
 	"alpha after:2023-11-15", "alpha before:2023-11-15", "beta is:unread",
@@ -265,12 +266,29 @@ expect_filtered_walk(struct mb_test_index *f)
 	struct mb_query q;
 	struct mb_err err = { 0 };
 	const char *text = "alpha after:2023-11-15";
+	uint64_t walks = idx_rank_walks;
 
 	mb_query_init(&q);
 	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
 	assert_int_equal(mb_search_run(mb_test_index_reader(f), &q, 0, 20, &pg, &err), 0);
 	assert_false(pg.total_exact);
 	assert_int_equal(pg.total, MB_SEARCH_COUNT_CAP);
+	assert_true(idx_rank_walks > walks);
+	mb_search_page_release(&pg);
+	mb_query_release(&q);
+	/*
+	 * Few pass: the page does not fill in the first ranges, the walk gives
+	 * up, and every match is read whole (its total exact below the cap).
+	 */
+	text = "alpha before:2023-11-15";	/* the oldest rows only: 264 pass */
+	walks = idx_rank_walks;
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+	assert_int_equal(mb_search_run(mb_test_index_reader(f), &q, 0, 20, &pg, &err), 0);
+	assert_int_equal(idx_rank_walks, walks);
+	assert_int_equal(pg.n, 20);
+	assert_true(pg.total_exact);
+	assert_int_equal(pg.total, 264);
 	mb_search_page_release(&pg);
 	mb_query_release(&q);
 }
