@@ -79,25 +79,39 @@ snippet_column(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 }
 
 /* mb_hit_offset(messages_fts, col) */
+/*
+ * The token offset of the row's first match in column want into *first_r
+ * (-1: none there), and the row's match count into *n_inst_r; an SQLite
+ * result code.
+ */
+static int
+first_match_in(const Fts5ExtensionApi *api, Fts5Context *fts, int want, int *first_r,
+    int *n_inst_r)
+{
+	int rc = api->xInstCount(fts, n_inst_r);
+
+	*first_r = -1;
+	for (int i = 0; rc == SQLITE_OK && i < *n_inst_r; i++) {
+		int phrase, col, off;
+
+		rc = api->xInst(fts, i, &phrase, &col, &off);
+		if (rc == SQLITE_OK && col == want && (*first_r < 0 || off < *first_r))
+			*first_r = off;
+	}
+	return rc;
+}
+
 static void
 hit_offset(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
     sqlite3_value **val)
 {
-	int n_inst = 0, want, first = -1, rc;
+	int n_inst = 0, first = -1, rc;
 
 	if (n_val != 1) {
 		sqlite3_result_error(ctx, "mb_hit_offset: one argument, the column", -1);
 		return;
 	}
-	want = sqlite3_value_int(val[0]);
-	rc = api->xInstCount(fts, &n_inst);
-	for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
-		int phrase, col, off;
-
-		rc = api->xInst(fts, i, &phrase, &col, &off);
-		if (rc == SQLITE_OK && col == want && (first < 0 || off < first))
-			first = off;
-	}
+	rc = first_match_in(api, fts, sqlite3_value_int(val[0]), &first, &n_inst);
 	if (rc != SQLITE_OK)
 		sqlite3_result_error_code(ctx, rc);
 	else if (first >= 0)
@@ -223,14 +237,7 @@ snippet_first(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 		return;
 	}
 	/* the first match in the column, then every match's tokens in the window */
-	rc = api->xInstCount(fts, &n_inst);
-	for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
-		int phrase, c, off;
-
-		rc = api->xInst(fts, i, &phrase, &c, &off);
-		if (rc == SQLITE_OK && c == col && (first < 0 || off < first))
-			first = off;
-	}
+	rc = first_match_in(api, fts, col, &first, &n_inst);
 	if (rc == SQLITE_OK)
 		rc = api->xColumnSize(fts, col, &n_col);
 	if (rc != SQLITE_OK) {
