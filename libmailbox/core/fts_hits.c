@@ -37,10 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
 #include <sqlite3.h>
 
 #include "mailbox/buf.h"
 #include "mailbox/query.h"
+#include "mailbox/utf8.h"
 #include "mailbox/util.h"
 
 #include "index-private.h"
@@ -147,6 +149,8 @@ struct snippet_window {
 	int	start, end;			/* the window: token positions [start, end) */
 	int	mark[SNIPPET_MAX_TOKENS];	/* per window token: its match + 1, or 0 */
 	int	pos;				/* the next token's position */
+	const char *text;			/* the column, len bytes */
+	int	len;
 	int	base;				/* the piece being tokenized starts here */
 	bool	passed;				/* a token past the window was seen */
 	int	byte_start, byte_end;		/* the window's bytes */
@@ -174,6 +178,20 @@ window_token(void *p, int flags, const char *tok, int ntok, int start, int end)
 	}
 	start += w->base;
 	end += w->base;
+	/*
+	 * A token ends after the combining marks that follow it: the tokenizer
+	 * says so when its folding changed the text (it maps back whole
+	 * clusters) and not otherwise, and a piece may be folded or not apart
+	 * from the rest.  A mark is never cut from its character either.
+	 */
+	while (end < w->len) {
+		uint32_t cp = 0;
+		size_t k = mb_utf8_decode(w->text + end, (size_t)(w->len - end), &cp);
+
+		if (k == 0 || g_unichar_combining_class(cp) == 0)
+			break;
+		end += (int)k;
+	}
 	if (w->byte_start < 0)
 		w->byte_start = start;
 	if (end > w->byte_end)
@@ -265,6 +283,8 @@ snippet_first(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 	 * growing, until the window is passed.
 	 */
 	rc = api->xColumnText(fts, col, &text, &len);
+	w.text = text;
+	w.len = len;
 	for (int piece = first_piece; rc == SQLITE_OK && text != NULL && w.base < len &&
 	    !w.passed;
 	    piece = piece < INT_MAX / 4 ? piece * 4 : INT_MAX) {
