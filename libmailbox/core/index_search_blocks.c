@@ -669,6 +669,20 @@ _Thread_local uint64_t idx_rank_prefix_walks;
  * whole (docs/benchmarks.md, "Prefixes through their words").
  */
 int64_t idx_rank_prefix_min_matches = 16384;
+/*
+ * A prefix is walked only when one of its bounded words holds at least
+ * this share (in percent) of its rows.  The rows of its other words are
+ * read whole before the walk, so the more of them there are the less the
+ * walk saves.  At 1,000,000 messages, of 32 prefixes: at 82% or more the
+ * walk was faster but for two within 5% (spam* 90%: 71 ms against 96 read
+ * whole, list* 87%: 59 against 161, emai* 99%: 15 against 58; spa* 83%:
+ * 137 against 131); below 80% it lost by up to 3.5 times (tra* 18%: 185
+ * against 53, fre* 66%: 131 against 74, us* 76%: 210 against 172) and won
+ * by 10% at most (mai* 63%: 275 against 300); the same at 100,000
+ * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
+ * 0 walks every prefix (tests).
+ */
+int64_t idx_rank_prefix_min_share = 80;
 
 int64_t idx_rank_min_matches = 3000;
 _Thread_local uint64_t idx_rank_walks;
@@ -728,12 +742,13 @@ prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct i
 	if (!w->stats.set || w->stats.n_phrase != 1 ||
 	    w->stats.n_hit[0] < idx_rank_prefix_min_matches)
 		return 0;	/* few matches: FTS5's read of the prefix is cheaper */
-	if (idx_prefix_words(w->idx, text, &words, &served, err) == -1)
+	if (idx_one_int64(w->idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+		return -1;
+	if (idx_prefix_words(w->idx, text, w->stats.n_hit[0] * idx_rank_prefix_min_share / 100,
+	    max_id, &words, &served, err) == -1)
 		return -1;
 	if (!served)
-		return 0;
-	if (idx_one_int64(w->idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
-		goto out;
+		return 0;	/* its rarer words' rows would cost more than the walk saves */
 	w->n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(w, err) == -1 || prefix_blocks_bound(w, &words, err) == -1)
 		goto out;

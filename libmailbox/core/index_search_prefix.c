@@ -30,7 +30,8 @@
  *
  * The walk does not serve (the caller reads every match): a prefix of
  * digits only, a phrase ending in a prefix, no bounded word or more than
- * IDX_PREFIX_BOUNDED, more than IDX_PREFIX_PHRASES phrases of the other
+ * IDX_PREFIX_BOUNDED, none holding idx_rank_prefix_min_share of the
+ * prefix's rows, more than IDX_PREFIX_PHRASES phrases of the other
  * words or IDX_PREFIX_SEEKS seeks to find them, filters, or an index from
  * before migration 0017.
  */
@@ -50,9 +51,13 @@
 
 /* The first word of the index at or after ?1 (one seek into the vocabulary). */
 static const char word_sql[] = "SELECT term FROM messages_fts_terms WHERE term >= ?1 LIMIT 1";
-/* The bounded words in [?1, ?2): those that start with a prefix. */
+/*
+ * The bounded words in [?1, ?2): those that start with a prefix, each with
+ * the rows that held it when syncd chose the words, and the highest id then.
+ */
 static const char bounded_sql[] =
-	"SELECT term FROM rank_terms WHERE term >= ?1 AND term < ?2 ORDER BY term";
+	"SELECT t.term, t.docs, s.terms_rows FROM rank_terms AS t, rank_state AS s "
+	"WHERE t.term >= ?1 AND t.term < ?2 ORDER BY t.term";
 static const char kept_sql[] = "SELECT mb_bm25_kept(?1, ?2)";
 static const char rank_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
@@ -253,15 +258,18 @@ cover(struct lister *l, const char *pre, size_t len)
 /*
  * The bounded words (rank_terms) that start with prefix, sorted, into
  * *words_r (owned by the caller, *n_r of them, even on failure); *ok_r
- * false when there are more than IDX_PREFIX_BOUNDED.
+ * false when there are more than IDX_PREFIX_BOUNDED, or when none of them
+ * holds about need rows now (its rows when chosen, scaled by how far the
+ * ids have grown since to max_id).
  */
 static int
-prefix_bounded(struct mb_index *idx, const char *prefix, char ***words_r, int *n_r, bool *ok_r,
-    struct mb_err *err)
+prefix_bounded(struct mb_index *idx, const char *prefix, int64_t need, int64_t max_id,
+    char ***words_r, int *n_r, bool *ok_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, bounded_sql, err);
 	size_t len = strlen(prefix);
 	char *end = mb_xmalloc(len + 1);
+	double most = 0.0;
 	int rc;
 
 	*words_r = NULL;
@@ -277,21 +285,25 @@ prefix_bounded(struct mb_index *idx, const char *prefix, char ***words_r, int *n
 	sqlite3_bind_text(st, 2, end, (int)len + 1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n_r <= IDX_PREFIX_BOUNDED) {
 		const char *t = (const char *)sqlite3_column_text(st, 0);
+		int64_t then = sqlite3_column_int64(st, 2);
+		double now = (double)sqlite3_column_int64(st, 1) *
+		    (then > 0 && max_id > then ? (double)max_id / (double)then : 1.0);
 
 		*words_r = mb_xrealloc(*words_r, (size_t)(*n_r + 1) * sizeof(**words_r));
 		(*words_r)[(*n_r)++] = mb_xstrdup(t != NULL ? t : "");
+		most = now > most ? now : most;
 	}
 	idx_stmt_done(st);
 	free(end);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return idx_sqlerr(idx, rc, "search: a prefix's bounded words", err);
-	*ok_r = *n_r <= IDX_PREFIX_BOUNDED;
+	*ok_r = *n_r <= IDX_PREFIX_BOUNDED && most >= (double)need;
 	return 0;
 }
 
 int
-idx_prefix_words(struct mb_index *idx, const char *text, struct idx_prefix *p, bool *ok_r,
-    struct mb_err *err)
+idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t max_id,
+    struct idx_prefix *p, bool *ok_r, struct mb_err *err)
 {
 	struct mb_err ignored = { 0 };
 	struct mb_buf bounded_or, rare;
@@ -319,7 +331,7 @@ idx_prefix_words(struct mb_index *idx, const char *text, struct idx_prefix *p, b
 	}
 	mb_buf_init(&bounded_or, SIZE_MAX);
 	mb_buf_init(&rare, SIZE_MAX);
-	rc = prefix_bounded(idx, prefix, &p->bounded, &p->n_bounded, ok_r, err);
+	rc = prefix_bounded(idx, prefix, need, max_id, &p->bounded, &p->n_bounded, ok_r, err);
 	/* no bounded word: nothing to walk */
 	if (*ok_r && p->n_bounded > 0) {
 		l.bounded = p->bounded;

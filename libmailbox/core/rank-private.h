@@ -130,6 +130,12 @@ extern _Thread_local uint64_t	idx_rank_prefix_walks;
  * the prefixes of a small index.
  */
 extern int64_t	idx_rank_prefix_min_matches;
+/*
+ * The share of a prefix's rows (in percent) its most frequent bounded word
+ * must hold for the prefix to be walked (index_search_blocks.c); the tests
+ * set it to 0 to walk prefixes of their own, or raise it.
+ */
+extern int64_t	idx_rank_prefix_min_share;
 
 /*
  * The fewest matches (the statistics' rows) for which a word or a phrase is

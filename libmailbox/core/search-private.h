@@ -214,11 +214,12 @@ struct idx_prefix {
 char	*idx_prefix_text(const char *match);
 /*
  * The words of the prefix phrase text (idx_prefix_text()) into *p when the
- * walk serves it (*ok_r true; release p after); else *ok_r false and p
- * empty.  -1 with err on a failure of SQLite's.
+ * walk serves it (*ok_r true; release p after): one of its bounded words
+ * must hold about need rows (the ids reach max_id).  Else *ok_r false and
+ * p empty.  -1 with err on a failure of SQLite's.
  */
-int	idx_prefix_words(struct mb_index *idx, const char *text, struct idx_prefix *p,
-	    bool *ok_r, struct mb_err *err);
+int	idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t max_id,
+	    struct idx_prefix *p, bool *ok_r, struct mb_err *err);
 void	idx_prefix_release(struct idx_prefix *p);
 /*
  * The statistics this connection keeps for match into *stats (*kept_r), as

@@ -16,12 +16,18 @@
  *
  *   bench_query INDEX REPS QUERY...
  *
+ * BENCH_PREFIX=walk walks every prefix the block walk can take (whatever
+ * share of its rows its bounded words hold), BENCH_PREFIX=whole reads every
+ * prefix whole: the two sides of idx_rank_prefix_min_share's choice
+ * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
+ *
  * BENCH_TOUCH=1: before each repetition, a second (read-write) handle
  * commits a flag change to one message, as syncd's flag sync does, so that
  * every search measured is the first after a commit.  It writes to INDEX:
  * give it a copy.
  */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +39,8 @@
 #include "mailbox/index_raw.h"
 #include "mailbox/query.h"
 #include "mailbox/search.h"
+
+#include "../../libmailbox/core/rank-private.h"
 
 static double
 now_ms(clockid_t c)
@@ -99,6 +107,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_query INDEX REPS QUERY...\n");
 		return 2;
 	}
+	if (getenv("BENCH_PREFIX") != NULL && strcmp(getenv("BENCH_PREFIX"), "walk") == 0)
+		idx_rank_prefix_min_share = 0;
+	else if (getenv("BENCH_PREFIX") != NULL && strcmp(getenv("BENCH_PREFIX"), "whole") == 0)
+		idx_rank_prefix_min_matches = INT64_MAX;
 	(void)mallopt(M_MMAP_THRESHOLD, 8 << 20);	/* as mcpd/server.c's malloc_reuse() */
 	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	mb_index_per_thread_handles();

@@ -596,7 +596,8 @@ prefix_walked(struct mb_test_index *f, const char *text, int64_t *first_r)
  * its rarer words first (gamm*'s best is one with no gamma at all), then
  * the bounded word's blocks; the pages are bm25()'s (pages_with_bounds_are_bm25s).
  * Left to the full read: no bounded word, more than IDX_PREFIX_WORDS words,
- * and any prefix before the bounds are built.
+ * a prefix whose bounded words hold too few of its rows, and any prefix
+ * before the bounds are built.
  */
 static void
 a_prefix_is_walked_through_its_words(void **state)
@@ -623,6 +624,48 @@ a_prefix_is_walked_through_its_words(void **state)
 	assert_false(prefix_walked(f, "gamm*", &first));
 	assert_int_equal(first, 3);
 	idx_rank_prefix_min_matches = 0;
+	/*
+	 * Walked only when one bounded word holds most of the prefix's rows:
+	 * zeta is in a third of zeta*'s (every row has a rarer zetaN), alpha in
+	 * all of alph*'s.  The page is bm25()'s either way.
+	 */
+	idx_rank_prefix_min_share = 80;
+	assert_false(prefix_walked(f, "zeta*", &first));
+	assert_true(prefix_walked(f, "alph*", &first));
+	idx_rank_prefix_min_share = 30;
+	assert_true(prefix_walked(f, "zeta*", &first));
+	idx_rank_prefix_min_share = 0;
+}
+
+/*
+ * A bounded word's rows are counted when syncd chooses the words: as the
+ * index grows they are scaled by how far the ids have grown, so that a
+ * prefix is not read whole only because its word's count is old.
+ */
+static void
+a_prefix_share_scales_with_the_index(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	char *body = mb_xcalloc(1, 4000), *subject = mb_xcalloc(1, 200);
+	uint32_t seed = 23;
+	int64_t first;
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	idx_rank_prefix_min_share = 30;	/* zeta: a third of zeta*'s rows */
+	assert_true(prefix_walked(f, "zeta*", &first));
+	/* as many rows again, zeta in a third of them, and the words not chosen again */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = N_MSG + 1; uid <= 2 * N_MSG; uid++)
+		put_msg(f, uid, &seed, body, subject);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	assert_true(prefix_walked(f, "zeta*", &first));
+	idx_rank_prefix_min_share = 40;
+	assert_false(prefix_walked(f, "zeta*", &first));
+	idx_rank_prefix_min_share = 0;
+	free(body);
+	free(subject);
 }
 
 /*
@@ -671,11 +714,13 @@ main(void)
 {
 	/* the fixture's words and prefixes match hundreds of rows: walk them all the same */
 	idx_rank_prefix_min_matches = 0;
+	idx_rank_prefix_min_share = 0;
 	idx_rank_min_matches = 0;
 	const struct CMUnitTest tests[] = {
 		MB_TEST_INDEX(pages_with_bounds_are_bm25s),
 		MB_TEST_INDEX(pages_without_bounds_are_bm25s),
 		MB_TEST_INDEX(a_prefix_is_walked_through_its_words),
+		MB_TEST_INDEX(a_prefix_share_scales_with_the_index),
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
