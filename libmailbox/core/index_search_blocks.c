@@ -755,10 +755,8 @@ prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct i
 	score.idf = w->stats.idf[0];
 	score.avgdl = w->stats.avgdl;
 	set->floor.prefix = &score;
-	if (idx_prefix_rank_rare(w->idx, &words, set, &rare, err) == -1)
+	if (idx_prefix_rank_rare(w->idx, &words, set, &score, &rare, err) == -1)
 		goto out;
-	score.skip = rare.ids;
-	score.n_skip = rare.n;
 	w->range_match = words.bounded_match;
 	w->n_tokens = words.n_bounded;
 	if (blocks_walk(w, q, set, err) == -1)

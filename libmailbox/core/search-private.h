@@ -203,7 +203,7 @@ struct idx_prefix {
 	char	**bounded;	/* owned: n_bounded words, each bounded in rank_terms */
 	int	 n_bounded;
 	char	*bounded_match;	/* owned: the bounded words ORed */
-	char	*rare_only;	/* owned: rows with another word and no bounded one; NULL: none */
+	char	*rare_any;	/* owned: rows with another word (the other words ORed); NULL: none */
 	char	*rare_both;	/* owned: rows with another word and a bounded one */
 };
 /*
@@ -230,9 +230,12 @@ int	idx_prefix_stats_kept(struct mb_index *idx, const char *match,
 	    struct idx_rank_stats *stats, bool *kept_r, struct mb_err *err);
 /*
  * Rank every row holding one of p's words that are not bounded into set
- * (set->floor.prefix scoring them), their ids sorted into rare (the caller
- * frees rare->ids).
+ * (set->floor.prefix is score, which scores them): first those holding a
+ * bounded word too, their ids sorted into both (the caller frees
+ * both->ids) and set as score's skip, then the others, skipping those.
+ * The walk over the bounded words skips them too.
  */
 int	idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
-	    struct idx_rank_set *set, struct idx_ids *rare, struct mb_err *err);
+	    struct idx_rank_set *set, struct idx_rank_prefix *score, struct idx_ids *both,
+	    struct mb_err *err);
 #endif
