@@ -674,12 +674,13 @@ int64_t idx_rank_prefix_min_matches = 16384;
  * this share (in percent) of its rows.  The rows of its other words are
  * read whole before the walk, so the more of them there are the less the
  * walk saves.  At 1,000,000 messages, of 32 prefixes: at 82% or more the
- * walk was faster but for two within 5% (spam* 90%: 71 ms against 96 read
- * whole, list* 87%: 59 against 161, emai* 99%: 15 against 58; spa* 83%:
- * 137 against 131); below 80% it lost by up to 3.5 times (tra* 18%: 185
+ * walk was faster but for two (spam* 90%: 71 ms against 96 read whole,
+ * list* 87%: 59 against 161, emai* 99%: 15 against 58; spa* 83%: 125
+ * against 101); below 80% it lost by up to 3.5 times (tra* 18%: 185
  * against 53, fre* 66%: 131 against 74, us* 76%: 210 against 172) and won
- * by 10% at most (mai* 63%: 275 against 300); the same at 100,000
- * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
+ * twice by 15% at most (mai* 63%: 248 against 293); the same at 100,000
+ * (docs/benchmarks.md, "Prefixes walked only when one word holds them"
+ * and "The rarer words' rows without NOT").
  * 0 walks every prefix (tests).
  */
 int64_t idx_rank_prefix_min_share = 80;
