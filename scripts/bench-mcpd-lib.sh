@@ -38,7 +38,7 @@ Q
 
 # bench_machine BUILD: one line on when and where a run is made.
 bench_machine() {
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$1/CMakeCache.txt") build, SQLite $(pkg-config --modversion sqlite3), load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=$/RelWithDebInfo/p; s/^CMAKE_BUILD_TYPE:[A-Z]*=\(.\)/\1/p' "$1/CMakeCache.txt") build, SQLite $(pkg-config --modversion sqlite3), load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 # bench_corpus_index DB N [FIRST]: make DB hold N messages of the corpus
