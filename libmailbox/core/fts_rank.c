@@ -44,6 +44,7 @@
  * tokens at least), which is never below its real score, operation by
  * operation (rank_score).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -365,7 +366,9 @@ phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int n_val,
  * spares it for a row whose hits lie deep in a long body (at 100,000
  * messages `spam*` reads 582 lengths of its 53,672 matches instead of
  * 3,399, `the` 408 instead of 2,249; docs/benchmarks.md, "Lengths the hits
- * prove").
+ * prove").  A search read whole may also know a length every match of the
+ * row's block has (floor->block_min_len, from a word's fronts): the longer
+ * of the two is the bound (docs/index.md, "Lengths from the fronts").
  */
 static void
 rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
@@ -373,6 +376,13 @@ rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 {
 	int n_tok = 0;
 
+	if (floor != NULL && floor->set && floor->block_min_len != NULL) {
+		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
+
+		if (b >= 0 && b < floor->n_min_len && floor->block_min_len[b] > (uint32_t)min_tok &&
+		    floor->block_min_len[b] <= INT_MAX)
+			min_tok = (int)floor->block_min_len[b];
+	}
 	if (rc == SQLITE_OK && floor != NULL && floor->set &&
 	    rank_score(q, (double)min_tok) > floor->score) {
 		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */

@@ -275,6 +275,15 @@ struct idx_rank_floor {
 	const double	*block_bound;
 	const bool	*block_read;
 	int64_t		 n_blocks;
+	/*
+	 * A search read whole (index_search.c; NULL otherwise): per block, a
+	 * length every matching row of it has at least, from a word's fronts
+	 * (idx_rank_min_lengths), n_min_len blocks.  A row is measured only
+	 * when its score at the longer of this and what its hits prove can
+	 * still reach the floor.
+	 */
+	const uint32_t	*block_min_len;
+	int64_t		 n_min_len;
 	/* A prefix's walk (index_search_prefix.c; NULL otherwise). */
 	const struct idx_rank_prefix	*prefix;
 	/* A statement that scores each row twice, in WHERE and in its columns (NULL otherwise). */

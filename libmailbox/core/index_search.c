@@ -300,6 +300,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	const char *sql;
 	sqlite3_stmt *st;
 	bool blocks = false, exact = true;
+	uint32_t *min_len = NULL;
 	size_t lo, hi;
 	int rc;
 	/*
@@ -323,14 +324,26 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	sql = q->msgid ? search_sql_rank_msgid : q->thread_id > 0 ? search_sql_rank_thread :
 	    !filtered ? search_sql_rank_nf : idx_search_covered(q) ? search_sql_rank_ix :
 	    search_sql_rank;
-	st = idx_stmt_sql(idx, sql, err);
-	if (st == NULL)
+	/* lengths the word's fronts prove, for the rows whose hits prove little */
+	if (sql != search_sql_rank_msgid && sql != search_sql_rank_thread &&
+	    idx_rank_min_lengths(idx, q, &min_len, &set.floor.n_min_len, err) == -1) {
+		free(set.rows);
 		return -1;
+	}
+	set.floor.block_min_len = min_len;
+	st = idx_stmt_sql(idx, sql, err);
+	if (st == NULL) {
+		free(min_len);
+		free(set.rows);
+		return -1;
+	}
 	idx_search_bind(st, q, folder_id);
 	sqlite3_bind_pointer(st, 9, &set.floor, IDX_RANK_FLOOR, NULL);
 	set.floor.memo = sql == search_sql_rank_ix ? &memo : NULL;
 	rc = idx_rank_collect(st, filtered, &set);
 	set.floor.memo = NULL;
+	set.floor.block_min_len = NULL;
+	free(min_len);
 	/* the floor stays bound after the reset, unread: the next use clears it */
 	idx_stmt_done(st);
 	if (rc != SQLITE_OK) {

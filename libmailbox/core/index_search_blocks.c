@@ -59,6 +59,7 @@ static const char weights_sql[] = "SELECT weights FROM rank_state";
 static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 static const char chunks_sql[] = "SELECT chunk, blocks, gen FROM rank_chunks";
 static const char term_sql[] = "SELECT 1 FROM rank_terms WHERE term = ?1";
+static const char term_docs_sql[] = "SELECT docs FROM rank_terms WHERE term = ?1";
 static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHERE term = ?1";
 static const char range_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
@@ -869,6 +870,107 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	*used_r = true;
 	rc = 0;
 out:
+	walk_release(&w);
+	return rc;
+}
+
+/*
+ * ---- Lengths for a search read whole
+ *
+ * A search the walk does not take (a column's, several words', a few
+ * matches', filters the walk gives up on) scores every match, and reads a
+ * match's length (a docsize lookup, the dearest part of scoring it) unless
+ * its score at the length its hits prove is already worse than the floor.
+ * Hits in a short column prove little: every match of from:yahoo.com at
+ * 1,000,000 messages had its length read, 32,676 lookups.  A bounded
+ * word's fronts prove more: every row of a block holding the word is at
+ * least as long as the shortest point of the word's front there.  When
+ * every match holds the word (no OR, no NOT), that is a length every match
+ * of the block has (docs/index.md, "Lengths from the fronts").
+ */
+bool idx_rank_min_len_used = true;
+
+/* Block b's shortest front point into arr[b] (a block lacking the token keeps 0). */
+static void
+min_len_of(struct walk *w, int64_t b, const struct rank_front *fr, void *arg)
+{
+	uint32_t *arr = arg, least = UINT32_MAX;
+
+	(void)w;
+	for (int i = 0; i < fr->n; i++)
+		least = fr->p[i].d < least ? fr->p[i].d : least;
+	arr[b] = fr->n > 0 ? least : 0;
+}
+
+/* The bounded token of w's phrases in the fewest rows, and its rows; NULL: none. */
+static int
+rarest_bounded(struct walk *w, const char **token_r, int64_t *docs_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_docs_sql, err);
+	int rc = SQLITE_DONE;
+
+	*token_r = NULL;
+	*docs_r = 0;
+	if (st == NULL)
+		return -1;
+	for (int i = 0; i < w->n_ph; i++)
+		for (int j = 0; !w->ph[i].colocated && j < w->ph[i].n; j++) {
+			sqlite3_reset(st);
+			sqlite3_bind_text(st, 1, w->ph[i].tokens[j], -1, SQLITE_STATIC);
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW && (*token_r == NULL ||
+			    sqlite3_column_int64(st, 0) < *docs_r)) {
+				*token_r = w->ph[i].tokens[j];
+				*docs_r = sqlite3_column_int64(st, 0);
+			} else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+				goto out;
+		}
+	rc = SQLITE_DONE;
+out:
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank terms", err);
+}
+
+int
+idx_rank_min_lengths(struct mb_index *idx, const struct mb_query *q, uint32_t **len_r,
+    int64_t *n_r, struct mb_err *err)
+{
+	struct walk w = { .idx = idx };
+	const char *token = NULL;
+	int64_t docs = 0, max_id = 0;
+	uint32_t *len = NULL;
+	bool ok = false;
+	int rc = -1;
+
+	*len_r = NULL;
+	*n_r = 0;
+	if (!idx_rank_min_len_used || q->match == NULL || !match_all_of(q->match))
+		return 0;
+	if (bounds_usable(&w, &ok, err) == -1)
+		return -1;
+	if (!ok || !phrases_tokenize(&w, q->match)) {
+		rc = 0;
+		goto out;
+	}
+	if (rarest_bounded(&w, &token, &docs, err) == -1)
+		goto out;
+	/* a word in fewer rows has fewer lengths to spare than its fronts cost */
+	if (token == NULL || docs < idx_rank_min_matches) {
+		rc = 0;
+		goto out;
+	}
+	if (idx_one_int64(idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+		goto out;
+	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
+	len = mb_xcalloc((size_t)w.n_blocks, sizeof(*len));
+	if (chunks_load(&w, err) == -1 || token_fronts(&w, token, min_len_of, len, err) == -1)
+		goto out;
+	*len_r = len;
+	*n_r = w.n_blocks;
+	len = NULL;
+	rc = 0;
+out:
+	free(len);
 	walk_release(&w);
 	return rc;
 }

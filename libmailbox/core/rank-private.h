@@ -144,6 +144,11 @@ extern int64_t	idx_rank_prefix_min_share;
  * index, and read the other to see which way a search went.
  */
 extern int64_t	idx_rank_min_matches;
+/*
+ * Whether a search read whole takes lengths from a word's fronts
+ * (idx_rank_min_lengths); the tests turn it off to compare.
+ */
+extern bool	idx_rank_min_len_used;
 extern _Thread_local uint64_t	idx_rank_walks;
 
 #endif

@@ -193,6 +193,16 @@ int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t fold
 	    bool *exact_r, struct mb_err *err);
 
 /*
+ * For a search of q read whole: per block of RANK_BLOCK_IDS ids, a length
+ * every row of it that matches q has at least (struct idx_rank_floor's
+ * block_min_len), into *len_r (owned by the caller), *n_r blocks; NULL
+ * when the bounds cannot tell (no bounds, a prefix, an OR or a NOT, no
+ * bounded word, or one in fewer than idx_rank_min_matches rows).
+ */
+int	idx_rank_min_lengths(struct mb_index *idx, const struct mb_query *q, uint32_t **len_r,
+	    int64_t *n_r, struct mb_err *err);
+
+/*
  * A prefix query's words for the block walk (index_search_prefix.c): the
  * words syncd bounds, and MATCH expressions for the rows that hold another.
  */
