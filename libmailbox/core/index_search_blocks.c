@@ -58,8 +58,7 @@ static const char stats_sql[] =
 static const char weights_sql[] = "SELECT weights FROM rank_state";
 static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 static const char chunks_sql[] = "SELECT chunk, blocks, gen FROM rank_chunks";
-static const char term_sql[] = "SELECT 1 FROM rank_terms WHERE term = ?1";
-static const char term_docs_sql[] = "SELECT docs FROM rank_terms WHERE term = ?1";
+static const char term_sql[] = "SELECT docs FROM rank_terms WHERE term = ?1";
 static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHERE term = ?1";
 static const char range_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
@@ -277,6 +276,22 @@ phrases_are_ranked(const struct walk *w)
 }
 
 /*
+ * The rows token held when syncd chose it into *docs_r, -1 when syncd does
+ * not bound it (st: term_sql); an SQLite result code, SQLITE_DONE on success.
+ */
+static int
+token_docs(sqlite3_stmt *st, const char *token, int64_t *docs_r)
+{
+	int rc;
+
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, token, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	*docs_r = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	return rc == SQLITE_ROW ? SQLITE_DONE : rc;
+}
+
+/*
  * *all_r: every phrase of w has a token syncd bounds (rank_terms).  A
  * phrase without one bounds every block at its most, IDF x (k1 + 1), which
  * leaves nearly every block able to reach the page: reading every match in
@@ -287,29 +302,19 @@ all_bounded(struct walk *w, bool *all_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_sql, err);
 	int rc = SQLITE_DONE;
+	int64_t docs = -1;
 
-	*all_r = false;
 	if (st == NULL)
 		return -1;
-	for (int i = 0; i < w->n_ph; i++) {
-		bool any = false;
-
-		for (int j = 0; !any && !w->ph[i].colocated && j < w->ph[i].n; j++) {
-			sqlite3_reset(st);
-			sqlite3_bind_text(st, 1, w->ph[i].tokens[j], -1, SQLITE_STATIC);
-			rc = sqlite3_step(st);
-			any = rc == SQLITE_ROW;
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				goto out;
-		}
-		if (!any)
-			goto out;
+	for (int i = 0; rc == SQLITE_DONE && i < w->n_ph && (i == 0 || docs >= 0); i++) {
+		docs = -1;
+		for (int j = 0; rc == SQLITE_DONE && docs < 0 && !w->ph[i].colocated &&
+		    j < w->ph[i].n; j++)
+			rc = token_docs(st, w->ph[i].tokens[j], &docs);
 	}
-	*all_r = w->n_ph > 0;
-out:
+	*all_r = rc == SQLITE_DONE && w->n_ph > 0 && docs >= 0;
 	idx_stmt_done(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
-	    idx_sqlerr(w->idx, rc, "search: rank terms", err);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank terms", err);
 }
 
 /* *ok_r: the index has bounds for these weights (none before migration 0014). */
@@ -906,27 +911,23 @@ min_len_of(struct walk *w, int64_t b, const struct rank_front *fr, void *arg)
 static int
 rarest_bounded(struct walk *w, const char **token_r, int64_t *docs_r, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_docs_sql, err);
+	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_sql, err);
 	int rc = SQLITE_DONE;
 
 	*token_r = NULL;
 	*docs_r = 0;
 	if (st == NULL)
 		return -1;
-	for (int i = 0; i < w->n_ph; i++)
-		for (int j = 0; !w->ph[i].colocated && j < w->ph[i].n; j++) {
-			sqlite3_reset(st);
-			sqlite3_bind_text(st, 1, w->ph[i].tokens[j], -1, SQLITE_STATIC);
-			rc = sqlite3_step(st);
-			if (rc == SQLITE_ROW && (*token_r == NULL ||
-			    sqlite3_column_int64(st, 0) < *docs_r)) {
+	for (int i = 0; rc == SQLITE_DONE && i < w->n_ph; i++)
+		for (int j = 0; rc == SQLITE_DONE && !w->ph[i].colocated && j < w->ph[i].n; j++) {
+			int64_t docs;
+
+			rc = token_docs(st, w->ph[i].tokens[j], &docs);
+			if (docs >= 0 && (*token_r == NULL || docs < *docs_r)) {
 				*token_r = w->ph[i].tokens[j];
-				*docs_r = sqlite3_column_int64(st, 0);
-			} else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				goto out;
+				*docs_r = docs;
+			}
 		}
-	rc = SQLITE_DONE;
-out:
 	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank terms", err);
 }

@@ -100,6 +100,7 @@ main(int argc, char **argv)
 {
 	struct mb_index *idx = NULL, *rw = NULL;
 	struct mb_err err = { 0 };
+	const char *prefix = getenv("BENCH_PREFIX");
 	int reps;
 	double *wall;
 
@@ -107,9 +108,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_query INDEX REPS QUERY...\n");
 		return 2;
 	}
-	if (getenv("BENCH_PREFIX") != NULL && strcmp(getenv("BENCH_PREFIX"), "walk") == 0)
+	if (prefix != NULL && strcmp(prefix, "walk") == 0)
 		idx_rank_prefix_min_share = 0;
-	else if (getenv("BENCH_PREFIX") != NULL && strcmp(getenv("BENCH_PREFIX"), "whole") == 0)
+	else if (prefix != NULL && strcmp(prefix, "whole") == 0)
 		idx_rank_prefix_min_matches = INT64_MAX;
 	(void)mallopt(M_MMAP_THRESHOLD, 8 << 20);	/* as mcpd/server.c's malloc_reuse() */
 	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
