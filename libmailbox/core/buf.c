@@ -65,18 +65,36 @@ mb_buf_adds(struct mb_buf *b, const char *s)
 int
 mb_buf_addc(struct mb_buf *b, char c)
 {
+	/* The common case, room already there: no call, no copy (JSON writers add a char at a time). */
+	if (b->len < b->max && b->cap - b->len >= 2) {
+		b->data[b->len++] = c;
+		b->data[b->len] = '\0';
+		return 0;
+	}
 	return mb_buf_add(b, &c, 1);
 }
 
+/*
+ * Formatted into the room the buffer has, which is usually enough; only
+ * when it is not is the text measured, room made and formatted again (a
+ * page of search results formats a few hundred short fields).
+ */
 int
 mb_buf_vaddf(struct mb_buf *b, const char *fmt, va_list ap)
 {
+	size_t room = b->cap - b->len;	/* the NUL's byte included; 0 before the first growth */
 	va_list ap2;
 	int n;
 
 	va_copy(ap2, ap);
-	n = vsnprintf(NULL, 0, fmt, ap2);
+	n = room > 0 ? vsnprintf(b->data + b->len, room, fmt, ap2) : vsnprintf(NULL, 0, fmt, ap2);
 	va_end(ap2);
+	if (n >= 0 && (size_t)n < room && (size_t)n <= b->max - b->len) {
+		b->len += (size_t)n;	/* vsnprintf wrote the NUL */
+		return 0;
+	}
+	if (room > 0)
+		b->data[b->len] = '\0';	/* what did not fit, or passes the cap, is not kept */
 	if (n < 0)
 		return -1;
 	if (buf_grow(b, (size_t)n) == -1)

@@ -72,6 +72,51 @@ json_matches_jansson_and_reads_back(void **state)
 	free(theirs);
 }
 
+/*
+ * mb_json_quote() skips runs 8 bytes at a time: every character that needs
+ * an escape, at every offset of a word and in the tail after the last whole
+ * word, between plain ASCII or between UTF-8 bytes (0x80 and up, which must
+ * never count), spelled as jansson spells it.
+ */
+static void
+json_escapes_at_every_offset(void **state)
+{
+	static const char specials[] = { '"', '\\', '\n', '\t', '\x01', '\x1f', '\0' };
+	static const char *const fillers[] = { "a", "\xc3\xa9", " ", "\x7f" };
+
+	for (size_t f = 0; f < sizeof(fillers) / sizeof(fillers[0]); f++) {
+		size_t fl = strlen(fillers[f]);
+
+		for (size_t len = 0; len <= 19; len++) {
+			for (size_t sp = 0; sp <= sizeof(specials); sp++) {	/* the last: none */
+				for (size_t at = 0; at <= len; at++) {
+					char in[64];
+					size_t n = 0;
+					json_t *j;
+					char *ours, *theirs;
+
+					for (size_t k = 0; k < len; k++) {
+						if (k == at && sp < sizeof(specials))
+							in[n++] = specials[sp];
+						memcpy(in + n, fillers[f], fl);
+						n += fl;
+					}
+					if (at == len && sp < sizeof(specials))
+						in[n++] = specials[sp];
+					j = json_stringn(in, n);
+					assert_non_null(j);
+					theirs = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+					ours = quote(in, n);
+					assert_string_equal(ours, theirs);
+					free(ours);
+					free(theirs);
+					json_decref(j);
+				}
+			}
+		}
+	}
+}
+
 static void
 json_reports_a_full_buffer(void **state)
 {
@@ -87,6 +132,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_escapes_quotes_backslashes_and_controls),
 		cmocka_unit_test(json_matches_jansson_and_reads_back),
+		cmocka_unit_test(json_escapes_at_every_offset),
 		cmocka_unit_test(json_reports_a_full_buffer),
 	};
 
