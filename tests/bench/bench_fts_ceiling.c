@@ -13,6 +13,8 @@
  *
  *   bench_fts_ceiling SOURCE_INDEX N OUT_DB
  *
+ * scripts/bench-fts-ceiling makes the corpus indexes and runs it for each N.
+ *
  * CEIL_TOKENIZE sets the tokenize option (default the index's,
  * "mb_cjk porter unicode61 remove_diacritics 2"); CEIL_CACHE_KIB the
  * cache (default 4096, the writer's); CEIL_GROUP the rows a transaction
