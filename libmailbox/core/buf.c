@@ -65,7 +65,7 @@ mb_buf_adds(struct mb_buf *b, const char *s)
 int
 mb_buf_addc(struct mb_buf *b, char c)
 {
-	/* The common case, room already there: no call, no copy (JSON writers add a char at a time). */
+	/* Room already there, the common case: JSON writers add a char at a time. */
 	if (b->len < b->max && b->cap - b->len >= 2) {
 		b->data[b->len++] = c;
 		b->data[b->len] = '\0';
