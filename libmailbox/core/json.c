@@ -58,6 +58,7 @@ mb_json_quote(struct mb_buf *b, const char *s, size_t len)
 		return -1;
 	while (i < len) {
 		uint64_t w;
+		size_t end = len;	/* the bytes to look at one by one: a flagged word, or the tail */
 
 		if (len - i >= sizeof(w)) {
 			memcpy(&w, s + i, sizeof(w));
@@ -65,14 +66,16 @@ mb_json_quote(struct mb_buf *b, const char *s, size_t len)
 				i += sizeof(w);
 				continue;
 			}
+			end = i + sizeof(w);
 		}
-		if (!byte_needs_escape((unsigned char)s[i])) {
-			i++;
-			continue;
+		for (; i < end; i++) {
+			if (!byte_needs_escape((unsigned char)s[i]))
+				continue;
+			if (mb_buf_add(b, s + run, i - run) == -1 ||
+			    add_escape(b, (unsigned char)s[i]) == -1)
+				return -1;
+			run = i + 1;
 		}
-		if (mb_buf_add(b, s + run, i - run) == -1 || add_escape(b, (unsigned char)s[i]) == -1)
-			return -1;
-		run = ++i;
 	}
 	if (mb_buf_add(b, s + run, len - run) == -1)
 		return -1;
