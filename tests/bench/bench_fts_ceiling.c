@@ -78,8 +78,10 @@ main(int argc, char **argv)
 	sqlite3 *out = NULL, *in;
 	sqlite3_stmt *rd, *ins;
 	struct row *rows;
-	int64_t n, group, done = 0, next_mark;
+	int64_t n, group, done = 0, tenth, next_mark;
 	double cpu_ins = 0, cpu_rd = 0, wall0, bytes = 0;
+	double mark_cpu = 0;	/* cpu_ins and done at the last line printed */
+	int64_t mark_rows = 0;
 	char sql[512];
 
 	if (argc != 4 || (n = atoll(argv[2])) < 1) {
@@ -127,62 +129,55 @@ main(int argc, char **argv)
 	printf("%10s %10s %12s %14s %12s\n", "rows", "insert s", "msg/s (CPU)", "last tenth/s",
 	    "read s");
 	wall0 = seconds(CLOCK_MONOTONIC);
-	next_mark = n / 10 > 0 ? n / 10 : 1;
-	{
-		double mark_cpu = 0;
-		int64_t mark_rows = 0;
+	tenth = n / 10 > 0 ? n / 10 : 1;
+	next_mark = tenth;
+	for (;;) {
+		int64_t k = 0;
+		double t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
 
-		for (;;) {
-			int64_t k = 0;
-			double t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
+		while (k < group && sqlite3_step(rd) == SQLITE_ROW) {
+			rows[k].id = sqlite3_column_int64(rd, 0);
+			for (int c = 0; c < N_COLS; c++) {
+				const unsigned char *t = sqlite3_column_text(rd, c + 1);
 
-			while (k < group && sqlite3_step(rd) == SQLITE_ROW) {
-				rows[k].id = sqlite3_column_int64(rd, 0);
-				for (int c = 0; c < N_COLS; c++) {
-					const unsigned char *t = sqlite3_column_text(rd, c + 1);
-
-					rows[k].len[c] = sqlite3_column_bytes(rd, c + 1);
-					rows[k].col[c] = t ? strndup((const char *)t,
-					    (size_t)rows[k].len[c]) : NULL;
-					bytes += rows[k].len[c];
-				}
-				k++;
+				rows[k].len[c] = sqlite3_column_bytes(rd, c + 1);
+				rows[k].col[c] = t ? strndup((const char *)t,
+				    (size_t)rows[k].len[c]) : NULL;
+				bytes += rows[k].len[c];
 			}
-			cpu_rd += seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
-			if (k == 0)
-				break;
-			t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
-			exec(out, "BEGIN");
-			for (int64_t i = 0; i < k; i++) {
-				sqlite3_bind_int64(ins, 1, rows[i].id);
-				for (int c = 0; c < N_COLS; c++)
-					if (rows[i].col[c] != NULL)
-						sqlite3_bind_text(ins, c + 2, rows[i].col[c],
-						    rows[i].len[c], SQLITE_STATIC);
-					else
-						sqlite3_bind_null(ins, c + 2);
-				if (sqlite3_step(ins) != SQLITE_DONE)
-					die("insert", out);
-				sqlite3_reset(ins);
-			}
-			exec(out, "COMMIT");
-			cpu_ins += seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
-			for (int64_t i = 0; i < k; i++)
-				for (int c = 0; c < N_COLS; c++)
-					free(rows[i].col[c]);
-			done += k;
-			if (done >= next_mark || k < group) {
-				printf("%10lld %10.2f %12.0f %14.0f %12.2f\n", (long long)done,
-				    cpu_ins, (double)done / cpu_ins,
-				    (double)(done - mark_rows) / (cpu_ins - mark_cpu), cpu_rd);
-				fflush(stdout);
-				mark_rows = done;
-				mark_cpu = cpu_ins;
-				next_mark += n / 10 > 0 ? n / 10 : 1;
-			}
-			if (k < group)
-				break;
+			k++;
 		}
+		cpu_rd += seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+		if (k == 0)
+			break;
+		t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
+		exec(out, "BEGIN");
+		for (int64_t i = 0; i < k; i++) {
+			sqlite3_bind_int64(ins, 1, rows[i].id);
+			for (int c = 0; c < N_COLS; c++)	/* a NULL text binds NULL */
+				sqlite3_bind_text(ins, c + 2, rows[i].col[c], rows[i].len[c],
+				    SQLITE_STATIC);
+			if (sqlite3_step(ins) != SQLITE_DONE)
+				die("insert", out);
+			sqlite3_reset(ins);
+		}
+		exec(out, "COMMIT");
+		cpu_ins += seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+		for (int64_t i = 0; i < k; i++)
+			for (int c = 0; c < N_COLS; c++)
+				free(rows[i].col[c]);
+		done += k;
+		if (done >= next_mark || k < group) {
+			printf("%10lld %10.2f %12.0f %14.0f %12.2f\n", (long long)done,
+			    cpu_ins, (double)done / cpu_ins,
+			    (double)(done - mark_rows) / (cpu_ins - mark_cpu), cpu_rd);
+			fflush(stdout);
+			mark_rows = done;
+			mark_cpu = cpu_ins;
+			next_mark += tenth;
+		}
+		if (k < group)
+			break;
 	}
 	printf("%lld rows (%.0f bytes of text a row): inserts %.2f s of CPU, %.0f msg/s; "
 	    "reading %.2f s; wall %.2f s\n", (long long)done, done ? bytes / (double)done : 0.0,
