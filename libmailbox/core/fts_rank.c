@@ -156,6 +156,7 @@ fts_key_read(sqlite3 *db, unsigned char **key_r, size_t *len_r)
 
 _Atomic uint64_t idx_rank_computed;
 _Thread_local uint64_t idx_rank_sized;
+_Thread_local uint64_t idx_rank_known_used;
 
 /*
  * Whether c may keep and reuse statistics for the index db reads now: at a
@@ -236,10 +237,14 @@ count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *arg)
  * The statistics bm25() computes at the start of a statement, computed the
  * same way: avgdl = tokens / rows; per phrase, IDF = ln((N - n + 0.5) /
  * (n + 0.5)) over the N rows, n of which hold the phrase, and 1e-6 where
- * that is not positive (a phrase in more than half the rows).
+ * that is not positive (a phrase in more than half the rows).  n is
+ * counted by walking the phrase's doclist, unless known (may be NULL) has
+ * it for a phrase of one token: the rows the bounds builder counted
+ * (index_rank_counts.c), the same number.
  */
 static int
-rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q)
+rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q,
+    const struct idx_rank_known *known)
 {
 	sqlite3_int64 n_row = 0, n_token = 0;
 	int rc;
@@ -253,7 +258,12 @@ rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q
 	for (int i = 0; rc == SQLITE_OK && i < q->n_phrase; i++) {
 		sqlite3_int64 n_hit = 0;
 
-		rc = api->xQueryPhrase(fts, i, &n_hit, count_row);
+		if (known != NULL && i < known->n && known->hits[i] >= 0 &&
+		    api->xPhraseSize(fts, i) == 1) {
+			n_hit = known->hits[i];
+			idx_rank_known_used++;
+		} else
+			rc = api->xQueryPhrase(fts, i, &n_hit, count_row);
 		if (rc == SQLITE_OK) {
 			double idf = log((n_row - n_hit + 0.5) / (n_hit + 0.5));
 
@@ -266,12 +276,12 @@ rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q
 
 /*
  * This statement's rank_query: from the connection's cache when the same
- * MATCH was ranked on the same full-text index, else computed (and kept).
- * NULL with *rc_r set on failure.
+ * MATCH was ranked on the same full-text index, else computed (and kept),
+ * with the rows known holds (may be NULL).  NULL with *rc_r set on failure.
  */
 static struct rank_query *
 rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
-    sqlite3_value *match, int *rc_r)
+    sqlite3_value *match, const struct idx_rank_known *known, int *rc_r)
 {
 	struct rank_cache *c = api->xUserData(fts);
 	struct rank_query *q = api->xGetAuxdata(fts, 0);
@@ -302,7 +312,7 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	if (cacheable && (s = rank_cache_find(c, key, n)) != NULL) {
 		q->avgdl = s->avgdl;
 		memcpy(q->idf, s->idf, 2 * (size_t)n * sizeof(double));
-	} else if ((*rc_r = rank_compute(api, fts, q)) != SQLITE_OK) {
+	} else if ((*rc_r = rank_compute(api, fts, q, known)) != SQLITE_OK) {
 		sqlite3_free(q);
 		return NULL;
 	} else if (cacheable) {
@@ -484,7 +494,7 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 		rank_row_prefix(api, fts, ctx, n_val, val, floor, w);
 		return;
 	}
-	q = rank_query_get(api, fts, ctx, val[0], &rc);
+	q = rank_query_get(api, fts, ctx, val[0], floor != NULL ? floor->known : NULL, &rc);
 	if (q != NULL && bounded)
 		memset(q->col_min, 0, (size_t)q->n_col * sizeof(*q->col_min));
 	/*
@@ -574,7 +584,8 @@ mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 		return;
 	}
 	out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
-	if ((q = rank_query_get(api, fts, ctx, val[0], &rc)) == NULL) {
+	if ((q = rank_query_get(api, fts, ctx, val[0], out != NULL ? out->known : NULL,
+	    &rc)) == NULL) {
 		sqlite3_result_error_code(ctx, rc);
 		return;
 	}
@@ -606,6 +617,7 @@ mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 	struct rank_cache *c = sqlite3_user_data(ctx);
 	const char *key = (const char *)sqlite3_value_text(val[0]);
 	struct idx_rank_stats *out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
+	const struct idx_rank_known *known;
 	struct rank_stats *s = NULL;
 
 	(void)n_val;
@@ -616,7 +628,9 @@ mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 		sqlite3_result_int(ctx, 0);
 		return;
 	}
+	known = out->known;
 	memset(out, 0, sizeof(*out));
+	out->known = known;	/* the caller's, not an output */
 	out->n_phrase = s->n_phrase;
 	out->avgdl = s->avgdl;
 	for (int i = 0; i < s->n_phrase; i++) {

@@ -262,6 +262,19 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
  * the type IDX_RANK_FLOOR; the caller owns it and raises it between steps.
  */
 #define IDX_RANK_FLOOR	"mb_rank_floor"
+/*
+ * The rows that hold some of a query's phrases, known without FTS5 walking
+ * their doclists (idx_rank_known_hits(), index_rank_counts.c): hits[i] >= 0
+ * for phrase i (FTS5's numbering, a phrase of one token), -1 for one not
+ * known, and every phrase from n on is not known.  mb_bm25 counts the
+ * others itself when it computes a query's statistics (fts_rank.c).
+ */
+#define IDX_RANK_PHRASES	64	/* phrases a query's statistics are kept for, at most */
+struct idx_rank_known {
+	int	n;
+	int64_t	hits[IDX_RANK_PHRASES];
+};
+
 struct idx_rank_floor {
 	bool	set;
 	double	score;
@@ -288,6 +301,8 @@ struct idx_rank_floor {
 	const struct idx_rank_prefix	*prefix;
 	/* A statement that scores each row twice, in WHERE and in its columns (NULL otherwise). */
 	struct idx_rank_memo		*memo;
+	/* Rows known to hold the query's phrases, for its statistics (may be NULL). */
+	const struct idx_rank_known	*known;
 };
 
 /*
@@ -348,7 +363,6 @@ struct idx_rank_prefix {
  * query has more phrases than fit.  The caller owns it.
  */
 #define IDX_RANK_STATS		"mb_rank_stats"
-#define IDX_RANK_PHRASES	64
 struct idx_rank_stats {
 	bool	set;
 	int	n_phrase;
@@ -356,6 +370,8 @@ struct idx_rank_stats {
 	double	idf[IDX_RANK_PHRASES];
 	int64_t	n_hit[IDX_RANK_PHRASES];	/* rows that hold each phrase */
 	double	avgdl;				/* average row length in tokens */
+	/* an input, may be NULL: rows known to hold some phrases (struct idx_rank_known) */
+	const struct idx_rank_known	*known;
 };
 
 /* Register the FTS5 ranking functions mb_bm25, mb_bm25_top and mb_bm25_stats on db (fts_rank.c). */

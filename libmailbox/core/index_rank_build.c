@@ -8,6 +8,9 @@
  * (MATCH the term AND rowid BETWEEN the chunk's ids), through mb_rank_tf(),
  * which counts a row's hits exactly as mb_bm25 does: the bounds describe
  * what the index holds, whatever the tokenizer did when the row went in.
+ * The same statement counts the term's rows in the chunk (rank_bounds.docs,
+ * migrations/0018), which a search adds up for the term's IDF instead of
+ * walking its doclist (index_rank_counts.c).
  * A term is bounded only when the query tokenizer turns its text back
  * into itself, so that the search's MATCH of that text reads the very
  * doclist the front was built from.
@@ -51,7 +54,8 @@ static const char term_put_sql[] = "INSERT INTO rank_terms (term, docs) VALUES (
 static const char chunk_put_sql[] =
 	"INSERT OR REPLACE INTO rank_chunks (chunk, blocks, gen) VALUES (?1, ?2, ?3)";
 static const char bounds_put_sql[] =
-	"INSERT OR REPLACE INTO rank_bounds (term, chunk, gen, bounds) VALUES (?1, ?2, ?3, ?4)";
+	"INSERT OR REPLACE INTO rank_bounds (term, chunk, gen, bounds, docs) "
+	"VALUES (?1, ?2, ?3, ?4, ?5)";
 /* One term's rows in one chunk, counted as the ranking counts them. */
 static const char tf_sql[] =
 	"SELECT rowid, mb_rank_tf(messages_fts, " IDX_RANK_WEIGHTS ") FROM messages_fts "
@@ -251,14 +255,14 @@ rank_lengths(struct build *b, int64_t c, uint32_t len[RANK_CHUNK_IDS], struct mb
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(b->idx, rc, "rank bounds: lengths", err);
 }
 
-/* One term's fronts in chunk c into rank_bounds; len: rank_lengths()'. */
+/* One term's fronts and rows in chunk c into rank_bounds; len: rank_lengths()'. */
 static int
 term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
     sqlite3_stmt *tf, sqlite3_stmt *put, struct mb_err *err)
 {
 	struct rank_front fr[RANK_CHUNK_BLOCKS];
 	struct mb_buf quoted = MB_BUF_INIT(4096), blob = MB_BUF_INIT(1 << 20);
-	int64_t lo = c * RANK_CHUNK_IDS;
+	int64_t lo = c * RANK_CHUNK_IDS, docs = 0;
 	int rc;
 
 	memset(fr, 0, sizeof(fr));
@@ -278,6 +282,7 @@ term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
 			break;
 		}
 		rank_front_add(&fr[(id - lo) / RANK_BLOCK_IDS], (uint32_t)f, len[id - lo]);
+		docs++;
 	}
 	sqlite3_reset(tf);
 	mb_buf_release(&quoted);
@@ -295,6 +300,7 @@ term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
 	sqlite3_bind_int64(put, 2, c);
 	sqlite3_bind_int64(put, 3, b->gen);
 	sqlite3_bind_blob(put, 4, blob.data, (int)blob.len, SQLITE_STATIC);
+	sqlite3_bind_int64(put, 5, docs);
 	rc = idx_step_done(b->idx, put, "rank bounds: a term's bounds", err);
 	mb_buf_release(&blob);
 	return rc;
@@ -323,7 +329,7 @@ chunk_build(struct build *b, int64_t c, struct mb_err *err)
 		rc = term_build(b, b->terms[i], c, len, tf, put, err);
 	if (rc == 0) {
 		sqlite3_bind_int64(chunk, 1, c);
-		sqlite3_bind_int64(chunk, 2, RANK_CHUNK_FULL);
+		sqlite3_bind_int64(chunk, 2, RANK_CHUNK_BUILT);
 		sqlite3_bind_int64(chunk, 3, b->gen);
 		rc = idx_step_done(b->idx, chunk, "rank bounds: a chunk", err);
 	}
@@ -336,7 +342,8 @@ chunk_build(struct build *b, int64_t c, struct mb_err *err)
 }
 
 /*
- * The complete chunks below max_id whose bounds are not built whole, into
+ * The complete chunks below max_id whose bounds or counts are not built
+ * whole (a row inserted, changed or deleted since: RANK_CHUNK_BUILT), into
  * *unbuilt_r (owned by the caller, *n_r of them, oldest first).
  */
 static int
@@ -358,7 +365,7 @@ chunks_unbuilt(struct build *b, int64_t max_id, int64_t **unbuilt_r, size_t *n_r
 		int64_t c = sqlite3_column_int64(st, 0);
 
 		if (c >= 0 && c < n_complete)
-			done[c] = sqlite3_column_int64(st, 1) == RANK_CHUNK_FULL;
+			done[c] = sqlite3_column_int64(st, 1) == RANK_CHUNK_BUILT;
 	}
 	idx_stmt_done(st);
 	if (rc != SQLITE_DONE) {

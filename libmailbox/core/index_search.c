@@ -311,8 +311,13 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	struct idx_rank_memo memo = { .passing = &set.matches,
 	    .join_until = set.keep + 1 > MB_SEARCH_COUNT_CAP ? (int64_t)set.keep + 1 :
 	    MB_SEARCH_COUNT_CAP };
+	struct idx_rank_known known;
 
 	set.trim_at = 2 * set.keep;
+	/* the bounded words' rows from the builder's counts, for the statistics */
+	if (idx_rank_known_hits(idx, q->match, &known, err) == -1)
+		return -1;
+	set.floor.known = &known;
 	/* the block bounds, where they serve */
 	if (idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches, &exact,
 	    err) == -1) {

@@ -155,15 +155,9 @@ walk_release(struct walk *w)
 	free(w->bound);
 }
 
-/*
- * The phrases of a MATCH expression as query.c writes it: every "..."
- * string (a quote inside doubled) is one phrase, in the order FTS5 numbers
- * them; operators, parentheses and {column} : are not phrases.  Their text
- * into texts (owned; the caller frees *n_r of them, even on false; NULL:
- * only check), false when one is a prefix ("..."*) or there are too many.
- */
-static bool
-phrases_of(const char *match, char **texts, int *n_r)
+/* search-private.h */
+bool
+idx_match_phrases(const char *match, char **texts, int *n_r)
 {
 	int n = 0;
 
@@ -217,7 +211,7 @@ match_all_of(const char *match)
 bool
 idx_match_plain(const char *match)
 {
-	return phrases_of(match, NULL, NULL);
+	return idx_match_phrases(match, NULL, NULL);
 }
 
 static int
@@ -249,7 +243,7 @@ phrases_tokenize(struct walk *w, const char *match)
 	Fts5Tokenizer *t = NULL;
 	fts5_tokenizer tk;
 
-	ok = phrases_of(match, texts, &n_texts) && mb_fts_tokenizer(w->idx->db, &tk, &t) == 0;
+	ok = idx_match_phrases(match, texts, &n_texts) && mb_fts_tokenizer(w->idx->db, &tk, &t) == 0;
 	for (int i = 0; ok && i < n_texts; i++) {
 		w->n_ph++;
 		ok = tk.xTokenize(t, &w->ph[i], FTS5_TOKENIZE_QUERY, texts[i],
@@ -793,6 +787,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	*used_r = false;
 	*matches_r = 0;
 	*exact_r = true;
+	w.stats.known = set->floor.known;
 	if (q->match == NULL)
 		return 0;	/* no words: nothing to rank */
 	/* filters the index does not hold, or that name a few rows of their own */

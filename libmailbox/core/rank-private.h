@@ -21,6 +21,13 @@
 #define RANK_CHUNK_BLOCKS	16	/* blocks in a chunk: one bit each in rank_chunks.blocks */
 #define RANK_CHUNK_IDS		(RANK_BLOCK_IDS * RANK_CHUNK_BLOCKS)
 #define RANK_CHUNK_FULL		((1 << RANK_CHUNK_BLOCKS) - 1)
+/*
+ * rank_chunks.blocks's bit beside the blocks' (migration 0018 spells it
+ * out): the chunk's rank_bounds.docs counts are exact, no row of it deleted
+ * since they were made.  A chunk is built when it is not FULL | COUNTED.
+ */
+#define RANK_CHUNK_COUNTED	(1 << RANK_CHUNK_BLOCKS)
+#define RANK_CHUNK_BUILT	(RANK_CHUNK_FULL | RANK_CHUNK_COUNTED)
 #define RANK_FRONT_MAX		16	/* points a front keeps before merging two */
 
 /*
@@ -116,6 +123,13 @@ extern _Atomic uint64_t	idx_rank_computed;
  * that mcpd's searching threads share no counter on the walk's path.
  */
 extern _Thread_local uint64_t	idx_rank_sized;
+
+/*
+ * How many phrases' row counts this thread took from the bounds builder's
+ * counts (struct idx_rank_known) instead of FTS5's walk of their doclists:
+ * for the tests, which check when the counts serve.
+ */
+extern _Thread_local uint64_t	idx_rank_known_used;
 
 /*
  * How many prefix searches this thread ranked through their words

@@ -176,6 +176,26 @@ int	idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set)
 bool	idx_match_plain(const char *match);
 
 /*
+ * The phrases of a MATCH expression as query.c writes it: every "..."
+ * string (a quote inside doubled) is one phrase, in the order FTS5 numbers
+ * them; operators, parentheses and {column} : are not phrases.  Their text
+ * into texts (IDX_RANK_PHRASES of room; owned, the caller frees *n_r of
+ * them, even on false; NULL: only check), false when one is a prefix
+ * ("..."*) or there are too many (index_search_blocks.c).
+ */
+bool	idx_match_phrases(const char *match, char **texts, int *n_r);
+
+/*
+ * For match's phrases that are one word syncd bounds, the rows that hold
+ * it, added up from the bounds builder's counts (index_rank_counts.c), into
+ * *known for mb_bm25's statistics; none when match has a column filter or
+ * a prefix, or when this connection keeps match's statistics already.
+ * -1 with err on a failure of SQLite's (known then holds none).
+ */
+int	idx_rank_known_hits(struct mb_index *idx, const char *match,
+	    struct idx_rank_known *known, struct mb_err *err);
+
+/*
  * Rank q into set through the block bounds (index_search_blocks.c): only
  * the blocks of ids whose bound can reach set's floor are read (a prefix
  * through its words: index_search_prefix.c).  filtered: q has filters, or

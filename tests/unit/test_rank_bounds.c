@@ -447,6 +447,107 @@ a_reused_id_in_a_bounded_block_is_found(void **state)
 	expect_all_exact(f);
 }
 
+/* The rows of word in ids [lo, hi], as FTS5 counts them. */
+static int64_t
+fts_rows(struct mb_test_index *f, const char *word, int64_t lo, int64_t hi)
+{
+	char *sql = sqlite3_mprintf("SELECT count(*) FROM messages_fts WHERE messages_fts "
+	    "MATCH '\"%w\"' AND rowid BETWEEN %lld AND %lld", word, (long long)lo, (long long)hi);
+	int64_t n = mb_test_index_int(f, sql);
+
+	sqlite3_free(sql);
+	return n;
+}
+
+/* One search of text, a page of limit: the first hit's id, -1 for none. */
+static int64_t
+first_of(struct mb_test_index *f, const char *text, size_t limit)
+{
+	struct mb_search_page pg;
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	int64_t first;
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+	if (mb_search_run(mb_test_index_reader(f), &q, 0, limit, &pg, &err) == -1)
+		fail_msg("search \"%s\": %s", text, err.msg);
+	first = pg.n > 0 ? pg.hits[0].id : -1;
+	mb_search_page_release(&pg);
+	mb_query_release(&q);
+	return first;
+}
+
+/* The phrases whose row counts one search of text took from the builder's counts. */
+static uint64_t
+counts_used_by(struct mb_test_index *f, const char *text)
+{
+	uint64_t before = idx_rank_known_used;
+
+	(void)first_of(f, text, 20);
+	return idx_rank_known_used - before;
+}
+
+/*
+ * The builder keeps each bounded word's rows per chunk (migrations/0018),
+ * and a query's first ranking adds them up instead of FTS5 walking the
+ * word's doclist (index_rank_counts.c): FTS5's own counts, the newest ids
+ * (the tail no chunk holds) counted by FTS5.  A deletion leaves the
+ * chunk's bounds but not its counts (the trigger clears RANK_CHUNK_COUNTED):
+ * FTS5 counts that chunk until the builder builds it again.  Pages are
+ * bm25()'s throughout.  A column's phrase, a phrase of two words, a word
+ * not bounded and a prefix are counted by FTS5, and a query whose
+ * statistics the connection keeps counts nothing.
+ */
+static void
+bounded_words_are_counted_by_chunk(void **state)
+{
+	static const char *const fts_counted[] = { "subject:beta", "\"mailing list\"",
+	    "epsilon", "gamm*" };
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	for (int64_t c = 0; c < 2; c++)
+		for (size_t i = 0; i < 3; i++) {
+			char *sql = sqlite3_mprintf("SELECT docs FROM rank_bounds WHERE term = %Q "
+			    "AND chunk = %lld", words[i], (long long)c);
+
+			assert_int_equal(mb_test_index_int(f, sql),
+			    fts_rows(f, words[i], c * RANK_CHUNK_IDS, c * RANK_CHUNK_IDS + 2047));
+			sqlite3_free(sql);
+		}
+	assert_true(fts_rows(f, "beta", 4096, INT64_MAX) > 0);	/* a tail to count */
+	assert_int_equal(counts_used_by(f, "beta"), 1);
+	assert_int_equal(counts_used_by(f, "beta"), 0);	/* kept: nothing counted */
+	assert_int_equal(counts_used_by(f, "alpha gamma"), 2);
+	assert_int_equal(counts_used_by(f, "alpha epsilon"), 1);
+	for (size_t i = 0; i < MB_ARRAY_LEN(fts_counted); i++)
+		if (counts_used_by(f, fts_counted[i]) != 0)
+			fail_msg("\"%s\" took counts it has none of", fts_counted[i]);
+	expect_all_exact(f);
+
+	/* a deletion in chunk 0: its bounds stand, its counts do not */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= 40; uid++)
+		assert_int_equal(mb_index_delete(f->idx, f->inbox, 1, uid, &err), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	assert_int_equal(mb_test_index_int(f, "SELECT blocks FROM rank_chunks WHERE chunk = 0"),
+	    RANK_CHUNK_FULL);
+	assert_int_equal(mb_test_index_int(f, "SELECT blocks FROM rank_chunks WHERE chunk = 1"),
+	    RANK_CHUNK_BUILT);
+	assert_int_equal(counts_used_by(f, "alpha"), 1);
+	expect_all_exact(f);
+	assert_int_equal(build(f), 1);	/* chunk 0 again, counted */
+	assert_int_equal(mb_test_index_int(f, "SELECT blocks FROM rank_chunks WHERE chunk = 0"),
+	    RANK_CHUNK_BUILT);
+	assert_int_equal(mb_test_index_int(f,
+	    "SELECT docs FROM rank_bounds WHERE term = 'alpha' AND chunk = 0"),
+	    fts_rows(f, "alpha", 0, 2047));
+	expect_all_exact(f);
+}
+
 /* FTS5's segments: one row a segment in its %_idx table at least. */
 static int64_t
 segments(struct mb_test_index *f)
@@ -576,18 +677,9 @@ a_merge_is_due_after_a_quarter_more(void **state)
 static bool
 prefix_walked(struct mb_test_index *f, const char *text, int64_t *first_r)
 {
-	struct mb_search_page pg;
-	struct mb_query q;
-	struct mb_err err = { 0 };
 	uint64_t before = idx_rank_prefix_walks;
 
-	mb_query_init(&q);
-	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
-	if (mb_search_run(mb_test_index_reader(f), &q, 0, 10, &pg, &err) == -1)
-		fail_msg("search \"%s\": %s", text, err.msg);
-	*first_r = pg.n > 0 ? pg.hits[0].id : -1;
-	mb_search_page_release(&pg);
-	mb_query_release(&q);
+	*first_r = first_of(f, text, 10);
 	return idx_rank_prefix_walks > before;
 }
 
@@ -771,6 +863,7 @@ main(void)
 		MB_TEST_INDEX(a_prefix_share_scales_with_the_index),
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
+		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
 		MB_TEST_INDEX(a_reused_id_in_a_bounded_block_is_found),
