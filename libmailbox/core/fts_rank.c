@@ -12,9 +12,10 @@
  * phrase or a prefix at 100,000 messages that was most of a search's CPU,
  * however few rows the search went on to score.  Those counts, the row count
  * and the average row length depend only on the query and on the index's
- * contents, so they are kept per connection, keyed by MATCH (the expression
- * the statement matches, passed as the second argument), for as long as the
- * full-text index holds what it held when they were computed.
+ * contents, so they are kept, keyed by MATCH (the expression the statement
+ * matches, passed as the second argument), for as long as the full-text
+ * index holds what it held when they were computed: for the process, by
+ * database file, whichever connection counted them (fts_rank_cache.c).
  *
  * Most of syncd's commits do not touch the full-text index: flag syncs,
  * moves, labels, the block bounds, the folders' sync state.  So the kept
@@ -28,9 +29,9 @@
  * have recounted them: +37% of CPU over the benchmark's queries at 100,000
  * messages (docs/benchmarks.md, "Statistics kept across commits").
  *
- * The cache belongs to the connection (it is the function's user data,
- * freed when the connection closes) and is used by one thread at a time, as
- * the connection is.
+ * Each connection's view of the index (struct rank_view, the functions'
+ * user data, freed when the connection closes) is used by one thread at a
+ * time, as the connection is; the kept statistics are shared under a mutex.
  *
  *	mb_bm25_top(messages_fts, MATCH, FLOOR, w0, w1, ...)
  *
@@ -60,30 +61,7 @@
 #include "index-private.h"
 #include "rank-private.h"
 
-#define RANK_CACHE	32	/* queries whose statistics a connection keeps */
 #define RANK_KEY_MAX	8192	/* longer MATCH texts are not kept */
-
-/* One query's statistics, as of the cache's full-text index. */
-struct rank_stats {
-	char		*key;		/* owned: the MATCH text; NULL: a free slot */
-	int		 n_phrase;
-	double		 avgdl;		/* average row length in tokens */
-	double		*idf;		/* owned: n_phrase IDFs, then n_phrase row counts */
-	uint64_t	 used;		/* LRU clock */
-};
-
-/*
- * Every slot holds statistics of the full-text index whose records are
- * fts_key; version is the data version at which fts_key was last read.
- */
-struct rank_cache {
-	struct rank_stats	slot[RANK_CACHE];
-	uint64_t		clock;
-	bool			checked;	/* version and fts_key are set */
-	unsigned		version;
-	unsigned char		*fts_key;	/* owned */
-	size_t			fts_key_len;
-};
 
 /* Per statement execution (FTS5 auxdata): the statistics and scratch arrays. */
 struct rank_query {
@@ -96,133 +74,17 @@ struct rank_query {
 	int	*col_min;	/* n_col: the current row's columns are at least this long */
 };
 
+/* The connection's view, freed when the connection closes. */
 static void
-rank_stats_clear(struct rank_stats *s)
+rank_view_free(void *p)
 {
-	free(s->key);
-	free(s->idf);
-	memset(s, 0, sizeof(*s));
-}
-
-static void
-rank_cache_free(void *p)
-{
-	struct rank_cache *c = p;
-
-	for (size_t i = 0; i < RANK_CACHE; i++)
-		rank_stats_clear(&c->slot[i]);
-	free(c->fts_key);
-	free(c);
-}
-
-/* The full-text index's records that every statistic depends on. */
-static const char fts_key_sql[] =
-	"SELECT block FROM main.messages_fts_data WHERE id IN (1, 10) ORDER BY id";
-
-/*
- * The records of fts_key_sql, concatenated with their lengths, into *key_r
- * (owned by the caller; NULL on failure); SQLite's result code.  Run
- * inside the calling statement's read transaction, so it sees the index
- * the statement ranks.
- */
-static int
-fts_key_read(sqlite3 *db, unsigned char **key_r, size_t *len_r)
-{
-	sqlite3_stmt *st = NULL;
-	unsigned char *key = NULL;
-	size_t len = 0;
-	int rc = sqlite3_prepare_v2(db, fts_key_sql, -1, &st, NULL);
-
-	while (st != NULL && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-
-		key = mb_xrealloc(key, len + sizeof(n) + n + 1);
-		memcpy(key + len, &n, sizeof(n));
-		if (n > 0)
-			memcpy(key + len + sizeof(n), sqlite3_column_blob(st, 0), n);
-		len += sizeof(n) + n;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(key);
-		*key_r = NULL;
-		*len_r = 0;
-		return rc == SQLITE_OK ? SQLITE_ERROR : rc;
-	}
-	*key_r = key;
-	*len_r = len;
-	return SQLITE_OK;
+	rank_view_release(p);
+	free(p);
 }
 
 _Atomic uint64_t idx_rank_computed;
 _Thread_local uint64_t idx_rank_sized;
 _Thread_local uint64_t idx_rank_known_used;
-
-/*
- * Whether c may keep and reuse statistics for the index db reads now: at a
- * new data version, the full-text index's records are read again, and
- * every slot is dropped if they changed.  false (every slot dropped) when
- * they cannot be read, or the VFS keeps no data version: nothing is kept.
- */
-static bool
-rank_cache_current(struct rank_cache *c, sqlite3 *db)
-{
-	unsigned version = 0;
-	unsigned char *key;
-	size_t len = 0;
-
-	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, &version) != SQLITE_OK)
-		key = NULL;
-	else if (c->checked && c->version == version)
-		return true;
-	else if (fts_key_read(db, &key, &len) != SQLITE_OK)
-		key = NULL;
-	if (key == NULL || !c->checked || len != c->fts_key_len ||
-	    memcmp(key, c->fts_key, len) != 0) {
-		for (size_t i = 0; i < RANK_CACHE; i++)
-			rank_stats_clear(&c->slot[i]);
-	}
-	free(c->fts_key);
-	c->fts_key = key;
-	c->fts_key_len = key != NULL ? len : 0;
-	c->checked = key != NULL;
-	c->version = version;
-	return c->checked;
-}
-
-/* The slot kept for key (of n_phrase phrases; 0: any number), marked as used now; NULL: none. */
-static struct rank_stats *
-rank_cache_find(struct rank_cache *c, const char *key, int n_phrase)
-{
-	for (size_t i = 0; i < RANK_CACHE; i++) {
-		struct rank_stats *s = &c->slot[i];
-
-		if (s->key != NULL && (n_phrase == 0 || s->n_phrase == n_phrase) &&
-		    strcmp(s->key, key) == 0) {
-			s->used = ++c->clock;
-			return s;
-		}
-	}
-	return NULL;
-}
-
-/* Keep q's statistics under key, in the least recently used slot. */
-static void
-rank_cache_put(struct rank_cache *c, const char *key, const struct rank_query *q)
-{
-	struct rank_stats *s = &c->slot[0];
-
-	for (size_t i = 1; i < RANK_CACHE; i++)
-		if (c->slot[i].used < s->used)
-			s = &c->slot[i];
-	rank_stats_clear(s);
-	s->key = mb_xstrdup(key);
-	s->n_phrase = q->n_phrase;
-	s->avgdl = q->avgdl;
-	s->idf = mb_xmalloc(2 * (size_t)q->n_phrase * sizeof(double) + 1);
-	memcpy(s->idf, q->idf, 2 * (size_t)q->n_phrase * sizeof(double));
-	s->used = ++c->clock;
-}
 
 static int
 count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *arg)
@@ -283,12 +145,11 @@ static struct rank_query *
 rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
     sqlite3_value *match, const struct idx_rank_known *known, int *rc_r)
 {
-	struct rank_cache *c = api->xUserData(fts);
+	struct rank_view *v = api->xUserData(fts);
 	struct rank_query *q = api->xGetAuxdata(fts, 0);
 	const char *key = (const char *)sqlite3_value_text(match);
-	struct rank_stats *s;
 	bool cacheable;
-	int n, n_col;
+	int n, n_col, n_kept;
 
 	*rc_r = SQLITE_OK;
 	if (q != NULL)
@@ -308,15 +169,15 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	q->n_col = n_col;
 	q->col_min = (int *)(q->freq + n);
 	cacheable = key != NULL && strlen(key) <= RANK_KEY_MAX &&
-	    rank_cache_current(c, sqlite3_context_db_handle(ctx));
-	if (cacheable && (s = rank_cache_find(c, key, n)) != NULL) {
-		q->avgdl = s->avgdl;
-		memcpy(q->idf, s->idf, 2 * (size_t)n * sizeof(double));
+	    rank_view_current(v, sqlite3_context_db_handle(ctx));
+	/* q->idf and q->n_hit are one array of 2n, as the kept entries are */
+	if (cacheable && rank_kept_get(v, key, n, n, &n_kept, &q->avgdl, q->idf)) {
+		;	/* kept */
 	} else if ((*rc_r = rank_compute(api, fts, q, known)) != SQLITE_OK) {
 		sqlite3_free(q);
 		return NULL;
 	} else if (cacheable) {
-		rank_cache_put(c, key, q);
+		rank_kept_put(v, key, n, q->avgdl, q->idf);
 	}
 	if ((*rc_r = api->xSetAuxdata(fts, q, sqlite3_free)) != SQLITE_OK)
 		return NULL;	/* xSetAuxdata freed q */
@@ -604,8 +465,8 @@ mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 
 /*
  * mb_bm25_kept(MATCH, STATS): fills STATS (a struct idx_rank_stats bound
- * as IDX_RANK_STATS) from the statistics this connection keeps for MATCH,
- * if it keeps them for the index as it is now; answers whether it did.  A
+ * as IDX_RANK_STATS) from the statistics kept for MATCH on the index this
+ * connection reads now (fts_rank_cache.c); answers whether there were.  A
  * plain function, not FTS5's: it runs no MATCH, so a prefix search learns
  * whether its statistics are kept without FTS5 merging the prefix's
  * doclists to start a statement (index_search_prefix.c).  STATS's phrase
@@ -614,28 +475,29 @@ mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 static void
 mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 {
-	struct rank_cache *c = sqlite3_user_data(ctx);
+	struct rank_view *v = sqlite3_user_data(ctx);
 	const char *key = (const char *)sqlite3_value_text(val[0]);
 	struct idx_rank_stats *out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
 	const struct idx_rank_known *known;
-	struct rank_stats *s = NULL;
+	double stats[2 * IDX_RANK_PHRASES], avgdl = 0.0;
+	int n = 0;
 
 	(void)n_val;
 	/* a MATCH text always parses to the same phrases: any number of them */
-	if (key != NULL && out != NULL && rank_cache_current(c, sqlite3_context_db_handle(ctx)))
-		s = rank_cache_find(c, key, 0);
-	if (s == NULL || s->n_phrase > IDX_RANK_PHRASES) {
+	if (key == NULL || out == NULL || strlen(key) > RANK_KEY_MAX ||
+	    !rank_view_current(v, sqlite3_context_db_handle(ctx)) ||
+	    !rank_kept_get(v, key, 0, IDX_RANK_PHRASES, &n, &avgdl, stats)) {
 		sqlite3_result_int(ctx, 0);
 		return;
 	}
 	known = out->known;
 	memset(out, 0, sizeof(*out));
 	out->known = known;	/* the caller's, not an output */
-	out->n_phrase = s->n_phrase;
-	out->avgdl = s->avgdl;
-	for (int i = 0; i < s->n_phrase; i++) {
-		out->idf[i] = s->idf[i];
-		out->n_hit[i] = (int64_t)s->idf[s->n_phrase + i];
+	out->n_phrase = n;
+	out->avgdl = avgdl;
+	for (int i = 0; i < n; i++) {
+		out->idf[i] = stats[i];
+		out->n_hit[i] = (int64_t)stats[n + i];
 	}
 	out->set = true;
 	sqlite3_result_int(ctx, 1);
@@ -645,19 +507,19 @@ int
 mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 {
 	fts5_api *api = mb_fts5_api(db);
-	struct rank_cache *c;
+	struct rank_view *c;
 	int rc;
 
 	if (api == NULL || api->iVersion < 2)
 		return mb_err_set(err, MB_E_INTERNAL, "index: this SQLite has no FTS5");
 	c = mb_xcalloc(1, sizeof(*c));
-	rc = api->xCreateFunction(api, "mb_bm25", c, mb_bm25, rank_cache_free);
+	rc = api->xCreateFunction(api, "mb_bm25", c, mb_bm25, rank_view_free);
 	if (rc != SQLITE_OK) {
-		rank_cache_free(c);
+		rank_view_free(c);
 		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25: %s",
 		    sqlite3_errstr(rc));
 	}
-	/* the same cache: the connection frees it once, with mb_bm25 */
+	/* the same view: the connection frees it once, with mb_bm25 */
 	rc = api->xCreateFunction(api, "mb_bm25_top", c, mb_bm25_top, NULL);
 	if (rc == SQLITE_OK)
 		rc = api->xCreateFunction(api, "mb_bm25_stats", c, mb_bm25_stats, NULL);

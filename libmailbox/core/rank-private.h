@@ -110,6 +110,33 @@ void	rank_runs_release(struct rank_runs *r);
 int	mb_fts_bounds_register(sqlite3 *db, struct mb_err *err);
 
 /*
+ * The ranking's statistics kept for the process (fts_rank_cache.c).  A
+ * connection's view: which database file's entries it may share, and the
+ * full-text index it reads now (its records, read again whenever the data
+ * version moved).  Owned by the connection's ranking functions.
+ */
+struct rank_view {
+	bool		 checked;	/* version and fts_key are set */
+	unsigned	 version;
+	unsigned char	*fts_key;	/* owned */
+	size_t		 fts_key_len;
+	char		*file;		/* owned; NULL until the first use */
+};
+/* v up to date for db's connection, now; false when the records cannot be read: keep nothing. */
+bool	rank_view_current(struct rank_view *v, sqlite3 *db);
+void	rank_view_release(struct rank_view *v);
+/*
+ * The statistics kept for v's index and the MATCH key (of n_phrase
+ * phrases; 0: any number up to max_phrase) into *n_r, *avgdl_r and stats
+ * (2 x max_phrase doubles: the IDFs, then the row counts); false when none.
+ */
+bool	rank_kept_get(const struct rank_view *v, const char *key, int n_phrase, int max_phrase,
+	    int *n_r, double *avgdl_r, double *stats);
+/* Keep statistics for v's index and key (stats: n_phrase IDFs, then n_phrase row counts). */
+void	rank_kept_put(const struct rank_view *v, const char *key, int n_phrase, double avgdl,
+	    const double *stats);
+
+/*
  * How many times any connection of this process has computed a query's
  * statistics (fts_rank.c) rather than reused them: for the tests, which
  * check when the kept statistics are dropped.

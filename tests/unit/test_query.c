@@ -566,6 +566,55 @@ kept_statistics_outlive_flag_syncs_only(void **state)
 	mb_index_close(&ro);
 }
 
+/*
+ * The statistics are kept for the process (fts_rank_cache.c): a second
+ * read-only connection to the file ranks with those the first counted, and
+ * after new mail with those either counts first for the new index.  A copy
+ * of the file (the same records, the same MATCH) and the writer's own
+ * connection (which may see a transaction of its own) count their own.
+ * Every score is bm25()'s.
+ */
+static void
+kept_statistics_are_shared_by_file(void **state)
+{
+	struct fx *f = *state;
+	struct mb_index *ro1 = NULL, *ro2 = NULL, *copy = NULL;
+	struct mb_err err = { 0 };
+	char copy_path[128], *sql;
+	uint64_t before;
+
+	if (mb_index_open(f->path, MB_INDEX_RO, &ro1, &err) == -1 ||
+	    mb_index_open(f->path, MB_INDEX_RO, &ro2, &err) == -1)
+		fail_msg("open ro: %s", err.msg);
+	assert_int_equal(same_scores(mb_index_db(ro1), "budget"), 2);
+	before = idx_rank_computed;
+	assert_int_equal(same_scores(mb_index_db(ro2), "budget"), 2);
+	assert_int_equal(idx_rank_computed, before);
+	assert_int_equal(same_scores(mb_index_db(f->idx), "budget"), 2);
+	assert_true(idx_rank_computed > before);
+	/* new mail: counted again, once */
+	put(f, f->inbox, 20, "Budget again", "dave@example.com", "The budget.", 1709712000, 0);
+	before = idx_rank_computed;
+	assert_int_equal(same_scores(mb_index_db(ro2), "budget"), 3);
+	assert_true(idx_rank_computed > before);
+	before = idx_rank_computed;
+	assert_int_equal(same_scores(mb_index_db(ro1), "budget"), 3);
+	assert_int_equal(idx_rank_computed, before);
+	/* another file holding the same: its own counts */
+	snprintf(copy_path, sizeof(copy_path), "%s/copy.db", f->dir);
+	sql = sqlite3_mprintf("VACUUM INTO %Q", copy_path);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(sql);
+	if (mb_index_open(copy_path, MB_INDEX_RO, &copy, &err) == -1)
+		fail_msg("open copy: %s", err.msg);
+	before = idx_rank_computed;
+	assert_int_equal(same_scores(mb_index_db(copy), "budget"), 3);
+	assert_true(idx_rank_computed > before);
+	mb_index_close(&copy);
+	mb_index_close(&ro2);
+	mb_index_close(&ro1);
+}
+
 /* Inputs that would be FTS5 syntax errors (or worse) if passed through. */
 static const char *const hostile[] = {
 	"\"", "\"\"", "\"\"\"", "\"a", "a\"", "a\"b\"c\"", "NEAR", "NEAR(", "NEAR(a b, 3)",
@@ -635,6 +684,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(mb_bm25_scores_as_bm25, setup, teardown),
 		cmocka_unit_test_setup_teardown(kept_statistics_outlive_flag_syncs_only, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(kept_statistics_are_shared_by_file, setup,
 		    teardown),
 	};
 
