@@ -148,7 +148,7 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	struct rank_view *v = api->xUserData(fts);
 	struct rank_query *q = api->xGetAuxdata(fts, 0);
 	const char *key = (const char *)sqlite3_value_text(match);
-	bool cacheable;
+	bool cacheable, kept;
 	int n, n_col, n_kept;
 
 	*rc_r = SQLITE_OK;
@@ -164,21 +164,20 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	}
 	q->n_phrase = n;
 	q->idf = (double *)(q + 1);
-	q->n_hit = q->idf + n;	/* right after the IDFs: the cache copies both at once */
+	q->n_hit = q->idf + n;	/* right after the IDFs: the kept entries copy both at once */
 	q->freq = q->n_hit + n;
 	q->n_col = n_col;
 	q->col_min = (int *)(q->freq + n);
 	cacheable = key != NULL && strlen(key) <= RANK_KEY_MAX &&
 	    rank_view_current(v, sqlite3_context_db_handle(ctx));
 	/* q->idf and q->n_hit are one array of 2n, as the kept entries are */
-	if (cacheable && rank_kept_get(v, key, n, n, &n_kept, &q->avgdl, q->idf)) {
-		;	/* kept */
-	} else if ((*rc_r = rank_compute(api, fts, q, known)) != SQLITE_OK) {
+	kept = cacheable && rank_kept_get(v, key, n, n, &n_kept, &q->avgdl, q->idf);
+	if (!kept && (*rc_r = rank_compute(api, fts, q, known)) != SQLITE_OK) {
 		sqlite3_free(q);
 		return NULL;
-	} else if (cacheable) {
-		rank_kept_put(v, key, n, q->avgdl, q->idf);
 	}
+	if (!kept && cacheable)
+		rank_kept_put(v, key, n, q->avgdl, q->idf);
 	if ((*rc_r = api->xSetAuxdata(fts, q, sqlite3_free)) != SQLITE_OK)
 		return NULL;	/* xSetAuxdata freed q */
 	return q;
