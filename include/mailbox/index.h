@@ -58,12 +58,18 @@ void	mb_index_per_thread_handles(void);
  * Read idx through a shared mapping of at most max_bytes (PRAGMA mmap_size)
  * instead of pread() into the connection's page cache.  For mcpd: searches
  * touch many pages once, and copying them was a quarter of a search's CPU;
- * mapped pages are the kernel's page cache, shared and reclaimable.
+ * mapped pages are the kernel's page cache, shared and reclaimable.  A
+ * read-only handle maps as far as asked; SQLite's own VFS, a read-write
+ * handle's, stops at the cap SQLite was built with (2 GiB in Debian's).
  */
 int	mb_index_set_mmap(struct mb_index *idx, int64_t max_bytes, struct mb_err *err);
 
-/* The mapping a reader asks for: 4 GiB of address space at most (mcpd, bench_query). */
-#define MB_INDEX_READER_MMAP	(INT64_C(4) << 30)
+/*
+ * The mapping a reader asks for (mcpd, bench_query): 16 GiB of address
+ * space at most, an index of about 4 million messages; pages past it are
+ * read, as without a mapping.
+ */
+#define MB_INDEX_READER_MMAP	(INT64_C(16) << 30)
 
 /*
  * Bytes of text FTS5 has handed the tokenizer for snippet() and the other

@@ -139,6 +139,24 @@ sqlite3_stmt	*idx_stmt_sql(struct mb_index *idx, const char *sql, struct mb_err 
 int	idx_one_int64(struct mb_index *idx, const char *sql, const char *text, const char *what,
 	    int64_t *v_r, struct mb_err *err);
 
+/*
+ * The VFS a read-only handle opens the index through (index_map.c): the
+ * default one, whose mapping of the file SQLite's cap on mappings (2 GiB in
+ * Debian's build) does not limit.  idx_map_vfs() registers it once; NULL
+ * when it could not be, and the default VFS serves.
+ */
+#define IDX_MAP_VFS		"mb-map"
+/* Its file control on the main database (far above SQLite's own op codes). */
+#define IDX_FCNTL_MAP_LEN	0x6d620001	/* sqlite3_int64 *: set to the bytes served mapped now */
+const char	*idx_map_vfs(void);
+/* Mappings made by this thread's handles so far (a test's count: a commit makes none). */
+extern _Thread_local uint64_t	idx_maps_made;
+/*
+ * Bytes of idx's file its mapping serves now (the file's length when last
+ * measured, within the mapping); -1 when it is not opened through IDX_MAP_VFS.
+ */
+int64_t		 idx_map_len(struct mb_index *idx);
+
 /* Sets err from the connection's last error ("index: <what>: <sqlite msg>"), returns -1. */
 int	idx_sqlerr(struct mb_index *idx, int rc, const char *what, struct mb_err *err);
 

@@ -635,7 +635,8 @@ mb_index_open(const char *path, enum mb_index_mode mode, struct mb_index **idx_r
 	idx = mb_xcalloc(1, sizeof(*idx));
 	idx->mode = mode;
 	idx->path = mb_xstrdup(path);
-	rc = sqlite3_open_v2(path, &idx->db, flags | SQLITE_OPEN_NOFOLLOW, NULL);
+	rc = sqlite3_open_v2(path, &idx->db, flags | SQLITE_OPEN_NOFOLLOW,
+	    mode == MB_INDEX_RO ? idx_map_vfs() : NULL);
 	if (rc != SQLITE_OK) {
 		mb_err_set(err, rc == SQLITE_CANTOPEN ? MB_E_CONFIG : MB_E_INTERNAL,
 		    "index %s: cannot open: %s", path,
