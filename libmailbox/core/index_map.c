@@ -22,17 +22,19 @@
  *   only a page in the database file that its read transaction's snapshot
  *   holds there, not in the WAL.
  * - The mapping is made at the first fetch, of the whole limit, and kept
- *   until the connection closes (map_unfetch says why).  It serves the
- *   pages the file held when last measured: at the first fetch and
- *   whenever the pager says the file may have changed (another process's
- *   commit).  A page past that is read with xRead, as before.
+ *   for the life of the process (map_unfetch says why), one per file,
+ *   shared by the process's connections to it: mcpd's threads each have a
+ *   connection, and a page one of them faulted in is mapped for all.  A
+ *   connection serves the pages the file held when it last measured it:
+ *   at its first fetch and whenever the pager says the file may have
+ *   changed (another process's commit).  A page past that is read with
+ *   xRead, as before.
  *
  * The mapping needs a descriptor of the file, and SQLite does not lend its
  * own.  Closing a second descriptor of a file drops every POSIX lock the
  * process holds on it, SQLite's included, so the descriptors opened here
- * are never closed: one per file (device and inode) for the life of the
- * process, shared by its connections, at most IDX_MAP_FILES.  A reader
- * opens one index file per account.
+ * are never closed either: one per file (device and inode), at most
+ * IDX_MAP_FILES.  A reader opens one index file per account.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,15 +51,24 @@
 
 #define IDX_MAP_FILES	64	/* index files one process maps, at most */
 
+/* One file the process maps: its descriptor and mapping, both kept until the process exits. */
+struct map_shared {
+	dev_t		 dev;
+	ino_t		 ino;
+	int		 fd;
+	unsigned char	*map;		/* NULL until a connection first fetches a page */
+	sqlite3_int64	 map_len;	/* the first fetch's limit, past the file's end */
+};
+
 /* One open file of a connection through IDX_MAP_VFS. */
 struct map_file {
 	sqlite3_file	 base;		/* pMethods: &map_io; NULL when the open failed */
 	sqlite3_file	*real;		/* the default VFS's file: the bytes after this one */
-	int		 fd;		/* map_fd()'s: -1 when this file is not mapped here */
+	struct map_shared *sh;		/* the file's, or NULL when it is not mapped here */
 	sqlite3_int64	 max;		/* bytes to map at most: PRAGMA mmap_size's, uncapped */
-	unsigned char	*map;		/* the mapping, or NULL */
-	sqlite3_int64	 map_len;	/* the mapping's length: max, past the file's end */
-	sqlite3_int64	 file_len;	/* of it, what the file held when last measured */
+	unsigned char	*map;		/* sh's mapping, once this connection fetched, or NULL */
+	sqlite3_int64	 map_len;	/* of it, what max lets this connection serve */
+	sqlite3_int64	 file_len;	/* of that, what the file held when last measured */
 	int		 n_out;		/* pages lent to the pager, not given back yet */
 };
 
@@ -68,84 +79,73 @@ static sqlite3_vfs map_vfs;
 static pthread_once_t map_once = PTHREAD_ONCE_INIT;
 static bool map_ready;
 
-/* The descriptors map_fd() opened: never closed (above). */
+/* The files map_shared_of() opened: never closed, never unmapped (above). */
 static struct {
-	pthread_mutex_t	mu;
-	size_t		n;
-	struct {
-		dev_t	dev;
-		ino_t	ino;
-		int	fd;
-	}		files[IDX_MAP_FILES];
-} fds = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	pthread_mutex_t		mu;
+	size_t			n;
+	struct map_shared	files[IDX_MAP_FILES];
+} shared = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /*
- * A read-only descriptor of path, the file st says it was (stat()ed before
- * SQLite opened it): the process's one for that file, opened on first use.
- * -1 when the file is no longer the one stat()ed, or none can be had.
+ * The process's entry for path, the file st says it was (stat()ed before
+ * SQLite opened it), its descriptor opened on first use.  NULL when the
+ * file is no longer the one stat()ed, or no descriptor can be had.
  */
-static int
-map_fd(const char *path, const struct stat *st)
+static struct map_shared *
+map_shared_of(const char *path, const struct stat *st)
 {
+	struct map_shared *sh = NULL;
 	struct stat now;
-	int fd = -1;
 
 	if (stat(path, &now) == -1 || now.st_dev != st->st_dev || now.st_ino != st->st_ino ||
 	    !S_ISREG(now.st_mode))
-		return -1;	/* replaced while SQLite opened it: not provably the same file */
-	pthread_mutex_lock(&fds.mu);
-	for (size_t i = 0; i < fds.n && fd == -1; i++)
-		if (fds.files[i].dev == st->st_dev && fds.files[i].ino == st->st_ino)
-			fd = fds.files[i].fd;
-	if (fd == -1 && fds.n < IDX_MAP_FILES) {
+		return NULL;	/* replaced while SQLite opened it: not provably the same file */
+	pthread_mutex_lock(&shared.mu);
+	for (size_t i = 0; i < shared.n && sh == NULL; i++)
+		if (shared.files[i].dev == st->st_dev && shared.files[i].ino == st->st_ino)
+			sh = &shared.files[i];
+	if (sh == NULL && shared.n < IDX_MAP_FILES) {
 		int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 		if (f >= 0) {
 			/* kept whatever file it is: closing it could drop SQLite's locks */
+			struct map_shared *e = &shared.files[shared.n++];
 			bool known = fstat(f, &now) == 0;
 
-			fds.files[fds.n].dev = known ? now.st_dev : 0;
-			fds.files[fds.n].ino = known ? now.st_ino : 0;
-			fds.files[fds.n++].fd = f;
+			e->dev = known ? now.st_dev : 0;
+			e->ino = known ? now.st_ino : 0;
+			e->fd = f;
 			if (known && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
-				fd = f;
+				sh = e;
 		}
 	}
-	pthread_mutex_unlock(&fds.mu);
-	return fd;
+	pthread_mutex_unlock(&shared.mu);
+	return sh;
 }
 
-static void
-map_drop(struct map_file *mf)
-{
-	if (mf->map != NULL)
-		munmap(mf->map, (size_t)mf->map_len);
-	mf->map = NULL;
-	mf->map_len = 0;
-	mf->file_len = 0;
-}
-
-/* How much of the file the mapping may serve: the file's length now, within the mapping. */
+/* How much of the file the connection may serve: the file's length now, within its share. */
 static void
 map_measure(struct map_file *mf)
 {
 	struct stat st;
 
 	mf->file_len = 0;
-	if (mf->map != NULL && fstat(mf->fd, &st) == 0)
+	if (mf->map != NULL && fstat(mf->sh->fd, &st) == 0)
 		mf->file_len = st.st_size < mf->map_len ? (sqlite3_int64)st.st_size : mf->map_len;
 }
 
 /*
- * Map the whole limit, past the file's end: a page past the end is never
- * served (map_measure), and when the file grows the mapping already holds
- * its new pages.
+ * The file's mapping, made by the first connection to fetch: of its whole
+ * limit, past the file's end, so that when the file grows the mapping
+ * already holds the new pages (a page past the end is never served:
+ * map_measure).  A connection asking for more than that first limit serves
+ * only the first.
  */
 static void
 map_make(struct map_file *mf)
 {
 	sqlite3_int64 len = mf->max, os_page = sysconf(_SC_PAGESIZE);
-	void *p;
+	struct map_shared *sh = mf->sh;
 
 	if ((uint64_t)len > SIZE_MAX / 4)
 		len = (sqlite3_int64)(SIZE_MAX / 4);	/* a 32-bit address space */
@@ -153,15 +153,32 @@ map_make(struct map_file *mf)
 		len -= len % os_page;
 	if (len <= 0)
 		return;
-	p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, mf->fd, 0);
-	if (p == MAP_FAILED) {
-		mf->max = 0;	/* no address space: pages are read until the PRAGMA asks again */
-		return;
+	pthread_mutex_lock(&shared.mu);
+	if (sh->map == NULL) {
+		void *p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, sh->fd, 0);
+
+		if (p != MAP_FAILED) {
+			sh->map = p;
+			sh->map_len = len;
+			idx_maps_made++;
+		}
 	}
-	mf->map = p;
-	mf->map_len = len;
-	idx_maps_made++;
+	if (sh->map != NULL) {
+		mf->map = sh->map;
+		mf->map_len = len < sh->map_len ? len : sh->map_len;
+	} else
+		mf->max = 0;	/* no address space: pages are read until the PRAGMA asks again */
+	pthread_mutex_unlock(&shared.mu);
 	map_measure(mf);
+}
+
+/* The connection stops serving pages mapped; the file's mapping stays. */
+static void
+map_release(struct map_file *mf)
+{
+	mf->map = NULL;
+	mf->map_len = 0;
+	mf->file_len = 0;
 }
 
 static int
@@ -170,7 +187,7 @@ map_fetch(sqlite3_file *file, sqlite3_int64 off, int amt, void **pp)
 	struct map_file *mf = (struct map_file *)file;
 
 	*pp = NULL;
-	if (mf->fd < 0)
+	if (mf->sh == NULL)
 		return mf->real->pMethods->xFetch(mf->real, off, amt, pp);
 	if (mf->max <= 0)
 		return SQLITE_OK;
@@ -199,7 +216,7 @@ map_unfetch(sqlite3_file *file, sqlite3_int64 off, void *p)
 {
 	struct map_file *mf = (struct map_file *)file;
 
-	if (mf->fd < 0)
+	if (mf->sh == NULL)
 		return mf->real->pMethods->xUnfetch(mf->real, off, p);
 	if (p != NULL)
 		mf->n_out--;
@@ -219,62 +236,57 @@ map_file_control(sqlite3_file *file, int op, void *arg)
 	struct map_file *mf = (struct map_file *)file;
 	sqlite3_int64 *v = arg, old;
 
-	if (op == IDX_FCNTL_MAP_LEN && mf->fd >= 0) {
+	if (op == IDX_FCNTL_MAP_LEN && mf->sh != NULL) {
 		*v = mf->file_len;
 		return SQLITE_OK;
 	}
-	if (op != SQLITE_FCNTL_MMAP_SIZE || mf->fd < 0)
+	if (op != SQLITE_FCNTL_MMAP_SIZE || mf->sh == NULL)
 		return mf->real->pMethods->xFileControl(mf->real, op, arg);
 	old = mf->max;
 	if (*v >= 0) {
 		mf->max = *v;
 		if (mf->n_out == 0)
-			map_drop(mf);	/* the next fetch maps to the new limit */
+			map_release(mf);	/* the next fetch maps to the new limit */
 	}
 	*v = old;
 	return SQLITE_OK;
 }
 
+/* The file's mapping and descriptor outlive the connection (above). */
 static int
 map_close(sqlite3_file *file)
 {
-	struct map_file *mf = (struct map_file *)file;
+	sqlite3_file *real = ((struct map_file *)file)->real;
 
-	map_drop(mf);
-	return mf->real->pMethods->xClose(mf->real);
+	return real->pMethods->xClose(real);
 }
 
 /*
- * The rest pass through.  A write or a truncation (never through a
- * read-only main database, which is all that is mapped here) would change
- * the file under the mapping: it is dropped first, as the unix VFS does.
+ * The rest pass through.  Only a read-only main database is mapped here,
+ * and nothing is written through it.
  */
 static int
 map_read(sqlite3_file *file, void *buf, int amt, sqlite3_int64 off)
 {
-	struct map_file *mf = (struct map_file *)file;
+	sqlite3_file *real = ((struct map_file *)file)->real;
 
-	return mf->real->pMethods->xRead(mf->real, buf, amt, off);
+	return real->pMethods->xRead(real, buf, amt, off);
 }
 
 static int
 map_write(sqlite3_file *file, const void *buf, int amt, sqlite3_int64 off)
 {
-	struct map_file *mf = (struct map_file *)file;
+	sqlite3_file *real = ((struct map_file *)file)->real;
 
-	if (mf->n_out == 0)
-		map_drop(mf);
-	return mf->real->pMethods->xWrite(mf->real, buf, amt, off);
+	return real->pMethods->xWrite(real, buf, amt, off);
 }
 
 static int
 map_truncate(sqlite3_file *file, sqlite3_int64 size)
 {
-	struct map_file *mf = (struct map_file *)file;
+	sqlite3_file *real = ((struct map_file *)file)->real;
 
-	if (mf->n_out == 0)
-		map_drop(mf);
-	return mf->real->pMethods->xTruncate(mf->real, size);
+	return real->pMethods->xTruncate(real, size);
 }
 
 static int
@@ -398,7 +410,6 @@ map_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int 
 
 	(void)vfs;
 	memset(mf, 0, sizeof(*mf));
-	mf->fd = -1;
 	mf->real = (sqlite3_file *)(mf + 1);
 	if (mapped && stat(name, &st) == -1)
 		mapped = false;
@@ -409,7 +420,7 @@ map_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int 
 		return rc;	/* base.pMethods stays NULL: SQLite will not close it */
 	}
 	if (mapped)
-		mf->fd = map_fd(name, &st);
+		mf->sh = map_shared_of(name, &st);
 	mf->base.pMethods = &map_io;
 	return SQLITE_OK;
 }

@@ -8,7 +8,8 @@
  * reads every page, and follow the file as the writer grows it and as
  * VACUUM shrinks it (a mapping past the end of a file faults when read),
  * without mapping it again after a commit (SQLite's VFS maps afresh then,
- * which made every search after a commit of syncd's dearer).
+ * which made every search after a commit of syncd's dearer), and with one
+ * mapping for all the process's readers of the file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,7 +142,7 @@ static void
 a_reader_maps_the_whole_index_past_sqlites_cap(void **state)
 {
 	struct mb_test_index *t = *state;
-	struct mb_index *mapped = NULL, *plain = NULL;
+	struct mb_index *mapped = NULL, *second = NULL, *plain = NULL;
 	struct mb_err err = { 0 };
 	uint64_t maps;
 
@@ -157,8 +158,14 @@ a_reader_maps_the_whole_index_past_sqlites_cap(void **state)
 	same_page_through_the_mapping(t, mapped, plain, "kayak");
 	same_page_through_the_mapping(t, mapped, plain, "w13_150");
 
-	/* a commit (a flag, as syncd's flag sync writes) leaves the mapping as it was */
+	/* a second reader (mcpd's next thread) serves the same mapping: none is made */
 	maps = idx_maps_made;
+	assert_int_equal(mb_index_open(t->path, MB_INDEX_RO, &second, &err), 0);
+	assert_int_equal(mb_index_set_mmap(second, MB_INDEX_READER_MMAP, &err), 0);
+	same_page_through_the_mapping(t, second, plain, "kayak");
+	assert_int_equal(idx_maps_made, maps);
+
+	/* a commit (a flag, as syncd's flag sync writes) leaves the mapping as it was */
 	assert_int_equal(sqlite3_exec(mb_index_db(t->idx),
 	    "UPDATE messages SET flags = flags | 1 WHERE uid = 7", NULL, NULL, NULL), SQLITE_OK);
 	same_page_through_the_mapping(t, mapped, plain, "kayak");
@@ -183,6 +190,7 @@ a_reader_maps_the_whole_index_past_sqlites_cap(void **state)
 	same_page_through_the_mapping(t, mapped, plain, "trip");
 
 	mb_index_close(&plain);
+	mb_index_close(&second);
 	mb_index_close(&mapped);
 }
 
