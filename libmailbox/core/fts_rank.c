@@ -84,6 +84,7 @@ rank_view_free(void *p)
 
 _Atomic uint64_t idx_rank_computed;
 _Thread_local uint64_t idx_rank_sized;
+_Thread_local uint64_t idx_rank_hits_read;
 _Thread_local uint64_t idx_rank_known_used;
 
 static int
@@ -344,12 +345,13 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	if (floor != NULL && floor->block_bound != NULL) {
 		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
 
-		if (b >= 0 && b < floor->n_blocks && (floor->block_read[b] ||
-		    (floor->set && floor->block_bound[b] > floor->score))) {
+		if (b >= 0 && b < floor->n_blocks && ((floor->block_read != NULL &&
+		    floor->block_read[b]) || (floor->set && floor->block_bound[b] > floor->score))) {
 			sqlite3_result_null(ctx);	/* ranked, or cannot reach the page */
 			return;
 		}
 	}
+	idx_rank_hits_read++;
 	if (floor != NULL && floor->prefix != NULL) {
 		rank_row_prefix(api, fts, ctx, n_val, val, floor, w);
 		return;

@@ -299,9 +299,9 @@ struct idx_rank_floor {
 	/*
 	 * The block walk's (index_search_blocks.c; NULL otherwise): per block
 	 * of RANK_BLOCK_IDS ids, the best score a row of it can have, and
-	 * whether it was ranked already.  A row of a block ranked, or whose
-	 * bound is worse than the floor, is answered NULL before its hits are
-	 * read.
+	 * whether it was ranked already (NULL: none was).  A row of a block
+	 * ranked, or whose bound is worse than the floor, is answered NULL
+	 * before its hits are read.
 	 */
 	const double	*block_bound;
 	const bool	*block_read;

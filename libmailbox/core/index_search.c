@@ -332,12 +332,17 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	/* lengths the word's fronts prove, for the rows whose hits prove little */
 	if (sql != search_sql_rank_msgid && sql != search_sql_rank_thread &&
 	    idx_rank_min_lengths(idx, q, &min_len, &set.floor.n_min_len, err) == -1) {
+		free(set.whole_bound);
 		free(set.rows);
 		return -1;
 	}
 	set.floor.block_min_len = min_len;
+	/* the bounds of a filtered walk that gave up */
+	set.floor.block_bound = set.whole_bound;
+	set.floor.n_blocks = set.whole_blocks;
 	st = idx_stmt_sql(idx, sql, err);
 	if (st == NULL) {
+		free(set.whole_bound);
 		free(min_len);
 		free(set.rows);
 		return -1;
@@ -348,6 +353,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	rc = idx_rank_collect(st, filtered, &set);
 	set.floor.memo = NULL;
 	set.floor.block_min_len = NULL;
+	set.floor.block_bound = NULL;
+	free(set.whole_bound);
 	free(min_len);
 	/* the floor stays bound after the reset, unread: the next use clears it */
 	idx_stmt_done(st);

@@ -26,7 +26,9 @@
  * bound.  A seek into that index costs about 0.6 us a match, so for a
  * common word the exact count cost more than everything else
  * (docs/benchmarks.md).  When few rows pass and the page does not fill in
- * the first ranges, the walk gives up and the caller reads every match.
+ * the first ranges, the walk gives up and the caller reads every match,
+ * with the blocks' bounds: once its page is full, a row of a block bounded
+ * below its floor is answered before its hits are read.
  *
  * A prefix is walked through its words (prefix_walk, index_search_prefix.c):
  * FTS5 would merge a prefix's doclists again for every range.
@@ -686,6 +688,7 @@ int64_t idx_rank_prefix_min_matches = 16384;
 int64_t idx_rank_prefix_min_share = 80;
 
 int64_t idx_rank_min_matches = 3000;
+bool idx_rank_whole_bounds_used = true;
 _Thread_local uint64_t idx_rank_walks;
 
 /*
@@ -855,6 +858,12 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		set->n = 0;
 		set->matches = 0;
 		set->floor.set = false;
+		/* with the blocks' bounds: its rows of a block below the floor cost no scoring */
+		if (idx_rank_whole_bounds_used) {
+			set->whole_bound = w.bound;
+			set->whole_blocks = w.n_blocks;
+			w.bound = NULL;
+		}
 		rc = 0;
 		goto out;
 	}

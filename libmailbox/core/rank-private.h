@@ -152,6 +152,13 @@ extern _Atomic uint64_t	idx_rank_computed;
 extern _Thread_local uint64_t	idx_rank_sized;
 
 /*
+ * How many rows mb_bm25 and mb_bm25_top read the hits of on this thread:
+ * for the tests, which check that a row of a block bounded below the floor
+ * is answered before they are read.
+ */
+extern _Thread_local uint64_t	idx_rank_hits_read;
+
+/*
  * How many phrases' row counts this thread took from the bounds builder's
  * counts (struct idx_rank_known) instead of FTS5's walk of their doclists:
  * for the tests, which check when the counts serve.
@@ -190,6 +197,11 @@ extern int64_t	idx_rank_min_matches;
  * (idx_rank_min_lengths); the tests turn it off to compare.
  */
 extern bool	idx_rank_min_len_used;
+/*
+ * Whether a filtered walk that gives up hands its blocks' bounds to the
+ * read of every match (idx_rank_blocks); the tests turn it off to compare.
+ */
+extern bool	idx_rank_whole_bounds_used;
 extern _Thread_local uint64_t	idx_rank_walks;
 
 #endif

@@ -160,6 +160,13 @@ struct idx_rank_set {
 	int64_t			 matches;	/* every row the statement gave, scored or not */
 	struct idx_rank_floor	 floor;		/* bound to the statement */
 	struct idx_ids		*seen;		/* non-NULL: every row given is appended */
+	/*
+	 * Owned (NULL unless set): the block bounds of a filtered walk that gave
+	 * up (idx_rank_blocks), whole_blocks of them, for the caller's read of
+	 * every match to answer the rows of a block below its floor at once.
+	 */
+	double			*whole_bound;
+	int64_t			 whole_blocks;
 };
 
 /* Sort set's rows and drop those strictly worse than the keep-th. */

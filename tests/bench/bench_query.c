@@ -21,12 +21,16 @@
  * prefix whole: the two sides of idx_rank_prefix_min_share's choice
  * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
  *
+ * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
+ * check that two builds give the same pages.
+ *
  * BENCH_TOUCH=1: before each repetition, a second (read-write) handle
  * commits a flag change to one message, as syncd's flag sync does, so that
  * every search measured is the first after a commit.  It writes to INDEX:
  * give it a copy.
  */
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +105,7 @@ main(int argc, char **argv)
 	struct mb_index *idx = NULL, *rw = NULL;
 	struct mb_err err = { 0 };
 	const char *prefix = getenv("BENCH_PREFIX");
+	bool ids = getenv("BENCH_IDS") != NULL;
 	int reps;
 	double *wall;
 
@@ -151,6 +156,12 @@ main(int argc, char **argv)
 				cpu += now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
 			} else
 				first = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+			if (ids && r == reps - 1) {
+				fprintf(stderr, "%s |", argv[i]);
+				for (size_t k = 0; k < pg.n; k++)
+					fprintf(stderr, " %lld", (long long)pg.hits[k].id);
+				fprintf(stderr, "\n");
+			}
 			hits = pg.n;
 			total = (long long)pg.total;
 			exact = pg.total_exact;
