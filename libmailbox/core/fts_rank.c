@@ -85,6 +85,7 @@ rank_view_free(void *p)
 _Atomic uint64_t idx_rank_computed;
 _Thread_local uint64_t idx_rank_sized;
 _Thread_local uint64_t idx_rank_hits_read;
+_Thread_local uint64_t idx_rank_joined;
 _Thread_local uint64_t idx_rank_known_used;
 
 static int
@@ -401,6 +402,15 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 		return;
 	}
 	floor = sqlite3_value_pointer(val[1], IDX_RANK_FLOOR);
+	if (floor != NULL && floor->id_bits != NULL) {
+		int64_t id = api->xRowid(fts);
+
+		if (id < 0 || id >= floor->n_id_bits ||
+		    !((floor->id_bits[id / 64] >> (id % 64)) & 1)) {
+			sqlite3_result_null(ctx);	/* outside the date range: fails it */
+			return;
+		}
+	}
 	memo = floor != NULL ? floor->memo : NULL;
 	if (memo != NULL && memo->valid && memo->rowid == api->xRowid(fts)) {
 		memo->valid = false;	/* this row's second call */
@@ -418,6 +428,7 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 		memo->has_score = false;
 		memo->deferred = memo->passing != NULL && *memo->passing < memo->join_until;
 		if (memo->deferred) {
+			idx_rank_joined++;
 			sqlite3_result_int(ctx, 1);	/* join it, count it */
 			return;
 		}
@@ -425,6 +436,8 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 	rank_row(api, fts, ctx, n_val, val, floor, 2);
 	if (memo != NULL && !memo->has_score)
 		memo->dropped++;
+	else if (memo != NULL)
+		idx_rank_joined++;
 }
 
 /*

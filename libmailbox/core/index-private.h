@@ -315,6 +315,14 @@ struct idx_rank_floor {
 	 */
 	const uint32_t	*block_min_len;
 	int64_t		 n_min_len;
+	/*
+	 * A search read whole with a narrow date range (index_search_dates.c;
+	 * NULL otherwise): bit i of n_id_bits says id i is in the range.  A
+	 * row whose bit is clear fails the date filter: it is answered NULL
+	 * before its hits are read, and is neither joined nor counted.
+	 */
+	const uint64_t	*id_bits;
+	int64_t		 n_id_bits;
 	/* A prefix's walk (index_search_prefix.c; NULL otherwise). */
 	const struct idx_rank_prefix	*prefix;
 	/* A statement that scores each row twice, in WHERE and in its columns (NULL otherwise). */

@@ -71,12 +71,19 @@ static const char search_sql_rank[] =
  * seek into that index (`spam* after:2002-09-01` at 1,000,000 messages:
  * docs/benchmarks.md, "Filtered searches read whole").
  */
-static const char search_sql_rank_ix[] =
-	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE_COVERED " "
-	"FROM messages_fts CROSS JOIN messages AS m INDEXED BY messages_search_filter "
-	"ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 AND " RANK_BM25 " IS NOT NULL AND "
-	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
+#define SEARCH_SQL_RANK_IX \
+	"SELECT messages_fts.rowid, " RANK_BM25 ", " SEARCH_DATE_COVERED " " \
+	"FROM messages_fts CROSS JOIN messages AS m INDEXED BY messages_search_filter " \
+	"ON m.id = messages_fts.rowid " \
+	"WHERE messages_fts MATCH ?1 AND " RANK_BM25 " IS NOT NULL AND " \
+	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
+static const char search_sql_rank_ix[] = SEARCH_SQL_RANK_IX;
+/*
+ * The same over the span of ids a narrow date range's rows lie in (?22 to
+ * ?23, index_search_dates.c), which FTS5 seeks to in each doclist.
+ */
+static const char search_sql_rank_ix_span[] =
+	SEARCH_SQL_RANK_IX "AND messages_fts.rowid BETWEEN ?22 AND ?23";
 /*
  * id: or thread: beside words name a handful of rows: those are read
  * through their index and each is looked up in FTS5 (a seek in the words'
@@ -290,6 +297,58 @@ struct search_ids {
  * A ranked page: the matches at [offset, offset + limit) in the order of
  * ranked_cmp over every match (rank_set keeps what can be on it).
  */
+/*
+ * Read every match of q into set (the block walk did not serve it): with
+ * the lengths a word's fronts prove (idx_rank_min_lengths), the bounds of a
+ * filtered walk that gave up (set->whole_bound, freed here), and the ids
+ * of a narrow date range (dates; bits NULL: none).  memo: the count of
+ * what passes a covered read's filters.
+ */
+static int
+rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bool filtered,
+    const struct idx_date_ids *dates, struct idx_rank_set *set, struct idx_rank_memo *memo,
+    struct mb_err *err)
+{
+	const char *sql = q->msgid ? search_sql_rank_msgid : q->thread_id > 0 ?
+	    search_sql_rank_thread : !filtered ? search_sql_rank_nf : !idx_search_covered(q) ?
+	    search_sql_rank : dates->bits != NULL ? search_sql_rank_ix_span : search_sql_rank_ix;
+	uint32_t *min_len = NULL;
+	sqlite3_stmt *st;
+	int rc = -1;
+
+	/* lengths the word's fronts prove, for the rows whose hits prove little */
+	if (sql != search_sql_rank_msgid && sql != search_sql_rank_thread &&
+	    idx_rank_min_lengths(idx, q, &min_len, &set->floor.n_min_len, err) == -1)
+		goto out;
+	if ((st = idx_stmt_sql(idx, sql, err)) == NULL)
+		goto out;
+	set->floor.block_min_len = min_len;
+	set->floor.block_bound = set->whole_bound;
+	set->floor.n_blocks = set->whole_blocks;
+	set->floor.id_bits = dates->bits;
+	set->floor.n_id_bits = dates->n;
+	set->floor.memo = sql == search_sql_rank_ix || sql == search_sql_rank_ix_span ? memo : NULL;
+	idx_search_bind(st, q, folder_id);
+	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
+	if (sql == search_sql_rank_ix_span) {
+		sqlite3_bind_int64(st, 22, dates->lo);
+		sqlite3_bind_int64(st, 23, dates->hi);
+	}
+	rc = idx_rank_collect(st, filtered, set);
+	set->floor.memo = NULL;
+	set->floor.block_min_len = NULL;
+	set->floor.block_bound = NULL;
+	set->floor.id_bits = NULL;
+	/* the floor stays bound after the reset, unread: the next use clears it */
+	idx_stmt_done(st);
+	rc = rc == SQLITE_OK ? 0 : idx_sqlerr(idx, rc, "search: rank", err);
+out:
+	free(set->whole_bound);
+	set->whole_bound = NULL;
+	free(min_len);
+	return rc;
+}
+
 static int
 search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     bool filtered, int64_t offset, size_t limit, struct search_ids *pg, struct mb_err *err)
@@ -297,10 +356,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	/* idx_page_check() bounds offset; a page that deep keeps every row anyway */
 	struct idx_rank_set set = { .keep = (uint64_t)offset < SIZE_MAX / 4 - limit ?
 	    (size_t)offset + limit : SIZE_MAX / 4 };
-	const char *sql;
-	sqlite3_stmt *st;
-	bool blocks = false, exact = true;
-	uint32_t *min_len = NULL;
+	struct idx_date_ids dates = { 0 };
+	bool blocks = false, exact = true, dated = false;
 	size_t lo, hi;
 	int rc;
 	/*
@@ -318,48 +375,26 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	if (idx_rank_known_hits(idx, q->match, &known, err) == -1)
 		return -1;
 	set.floor.known = &known;
-	/* the block bounds, where they serve */
-	if (idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches, &exact,
-	    err) == -1) {
+	/* a narrow date range: the ids it lets through, for the read of every match */
+	if (filtered && q->msgid == NULL && q->thread_id <= 0 &&
+	    idx_date_ids(idx, q, &dates, &dated, err) == -1) {
+		free(set.rows);
+		return -1;
+	}
+	/*
+	 * The block bounds, where they serve; not for a narrow date range,
+	 * which the best blocks' rows mostly fail.
+	 */
+	if (!dated && idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches,
+	    &exact, err) == -1) {
 		free(set.rows);
 		return -1;
 	}
 	if (blocks)
 		goto ranked;
-	sql = q->msgid ? search_sql_rank_msgid : q->thread_id > 0 ? search_sql_rank_thread :
-	    !filtered ? search_sql_rank_nf : idx_search_covered(q) ? search_sql_rank_ix :
-	    search_sql_rank;
-	/* lengths the word's fronts prove, for the rows whose hits prove little */
-	if (sql != search_sql_rank_msgid && sql != search_sql_rank_thread &&
-	    idx_rank_min_lengths(idx, q, &min_len, &set.floor.n_min_len, err) == -1) {
-		free(set.whole_bound);
-		free(set.rows);
-		return -1;
-	}
-	set.floor.block_min_len = min_len;
-	/* the bounds of a filtered walk that gave up */
-	set.floor.block_bound = set.whole_bound;
-	set.floor.n_blocks = set.whole_blocks;
-	st = idx_stmt_sql(idx, sql, err);
-	if (st == NULL) {
-		free(set.whole_bound);
-		free(min_len);
-		free(set.rows);
-		return -1;
-	}
-	idx_search_bind(st, q, folder_id);
-	sqlite3_bind_pointer(st, 9, &set.floor, IDX_RANK_FLOOR, NULL);
-	set.floor.memo = sql == search_sql_rank_ix ? &memo : NULL;
-	rc = idx_rank_collect(st, filtered, &set);
-	set.floor.memo = NULL;
-	set.floor.block_min_len = NULL;
-	set.floor.block_bound = NULL;
-	free(set.whole_bound);
-	free(min_len);
-	/* the floor stays bound after the reset, unread: the next use clears it */
-	idx_stmt_done(st);
-	if (rc != SQLITE_OK) {
-		idx_sqlerr(idx, rc, "search: rank", err);
+	rc = rank_whole(idx, q, folder_id, filtered, &dates, &set, &memo, err);
+	idx_date_ids_release(&dates);
+	if (rc == -1) {
 		free(set.rows);
 		return -1;
 	}

@@ -35,6 +35,7 @@
 #include "support_index.h"
 
 #include "../../libmailbox/core/rank-private.h"
+#include "../../libmailbox/core/search-private.h"
 
 #define T0	1700000000
 #define N_MSG	5000
@@ -888,6 +889,87 @@ a_walk_that_gives_up_lends_its_bounds_to_the_whole_read(void **state)
 }
 
 /*
+ * A narrow date range (index_search_dates.c): the ids it lets through are
+ * read from the date index first, and the read of every match answers a
+ * row outside them before its hits are read or its filters joined.  Here every message holds
+ * omega, of varied strength, and each day of fifty holds a fiftieth of
+ * them, spread over the ids (as the corpus cloned to size is): so a day's
+ * rows are among the walk's best blocks only by chance.  The same pages
+ * and exact totals as bm25() with the filter in SQL, joining to the
+ * filters' index only the range's rows, where without its ids every match
+ * was joined (or, walked, scored); a day with no message finds nothing; a
+ * wide range is walked as before.
+ */
+static void
+put_days(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	char body[1024];
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		size_t len = 0;
+
+		for (uint32_t k = 0; k < 1 + uid * 7 % 5; k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "omega ");
+		for (uint32_t k = 0; k < uid % 40; k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "pad%u ", k);
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = "",
+		    .body = body, .date = T0 + (int64_t)(uid % 50) * 86400 });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+static void
+a_narrow_date_range_reads_only_its_ids(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const texts[] = {
+		"omega after:2023-11-20 before:2023-11-21", "omega before:2023-11-15",
+		"omega pad3 after:2023-11-20 before:2023-11-22",
+		"omega after:2024-03-01",	/* no message that day */
+	};
+	int64_t want[N_MSG];
+	uint64_t walks;
+
+	put_days(f);
+	assert_int_equal(build(f), 2);
+	idx_rank_min_matches = 0;
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
+		const char *text = texts[i];
+		char *where = where_of(text);
+		size_t n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
+		uint64_t without, with;
+
+		sqlite3_free(where);
+		assert_true(i == MB_ARRAY_LEN(texts) - 1 ? n == 0 : n > 28);
+		idx_date_ids_used = false;
+		without = counted(f, &idx_rank_joined, text, want, n);
+		idx_date_ids_used = true;
+		with = counted(f, &idx_rank_joined, text, want, n);
+		/* four pages: each joins the range's rows that match, no more */
+		if (with > 4 * n || (n > 0 && with * 4 > without))
+			fail_msg("\"%s\": %llu rows joined with the range's ids, %llu without, "
+			    "%zu in the range", text, (unsigned long long)with,
+			    (unsigned long long)without, n);
+		expect_exact(f, text, want, n, 1, 5);
+		expect_exact(f, text, want, n, 50, 150);
+	}
+	/* most messages are in this one: the walk serves it */
+	walks = idx_rank_walks;
+	{
+		const char *text = "omega after:2023-11-18";
+		char *where = where_of(text);
+		size_t n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
+
+		sqlite3_free(where);
+		expect_exact(f, text, want, n, 7, 28);
+	}
+	assert_true(idx_rank_walks > walks);
+	idx_rank_min_matches = 3000;
+}
+
+/*
  * A word or phrase with few matches is read whole: the walk would read a
  * range for nearly every block that holds its bounded word, since the page
  * fills late and the floor stays low ("couple shots" at 100,000 messages:
@@ -943,6 +1025,7 @@ main(void)
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
+		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
