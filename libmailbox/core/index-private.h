@@ -316,10 +316,10 @@ struct idx_rank_floor {
 	const uint32_t	*block_min_len;
 	int64_t		 n_min_len;
 	/*
-	 * A search read whole with a narrow date range (index_search_dates.c;
-	 * NULL otherwise): bit i of n_id_bits says id i is in the range.  A
-	 * row whose bit is clear fails the date filter: it is answered NULL
-	 * before its hits are read, and is neither joined nor counted.
+	 * A search read whole with a narrow scope (index_search_narrow.c; NULL
+	 * otherwise): bit i of n_id_bits says id i is in the scope.  A row
+	 * whose bit is clear fails the folder or date filter: it is answered
+	 * NULL before its hits are read, and is neither joined nor counted.
 	 */
 	const uint64_t	*id_bits;
 	int64_t		 n_id_bits;

@@ -79,8 +79,8 @@ static const char search_sql_rank[] =
 	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 static const char search_sql_rank_ix[] = SEARCH_SQL_RANK_IX;
 /*
- * The same over the span of ids a narrow date range's rows lie in (?22 to
- * ?23, index_search_dates.c), which FTS5 seeks to in each doclist.
+ * The same over the span of ids a narrow scope's rows lie in (?22 to
+ * ?23, index_search_narrow.c), which FTS5 seeks to in each doclist.
  */
 static const char search_sql_rank_ix_span[] =
 	SEARCH_SQL_RANK_IX "AND messages_fts.rowid BETWEEN ?22 AND ?23";
@@ -301,17 +301,17 @@ struct search_ids {
  * Read every match of q into set (the block walk did not serve it): with
  * the lengths a word's fronts prove (idx_rank_min_lengths), the bounds of a
  * filtered walk that gave up (set->whole_bound, freed here), and the ids
- * of a narrow date range (dates; bits NULL: none).  memo: the count of
+ * of a narrow scope (scope; bits NULL: none).  memo: the count of
  * what passes a covered read's filters.
  */
 static int
 rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bool filtered,
-    const struct idx_date_ids *dates, struct idx_rank_set *set, struct idx_rank_memo *memo,
+    const struct idx_narrow_ids *scope, struct idx_rank_set *set, struct idx_rank_memo *memo,
     struct mb_err *err)
 {
 	const char *sql = q->msgid ? search_sql_rank_msgid : q->thread_id > 0 ?
 	    search_sql_rank_thread : !filtered ? search_sql_rank_nf : !idx_search_covered(q) ?
-	    search_sql_rank : dates->bits != NULL ? search_sql_rank_ix_span : search_sql_rank_ix;
+	    search_sql_rank : scope->bits != NULL ? search_sql_rank_ix_span : search_sql_rank_ix;
 	uint32_t *min_len = NULL;
 	sqlite3_stmt *st;
 	int rc = -1;
@@ -325,14 +325,14 @@ rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	set->floor.block_min_len = min_len;
 	set->floor.block_bound = set->whole_bound;
 	set->floor.n_blocks = set->whole_blocks;
-	set->floor.id_bits = dates->bits;
-	set->floor.n_id_bits = dates->n;
+	set->floor.id_bits = scope->bits;
+	set->floor.n_id_bits = scope->n;
 	set->floor.memo = sql == search_sql_rank_ix || sql == search_sql_rank_ix_span ? memo : NULL;
 	idx_search_bind(st, q, folder_id);
 	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
 	if (sql == search_sql_rank_ix_span) {
-		sqlite3_bind_int64(st, 22, dates->lo);
-		sqlite3_bind_int64(st, 23, dates->hi);
+		sqlite3_bind_int64(st, 22, scope->lo);
+		sqlite3_bind_int64(st, 23, scope->hi);
 	}
 	rc = idx_rank_collect(st, filtered, set);
 	set->floor.memo = NULL;
@@ -356,8 +356,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	/* idx_page_check() bounds offset; a page that deep keeps every row anyway */
 	struct idx_rank_set set = { .keep = (uint64_t)offset < SIZE_MAX / 4 - limit ?
 	    (size_t)offset + limit : SIZE_MAX / 4 };
-	struct idx_date_ids dates = { 0 };
-	bool blocks = false, exact = true, dated = false;
+	struct idx_narrow_ids scope = { 0 };
+	bool blocks = false, exact = true, narrow = false;
 	size_t lo, hi;
 	int rc;
 	/*
@@ -375,25 +375,25 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	if (idx_rank_known_hits(idx, q->match, &known, err) == -1)
 		return -1;
 	set.floor.known = &known;
-	/* a narrow date range: the ids it lets through, for the read of every match */
+	/* a narrow folder or date range: the ids it lets through, for the read of every match */
 	if (filtered && q->msgid == NULL && q->thread_id <= 0 &&
-	    idx_date_ids(idx, q, &dates, &dated, err) == -1) {
+	    idx_narrow_ids(idx, q, folder_id, &scope, &narrow, err) == -1) {
 		free(set.rows);
 		return -1;
 	}
 	/*
-	 * The block bounds, where they serve; not for a narrow date range,
-	 * which the best blocks' rows mostly fail.
+	 * The block bounds, where they serve; not for a narrow scope, which
+	 * the best blocks' rows mostly fail.
 	 */
-	if (!dated && idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches,
+	if (!narrow && idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches,
 	    &exact, err) == -1) {
 		free(set.rows);
 		return -1;
 	}
 	if (blocks)
 		goto ranked;
-	rc = rank_whole(idx, q, folder_id, filtered, &dates, &set, &memo, err);
-	idx_date_ids_release(&dates);
+	rc = rank_whole(idx, q, folder_id, filtered, &scope, &set, &memo, err);
+	idx_narrow_ids_release(&scope);
 	if (rc == -1) {
 		free(set.rows);
 		return -1;

@@ -203,26 +203,28 @@ int	idx_rank_known_hits(struct mb_index *idx, const char *match,
 	    struct idx_rank_known *known, struct mb_err *err);
 
 /*
- * The ids a ranked search's date range lets through, when the range holds
- * few of the messages (index_search_dates.c): bit i of bits (owned, n bits)
- * is set when id i is in it; every such id is in [lo, hi].
+ * The ids a ranked search's scope (its folder, its dates) lets through,
+ * when the scope holds few of the messages (index_search_narrow.c): bit i
+ * of bits (owned, n bits) is set when id i is in it; every such id is in
+ * [lo, hi].
  */
-struct idx_date_ids {
+struct idx_narrow_ids {
 	uint64_t	*bits;
 	int64_t		 n;
 	int64_t		 lo, hi;
 };
 /*
- * q's date range's ids into *d (release it after either way) when q has
- * words and a date range that a sample of the messages says is narrow, and
- * the read of them confirms it (*used_r); else d stays empty.  -1 with err
- * on a failure of SQLite's.
+ * The ids of q's scope (folder_id as idx_search_scope() found it, and q's
+ * dates) into *d (release it after either way) when q has words and a
+ * folder or a date range that a sample of the messages says is narrow,
+ * and the read of them confirms it (*used_r); else d stays empty.  -1 with
+ * err on a failure of SQLite's.
  */
-int	idx_date_ids(struct mb_index *idx, const struct mb_query *q, struct idx_date_ids *d,
-	    bool *used_r, struct mb_err *err);
-void	idx_date_ids_release(struct idx_date_ids *d);
-/* Whether idx_date_ids makes the bitmap at all: the tests turn it off to compare. */
-extern bool	idx_date_ids_used;
+int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
+void	idx_narrow_ids_release(struct idx_narrow_ids *d);
+/* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */
+extern bool	idx_narrow_ids_used;
 
 /*
  * Rank q into set through the block bounds (index_search_blocks.c): only

@@ -889,7 +889,7 @@ a_walk_that_gives_up_lends_its_bounds_to_the_whole_read(void **state)
 }
 
 /*
- * A narrow date range (index_search_dates.c): the ids it lets through are
+ * A narrow date range (index_search_narrow.c): the ids it lets through are
  * read from the date index first, and the read of every match answers a
  * row outside them before its hits are read or its filters joined.  Here every message holds
  * omega, of varied strength, and each day of fifty holds a fiftieth of
@@ -905,7 +905,11 @@ put_days(struct mb_test_index *f)
 {
 	struct mb_err err = { 0 };
 	char body[1024];
+	int64_t small = 0;
 
+	/* every fortieth message in a small folder, for a_small_folder_reads_only_its_ids */
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Small", NULL, &small, &err), 0);
+	mb_test_folder_examined(f->idx, "Small");
 	assert_int_equal(mb_index_begin(f->idx, &err), 0);
 	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
 		size_t len = 0;
@@ -914,10 +918,53 @@ put_days(struct mb_test_index *f)
 			len += (size_t)snprintf(body + len, sizeof(body) - len, "omega ");
 		for (uint32_t k = 0; k < uid % 40; k++)
 			len += (size_t)snprintf(body + len, sizeof(body) - len, "pad%u ", k);
-		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = "",
-		    .body = body, .date = T0 + (int64_t)(uid % 50) * 86400 });
+		mb_test_put(f->idx, uid % 40 == 3 ? small : f->inbox, uid, &(struct mb_test_msg){
+		    .subject = "", .body = body, .date = T0 + (int64_t)(uid % 50) * 86400 });
 	}
 	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+/*
+ * Over put_days(): each of texts (n of them, the last matching nothing) is
+ * read through its scope's ids, joining at most the scope's matching rows
+ * for each of four pages, a quarter at most of what it joined without
+ * them; its pages and totals are bm25()'s.  wide, a scope of most
+ * messages, is walked.
+ */
+static void
+expect_narrow(struct mb_test_index *f, const char *const *texts, size_t n_texts, const char *wide)
+{
+	int64_t want[N_MSG];
+	uint64_t walks;
+	char *where;
+	size_t n;
+
+	idx_rank_min_matches = 0;
+	for (size_t i = 0; i < n_texts; i++) {
+		uint64_t without, with;
+
+		where = where_of(texts[i]);
+		n = mb_test_bm25_order_where(f->idx, texts[i], where, want, MB_ARRAY_LEN(want));
+		sqlite3_free(where);
+		assert_true(i == n_texts - 1 ? n == 0 : n > 28);
+		idx_narrow_ids_used = false;
+		without = counted(f, &idx_rank_joined, texts[i], want, n);
+		idx_narrow_ids_used = true;
+		with = counted(f, &idx_rank_joined, texts[i], want, n);
+		if (with > 4 * n || (n > 0 && with * 4 > without))
+			fail_msg("\"%s\": %llu rows joined with the scope's ids, %llu without, "
+			    "%zu in the scope", texts[i], (unsigned long long)with,
+			    (unsigned long long)without, n);
+		expect_exact(f, texts[i], want, n, 1, 5);
+		expect_exact(f, texts[i], want, n, 50, 150);
+	}
+	walks = idx_rank_walks;
+	where = where_of(wide);
+	n = mb_test_bm25_order_where(f->idx, wide, where, want, MB_ARRAY_LEN(want));
+	sqlite3_free(where);
+	expect_exact(f, wide, want, n, 7, 28);
+	assert_true(idx_rank_walks > walks);
+	idx_rank_min_matches = 3000;
 }
 
 static void
@@ -929,44 +976,31 @@ a_narrow_date_range_reads_only_its_ids(void **state)
 		"omega pad3 after:2023-11-20 before:2023-11-22",
 		"omega after:2024-03-01",	/* no message that day */
 	};
-	int64_t want[N_MSG];
-	uint64_t walks;
 
 	put_days(f);
 	assert_int_equal(build(f), 2);
-	idx_rank_min_matches = 0;
-	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
-		const char *text = texts[i];
-		char *where = where_of(text);
-		size_t n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
-		uint64_t without, with;
+	expect_narrow(f, texts, MB_ARRAY_LEN(texts), "omega after:2023-11-18");
+}
 
-		sqlite3_free(where);
-		assert_true(i == MB_ARRAY_LEN(texts) - 1 ? n == 0 : n > 28);
-		idx_date_ids_used = false;
-		without = counted(f, &idx_rank_joined, text, want, n);
-		idx_date_ids_used = true;
-		with = counted(f, &idx_rank_joined, text, want, n);
-		/* four pages: each joins the range's rows that match, no more */
-		if (with > 4 * n || (n > 0 && with * 4 > without))
-			fail_msg("\"%s\": %llu rows joined with the range's ids, %llu without, "
-			    "%zu in the range", text, (unsigned long long)with,
-			    (unsigned long long)without, n);
-		expect_exact(f, text, want, n, 1, 5);
-		expect_exact(f, text, want, n, 50, 150);
-	}
-	/* most messages are in this one: the walk serves it */
-	walks = idx_rank_walks;
-	{
-		const char *text = "omega after:2023-11-18";
-		char *where = where_of(text);
-		size_t n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
+/*
+ * A small folder, alone or with dates (index_search_narrow.c): its ids are
+ * read from the folder's index first, as a narrow date range's are.  A
+ * fortieth of the messages, spread over the ids: the same pages and exact
+ * totals as bm25() with the filters in SQL, joining only the folder's
+ * matching rows; a large folder is walked as before.
+ */
+static void
+a_small_folder_reads_only_its_ids(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const texts[] = {
+		"omega in:Small", "omega pad1 in:Small", "omega in:Small after:2023-11-20",
+		"omega in:Small after:2023-11-20 before:2023-11-21",	/* none: uid % 40 == 3 */
+	};
 
-		sqlite3_free(where);
-		expect_exact(f, text, want, n, 7, 28);
-	}
-	assert_true(idx_rank_walks > walks);
-	idx_rank_min_matches = 3000;
+	put_days(f);
+	assert_int_equal(build(f), 2);
+	expect_narrow(f, texts, MB_ARRAY_LEN(texts), "omega in:INBOX");
 }
 
 /*
@@ -1026,6 +1060,7 @@ main(void)
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
+		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
