@@ -407,7 +407,7 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 
 		if (id < 0 || id >= floor->n_id_bits ||
 		    !((floor->id_bits[id / 64] >> (id % 64)) & 1)) {
-			sqlite3_result_null(ctx);	/* outside the date range: fails it */
+			sqlite3_result_null(ctx);	/* outside a narrow scope: fails its filter */
 			return;
 		}
 	}

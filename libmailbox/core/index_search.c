@@ -294,10 +294,6 @@ struct search_ids {
 };
 
 /*
- * A ranked page: the matches at [offset, offset + limit) in the order of
- * ranked_cmp over every match (rank_set keeps what can be on it).
- */
-/*
  * Read every match of q into set (the block walk did not serve it): with
  * the lengths a word's fronts prove (idx_rank_min_lengths), the bounds of a
  * filtered walk that gave up (set->whole_bound, freed here), and the ids
@@ -349,6 +345,10 @@ out:
 	return rc;
 }
 
+/*
+ * A ranked page: the matches at [offset, offset + limit) in the order of
+ * ranked_cmp over every match (rank_set keeps what can be on it).
+ */
 static int
 search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     bool filtered, int64_t offset, size_t limit, struct search_ids *pg, struct mb_err *err)

@@ -162,7 +162,7 @@ extern _Thread_local uint64_t	idx_rank_hits_read;
  * How many rows a filtered statement that asks mb_bm25_top() before its
  * join (struct idx_rank_memo) let through to the join, a seek into
  * messages_search_filter each, on this thread: for the tests, which check
- * that a row outside a narrow date range is not joined.
+ * that a row outside a narrow scope (a date range, a folder) is not joined.
  */
 extern _Thread_local uint64_t	idx_rank_joined;
 

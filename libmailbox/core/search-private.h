@@ -234,7 +234,10 @@ extern bool	idx_narrow_ids_used;
  * blocks' rows are then tested against them.  *used_r false when the bounds
  * cannot serve q (no bounds, a prefix the walk does not take, too many
  * phrases, a filter messages_search_filter does not cover): set is
- * untouched and the caller reads every match.  Else *matches_r is the
+ * untouched and the caller reads every match.  Likewise when a filtered
+ * walk gives up (the page did not fill in its first ranges), except that
+ * set is emptied and given the walk's bounds (whole_bound).  Else
+ * *matches_r is the
  * number of matches: exact without filters (*exact_r true); with filters
  * counted up to a cap (MB_SEARCH_COUNT_CAP, or past set's keep), beyond
  * which it is a lower bound (*exact_r false).
