@@ -138,6 +138,8 @@ sqlite3_stmt	*idx_stmt_sql(struct mb_index *idx, const char *sql, struct mb_err 
  */
 int	idx_one_int64(struct mb_index *idx, const char *sql, const char *text, const char *what,
 	    int64_t *v_r, struct mb_err *err);
+/* The highest message id (0: none) into *max_r; what names the caller in an error. */
+int	idx_max_id(struct mb_index *idx, const char *what, int64_t *max_r, struct mb_err *err);
 
 /*
  * The VFS a read-only handle opens the index through (index_map.c): the

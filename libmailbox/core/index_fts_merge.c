@@ -35,7 +35,6 @@
 /* Grown by this share of the last merge's size: merge again. */
 #define FTS_MERGE_GROWTH	4
 
-static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 static const char merged_sql[] =
 	"SELECT coalesce((SELECT merged_max_id FROM fts_merge_state WHERE id = 1), 0)";
 static const char merged_put_sql[] =
@@ -57,7 +56,7 @@ mb_index_fts_merge_due(struct mb_index *idx, bool *due_r, struct mb_err *err)
 	*due_r = false;
 	if (idx->mode != MB_INDEX_RW)
 		return mb_err_set(err, MB_E_INVALID, "index: opened read-only");
-	if (idx_one_int64(idx, max_id_sql, NULL, "full-text merge", &max_id, err) == -1 ||
+	if (idx_max_id(idx, "full-text merge", &max_id, err) == -1 ||
 	    idx_one_int64(idx, merged_sql, NULL, "full-text merge", &merged, err) == -1)
 		return -1;
 	*due_r = max_id > merged && max_id - merged >= merged / FTS_MERGE_GROWTH;
@@ -104,7 +103,7 @@ mb_index_fts_merge_step(struct mb_index *idx, int pages, bool *done_r, struct mb
 		}
 	}
 	if (*done_r) {
-		if (idx_one_int64(idx, max_id_sql, NULL, "full-text merge", &max_id, err) == -1 ||
+		if (idx_max_id(idx, "full-text merge", &max_id, err) == -1 ||
 		    (st = idx_stmt_sql(idx, merged_put_sql, err)) == NULL)
 			goto out;
 		sqlite3_bind_int64(st, 1, max_id);

@@ -47,7 +47,6 @@
 static const char state_sql[] = "SELECT weights, terms_rows, gen FROM rank_state";
 static const char state_put_sql[] =
 	"INSERT OR REPLACE INTO rank_state (id, weights, terms_rows, gen) VALUES (1, ?1, ?2, ?3)";
-static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 static const char chunks_sql[] = "SELECT chunk, blocks FROM rank_chunks";
 static const char terms_sql[] = "SELECT term FROM rank_terms";
 static const char term_put_sql[] = "INSERT INTO rank_terms (term, docs) VALUES (?1, ?2)";
@@ -391,7 +390,7 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 	int rc = -1;
 
 	*built_r = 0;
-	if (idx_one_int64(idx, max_id_sql, NULL, "rank bounds", &max_id, err) == -1)
+	if (idx_max_id(idx, "rank bounds", &max_id, err) == -1)
 		return -1;
 	if (max_id < RANK_CHUNK_IDS - 1)
 		return 0;	/* not one chunk yet */

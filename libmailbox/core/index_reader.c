@@ -112,3 +112,10 @@ idx_one_int64(struct mb_index *idx, const char *sql, const char *text, const cha
 	idx_stmt_done(st);
 	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, what, err);
 }
+
+int
+idx_max_id(struct mb_index *idx, const char *what, int64_t *max_r, struct mb_err *err)
+{
+	return idx_one_int64(idx, "SELECT coalesce(max(id), 0) FROM messages", NULL, what, max_r,
+	    err);
+}

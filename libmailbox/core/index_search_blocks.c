@@ -58,7 +58,6 @@ static const char stats_sql[] =
 	"SELECT mb_bm25_stats(messages_fts, ?1, ?2) FROM messages_fts "
 	"WHERE messages_fts MATCH ?1 LIMIT 1";
 static const char weights_sql[] = "SELECT weights FROM rank_state";
-static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 static const char chunks_sql[] = "SELECT chunk, blocks, gen FROM rank_chunks";
 static const char term_sql[] = "SELECT docs FROM rank_terms WHERE term = ?1";
 static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHERE term = ?1";
@@ -746,7 +745,7 @@ prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct i
 	if (!w->stats.set || w->stats.n_phrase != 1 ||
 	    w->stats.n_hit[0] < idx_rank_prefix_min_matches)
 		return 0;	/* few matches: FTS5's read of the prefix is cheaper */
-	if (idx_one_int64(w->idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+	if (idx_max_id(w->idx, "search: rank blocks", &max_id, err) == -1)
 		return -1;
 	if (idx_prefix_words(w->idx, text, w->stats.n_hit[0] * idx_rank_prefix_min_share / 100,
 	    max_id, &words, &served, err) == -1)
@@ -839,7 +838,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;
 		goto out;
 	}
-	if (idx_one_int64(idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+	if (idx_max_id(idx, "search: rank blocks", &max_id, err) == -1)
 		goto out;
 	if (few_matches(&w, max_id)) {
 		rc = 0;		/* reading them is cheaper */
@@ -964,7 +963,7 @@ idx_rank_min_lengths(struct mb_index *idx, const struct mb_query *q, uint32_t **
 		rc = 0;
 		goto out;
 	}
-	if (idx_one_int64(idx, max_id_sql, NULL, "search: rank blocks", &max_id, err) == -1)
+	if (idx_max_id(idx, "search: rank blocks", &max_id, err) == -1)
 		goto out;
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	len = mb_xcalloc((size_t)w.n_blocks, sizeof(*len));

@@ -32,7 +32,6 @@
 #include "index-private.h"
 #include "search-private.h"
 
-static const char max_id_sql[] = "SELECT coalesce(max(id), 0) FROM messages";
 /*
  * The folder and date of the first message at or after an id (ids can have
  * gaps), from the narrow index of the filters' columns (a hundred rows a
@@ -220,7 +219,7 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	if (!idx_narrow_ids_used || q->match == NULL || (s.folder_id <= 0 && !s.dated) ||
 	    (s.dated && s.since >= s.until))
 		return 0;
-	if (idx_one_int64(idx, max_id_sql, NULL, "search: the scope", &max_id, err) == -1)
+	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1)
 		return -1;
 	if (max_id < IDX_NARROW_SAMPLES)
 		return 0;	/* a few messages: their matches cost less than the bitmap */
