@@ -237,10 +237,9 @@ extern bool	idx_narrow_ids_used;
  * untouched and the caller reads every match.  Likewise when a filtered
  * walk gives up (the page did not fill in its first ranges), except that
  * set is emptied and given the walk's bounds (whole_bound).  Else
- * *matches_r is the
- * number of matches: exact without filters (*exact_r true); with filters
- * counted up to a cap (MB_SEARCH_COUNT_CAP, or past set's keep), beyond
- * which it is a lower bound (*exact_r false).
+ * *matches_r is the number of matches: exact without filters (*exact_r
+ * true); with filters counted up to a cap (MB_SEARCH_COUNT_CAP, or past
+ * set's keep), beyond which it is a lower bound (*exact_r false).
  */
 int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,

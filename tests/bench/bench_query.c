@@ -21,8 +21,9 @@
  * prefix whole: the two sides of idx_rank_prefix_min_share's choice
  * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
  *
- * BENCH_NO_DATE_IDS=1 reads a narrow date range's matches without the
- * bitmap of its ids (idx_narrow_ids_used), as before it.
+ * BENCH_NO_NARROW_IDS=1 reads the matches of a narrow scope (a date range,
+ * a small folder) without the bitmap of its ids (idx_narrow_ids_used), as
+ * before it.
  *
  * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
  * check that two builds give the same pages.
@@ -121,7 +122,7 @@ main(int argc, char **argv)
 		idx_rank_prefix_min_share = 0;
 	else if (prefix != NULL && strcmp(prefix, "whole") == 0)
 		idx_rank_prefix_min_matches = INT64_MAX;
-	if (getenv("BENCH_NO_DATE_IDS") != NULL)
+	if (getenv("BENCH_NO_NARROW_IDS") != NULL)
 		idx_narrow_ids_used = false;
 	(void)mallopt(M_MMAP_THRESHOLD, 8 << 20);	/* as mcpd/server.c's malloc_reuse() */
 	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
