@@ -1,10 +1,12 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
- * date range, a small folder, or both (docs/index.md, "Ranking", "A narrow
- * scope").  Read from the index on the date (messages_sort_date) or on the
- * folder and date (messages_folder_sort_date) into a bitmap, so that the
- * read of every match answers a row outside the scope before its hits are
- * read or its filters joined.
+ * date range, a small folder, both, the flagged messages or the unread
+ * ones (docs/index.md, "Ranking", "A narrow scope").  Read from the index
+ * on the date (messages_sort_date), on the folder and date
+ * (messages_folder_sort_date) or of the flag (messages_flagged,
+ * messages_unread: migrations/0019) into a bitmap, so that the read of
+ * every match answers a row outside the scope before its hits are read or
+ * its filters joined.
  *
  * Without it a ranked search with such a filter joins every match it
  * scores to messages_search_filter to test it, about half a microsecond
@@ -18,7 +20,12 @@
  * up to there, a read of that many rows at most).  In a real mailbox ids
  * grow with arrival, so a recent range is also a narrow span of ids, which
  * the read of every match seeks to (rowid BETWEEN).
+ *
+ * A scope of several parts (a folder and is:flagged, say) is read through
+ * the part the sample finds narrowest: its bitmap lets through more than
+ * the scope, and the join still tests every filter.
  */
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +33,7 @@
 
 #include <sqlite3.h>
 
+#include "mailbox/msg.h"
 #include "mailbox/query.h"
 #include "mailbox/util.h"
 
@@ -33,12 +41,12 @@
 #include "search-private.h"
 
 /*
- * The folder and date of the first message at or after an id (ids can have
- * gaps), from the narrow index of the filters' columns (a hundred rows a
- * page) rather than the table's row, which holds the body too.
+ * The folder, date and flags of the first message at or after an id (ids
+ * can have gaps), from the narrow index of the filters' columns (a hundred
+ * rows a page) rather than the table's row, which holds the body too.
  */
 static const char sample_sql[] =
-	"SELECT m.folder_id, " SEARCH_DATE_COVERED " FROM messages AS m "
+	"SELECT m.folder_id, " SEARCH_DATE_COVERED ", m.flags FROM messages AS m "
 	"INDEXED BY messages_search_filter WHERE m.id >= ?1 ORDER BY m.id LIMIT 1";
 /* Whether the words match at least ?2 rows: a read of that many at most. */
 static const char matches_sql[] =
@@ -59,6 +67,18 @@ static const char folder_dates_sql[] =
 static const char folder_sql[] =
 	"SELECT m.id FROM messages AS m INDEXED BY messages_folder_sort_date "
 	"WHERE m.folder_id = ?1 LIMIT ?4";
+/*
+ * The flagged or unread ids, from the partial indexes of migrations/0019
+ * (covering: their rowids); before it they do not prepare, and no bitmap
+ * is made.
+ */
+static_assert(MB_FLAG_FLAGGED == 4 && MB_FLAG_SEEN == 1, "SEARCH_FLAGGED_AS spells the bits");
+static const char flagged_sql[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_flagged "
+	"WHERE " SEARCH_FLAGGED_AS("m") " LIMIT ?4";
+static const char unread_sql[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_unread "
+	"WHERE " SEARCH_UNREAD_AS("m") " LIMIT ?4";
 
 /*
  * Messages sampled, evenly over the ids, to guess the scope's share; the
@@ -70,16 +90,31 @@ static const char folder_sql[] =
 #define IDX_NARROW_SAMPLES	64
 #define IDX_NARROW_SHARE	16
 #define IDX_NARROW_CAP		8
+/*
+ * A count through a flag's index seeks each of its ids in
+ * messages_search_filter, about six times the cost of an entry of the scan
+ * in id order it spares: it pays when at most one message in 8 has the flag.
+ */
+#define IDX_NARROW_COUNT_SHARE	8
 /* A join costs about as much as reading this many of the scope's ids. */
 #define IDX_NARROW_PER_JOIN	8
 
 bool idx_narrow_ids_used = true;
 
-/* What a search's scope tests: its folder (0: none) and its dates. */
+/* What a search's scope tests: its folder (0: none), its dates and its flags. */
 struct scope {
-	int64_t	folder_id;
-	bool	dated;
-	int64_t	since, until;
+	int64_t		folder_id;
+	bool		dated;
+	int64_t		since, until;
+	unsigned	flags_set, flags_clear;	/* as struct mb_query's */
+};
+
+/* Where a scope's ids can be read from: a part of the scope each. */
+enum source {
+	SOURCE_FOLDER_DATES,	/* the folder, the dates or both */
+	SOURCE_FLAGGED,		/* is:flagged */
+	SOURCE_UNREAD,		/* is:unread */
+	N_SOURCES
 };
 
 void
@@ -89,12 +124,32 @@ idx_narrow_ids_release(struct idx_narrow_ids *d)
 	memset(d, 0, sizeof(*d));
 }
 
-/* Whether the sampled row in st (folder, date) is in the scope. */
+/* Whether the scope has the part a source reads. */
 static bool
-in_scope(const struct scope *s, sqlite3_stmt *st)
+has_source(const struct scope *s, enum source src)
+{
+	switch (src) {
+	case SOURCE_FOLDER_DATES:
+		return s->folder_id > 0 || s->dated;
+	case SOURCE_FLAGGED:
+		return (s->flags_set & MB_FLAG_FLAGGED) != 0;
+	case SOURCE_UNREAD:
+		return (s->flags_clear & MB_FLAG_SEEN) != 0;
+	default:
+		return false;
+	}
+}
+
+/* Whether the sampled row in st (folder, date, flags) is in a source's part of the scope. */
+static bool
+in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 {
 	int64_t date;
 
+	if (src == SOURCE_FLAGGED)
+		return (sqlite3_column_int64(st, 2) & MB_FLAG_FLAGGED) != 0;
+	if (src == SOURCE_UNREAD)
+		return (sqlite3_column_int64(st, 2) & MB_FLAG_SEEN) == 0;
 	if (s->folder_id > 0 && sqlite3_column_int64(st, 0) != s->folder_id)
 		return false;
 	if (!s->dated)
@@ -105,23 +160,27 @@ in_scope(const struct scope *s, sqlite3_stmt *st)
 	return date >= s->since && date < s->until;
 }
 
-/* How many of IDX_NARROW_SAMPLES messages spread over ids 1..max_id are in the scope. */
+/*
+ * How many of IDX_NARROW_SAMPLES messages spread over ids 1..max_id are in
+ * each source's part of the scope, into in (N_SOURCES of them).
+ */
 static int
-sample_in_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int *n_r,
+sample_in_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int *in,
     struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, sample_sql, err);
 	int rc = SQLITE_DONE;
 
-	*n_r = 0;
+	memset(in, 0, N_SOURCES * sizeof(*in));
 	if (st == NULL)
 		return -1;
 	for (int i = 0; i < IDX_NARROW_SAMPLES && (rc == SQLITE_DONE || rc == SQLITE_ROW); i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, 1 + max_id / IDX_NARROW_SAMPLES * i);
 		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW && in_scope(s, st))
-			(*n_r)++;
+		for (int src = 0; rc == SQLITE_ROW && src < N_SOURCES; src++)
+			if (has_source(s, (enum source)src) && in_source(s, (enum source)src, st))
+				in[src]++;
 	}
 	idx_stmt_done(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -154,26 +213,43 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
 	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: count the matches", err);
 }
 
-/* Read the scope's ids into d; *used_r false (d empty) past cap of them. */
-static int
-read_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int64_t cap,
-    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
+/*
+ * The statement that reads a source's ids, prepared (release it with
+ * idx_stmt_done), or NULL: for a flag, an index from before migrations/0019
+ * has no partial index to read, and a search then goes without a bitmap.
+ */
+static sqlite3_stmt *
+source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(idx, s->folder_id <= 0 ? dates_sql : s->dated ?
-	    folder_dates_sql : folder_sql, err);
+	struct mb_err ignored = { 0 };
+
+	if (src == SOURCE_FLAGGED)
+		return idx_stmt_sql(idx, flagged_sql, &ignored);
+	if (src == SOURCE_UNREAD)
+		return idx_stmt_sql(idx, unread_sql, &ignored);
+	return idx_stmt_sql(idx, s->folder_id <= 0 ? dates_sql : s->dated ? folder_dates_sql :
+	    folder_sql, err);
+}
+
+/* Read a source's ids into d; *used_r false (d empty) past cap of them. */
+static int
+read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t max_id,
+    int64_t cap, struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = source_stmt(idx, s, src, err);
 	int64_t n = 0;
 	int rc;
 
 	*used_r = false;
 	if (st == NULL)
-		return -1;
+		return src == SOURCE_FOLDER_DATES ? -1 : 0;
 	d->n = max_id + 1;
 	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
 	d->lo = INT64_MAX;
 	d->hi = INT64_MIN;
-	if (s->folder_id > 0)
+	if (src == SOURCE_FOLDER_DATES && s->folder_id > 0)
 		sqlite3_bind_int64(st, 1, s->folder_id);
-	if (s->dated) {
+	if (src == SOURCE_FOLDER_DATES && s->dated) {
 		sqlite3_bind_int64(st, 2, s->since);
 		sqlite3_bind_int64(st, 3, s->until);
 	}
@@ -203,28 +279,48 @@ read_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int64_t 
 	return 0;
 }
 
+/*
+ * The source of the scope's part that holds the fewest of the samples in
+ * (*in_r of them; the first in enum order on a tie), or N_SOURCES when
+ * the scope has no part a source reads.
+ */
+static enum source
+narrowest(const struct scope *s, const int *in, int *in_r)
+{
+	enum source best = N_SOURCES;
+
+	for (int src = 0; src < N_SOURCES; src++)
+		if (has_source(s, (enum source)src) && (best == N_SOURCES || in[src] < in[best]))
+			best = (enum source)src;
+	*in_r = best == N_SOURCES ? 0 : in[best];
+	return best;
+}
+
 int
 idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
 {
 	struct scope s = { .folder_id = q->folder || q->role ? folder_id : 0,
 	    .dated = q->since != INT64_MIN || q->until != INT64_MAX,
-	    .since = q->since, .until = q->until };
+	    .since = q->since, .until = q->until,
+	    .flags_set = q->flags_set, .flags_clear = q->flags_clear };
 	int64_t max_id = 0;
-	int in = 0;
+	int in_each[N_SOURCES] = { 0 }, in = 0;
+	enum source src;
 	bool many = false;
 
 	memset(d, 0, sizeof(*d));
 	*used_r = false;
-	if (!idx_narrow_ids_used || q->match == NULL || (s.folder_id <= 0 && !s.dated) ||
+	if (!idx_narrow_ids_used || q->match == NULL || narrowest(&s, in_each, &in) == N_SOURCES ||
 	    (s.dated && s.since >= s.until))
 		return 0;
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1)
 		return -1;
 	if (max_id < IDX_NARROW_SAMPLES)
 		return 0;	/* a few messages: their matches cost less than the bitmap */
-	if (sample_in_scope(idx, &s, max_id, &in, err) == -1)
+	if (sample_in_scope(idx, &s, max_id, in_each, err) == -1)
 		return -1;
+	src = narrowest(&s, in_each, &in);
 	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES)
 		return 0;	/* a wide scope: most matches pass, the block walk serves it */
 	if (matches_at_least(idx, q, (in > 0 ? in : 1) * (max_id / IDX_NARROW_SAMPLES) /
@@ -232,5 +328,26 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 		return -1;
 	if (!many)
 		return 0;	/* few matches: joining them is cheaper */
-	return read_scope(idx, &s, max_id, max_id / IDX_NARROW_CAP, d, used_r, err);
+	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, d, used_r, err);
+}
+
+int
+idx_narrow_flag_few(struct mb_index *idx, const struct mb_query *q, unsigned *flag_r,
+    struct mb_err *err)
+{
+	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear };
+	int in_each[N_SOURCES] = { 0 }, in = 0;
+	int64_t max_id = 0;
+	enum source src;
+
+	*flag_r = 0;
+	if (narrowest(&s, in_each, &in) == N_SOURCES)
+		return 0;	/* neither is:flagged nor is:unread */
+	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
+	    sample_in_scope(idx, &s, max_id, in_each, err) == -1)
+		return -1;
+	src = narrowest(&s, in_each, &in);
+	if (in * IDX_NARROW_COUNT_SHARE <= IDX_NARROW_SAMPLES)
+		*flag_r = src == SOURCE_FLAGGED ? MB_FLAG_FLAGGED : MB_FLAG_SEEN;
+	return 0;
 }

@@ -74,6 +74,16 @@ struct mb_query;
 	"AND (?18 IS NULL OR EXISTS (SELECT 1 FROM account_addresses AS a WHERE " \
 	"instr(lower(coalesce(m.to_json, '') || coalesce(m.cc_json, '')), " \
 	"'\"addr\":\"' || a.address || '\"') > 0) = ?18) "
+/*
+ * The WHERE of migrations/0019's partial indexes, word for word, over
+ * table alias t: messages_flagged (\Flagged set, MB_FLAG_FLAGGED 4) and
+ * messages_unread (\Seen clear, MB_FLAG_SEEN 1).  SQLite uses a partial
+ * index only for a statement whose WHERE implies the index's.  Before that
+ * migration a statement naming them does not prepare; its caller then
+ * reads the messages another way.
+ */
+#define SEARCH_FLAGGED_AS(t)	"(" t ".flags & 4) <> 0"
+#define SEARCH_UNREAD_AS(t)	"(" t ".flags & 1) = 0"
 /* The dates: a NULL date fails either bound (see search_sql_filter_dated). */
 #define SEARCH_DATES_AS(date) \
 	"(?3 IS NULL OR " date " >= ?3) AND (?4 IS NULL OR " date " < ?4) "
@@ -223,6 +233,15 @@ struct idx_narrow_ids {
 int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
 void	idx_narrow_ids_release(struct idx_narrow_ids *d);
+/*
+ * Whether q's is:flagged or is:unread holds few of the messages, by the
+ * same sample: *flag_r MB_FLAG_FLAGGED (the flagged ones), MB_FLAG_SEEN
+ * (the unread ones) or 0 (neither filter, or not few).  For a count, which
+ * reads the flag's index then (migrations/0019).  -1 with err on a failure
+ * of SQLite's.
+ */
+int	idx_narrow_flag_few(struct mb_index *idx, const struct mb_query *q, unsigned *flag_r,
+	    struct mb_err *err);
 /* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */
 extern bool	idx_narrow_ids_used;
 

@@ -366,6 +366,77 @@ totals_are_exact_or_flagged_lower_bounds(void **state)
 	expect_total(f, "in:inbox", 0, MB_SEARCH_COUNT_CAP, false);
 }
 
+/*
+ * Filters alone with text's: its pages of 7, newest first, are the current
+ * messages where (SQL over m, the messages), and its first page's total
+ * their number, counted.
+ */
+static void
+expect_list(struct fx *f, const char *text, const char *where)
+{
+	char oracle[512];
+	sqlite3_stmt *st;
+	int64_t want[1000];
+	size_t n = 0;
+
+	snprintf(oracle, sizeof(oracle), "SELECT m.id FROM messages AS m JOIN folders AS f ON "
+	    "f.id = m.folder_id WHERE m.uidvalidity = f.uidvalidity AND %s "
+	    "ORDER BY m.sort_date DESC, m.id DESC", where);
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->t.idx), oracle, -1, &st, NULL),
+	    SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW && n < MB_ARRAY_LEN(want))
+		want[n++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	assert_true(n > 7);
+	for (size_t offset = 0; offset < n; offset += 7) {
+		struct mb_search_page pg;
+		struct mb_err err = { 0 };
+
+		if (run(f, text, (int64_t)offset, 7, &pg, &err) == -1)
+			fail_msg("'%s': %s", text, err.msg);
+		if (offset == 0 && (pg.total != (int64_t)n || !pg.total_exact))
+			fail_msg("'%s': total %lld, want %zu", text, (long long)pg.total, n);
+		for (size_t i = 0; i < pg.n; i++)
+			if (offset + i >= n || pg.hits[i].id != want[offset + i])
+				fail_msg("'%s': position %zu is id %lld, want %lld", text, offset + i,
+				    (long long)pg.hits[i].id,
+				    offset + i < n ? (long long)want[offset + i] : -1LL);
+		assert_int_equal(pg.n, n - offset < 7 ? n - offset : 7);
+		mb_search_page_release(&pg);
+	}
+}
+
+/*
+ * is:flagged and is:unread without words read the flagged or unread ids
+ * from their partial indexes (migrations/0019): the list and its count
+ * are the messages' own, and the same from an index without them.
+ */
+static void
+flag_lists_are_their_messages(void **state)
+{
+	struct fx *f = *state;
+
+	bulk(f, 1000, 800);
+	/* few flagged and few unread: the lists and counts read their indexes */
+	sql(f, "UPDATE messages SET flags = CASE WHEN uid % 40 = 9 THEN 0 ELSE 1 END | "
+	    "CASE WHEN uid % 50 = 7 THEN 4 ELSE 0 END WHERE uid > 1000");
+	for (int pass = 0; pass < 2; pass++) {
+		expect_list(f, "is:flagged", "(m.flags & 4) <> 0");
+		expect_list(f, "is:starred in:inbox after:2024-02-01", "(m.flags & 4) <> 0 AND "
+		    "m.folder_id = (SELECT id FROM folders WHERE name = 'INBOX') AND "
+		    "m.sort_date >= 1706745600");
+		expect_list(f, "is:unread", "(m.flags & 1) = 0");
+		expect_list(f, "is:unread -is:flagged smaller:1000",
+		    "(m.flags & 5) = 0 AND m.size < 1000");
+		expect_list(f, "is:unread in:inbox", "(m.flags & 1) = 0 AND m.folder_id = "
+		    "(SELECT id FROM folders WHERE name = 'INBOX')");
+		if (pass == 0) {	/* again on an index from before the migration */
+			sql(f, "DROP INDEX messages_flagged; DROP INDEX messages_unread");
+			mb_index_close(&f->ro);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -378,6 +449,7 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(totals_are_exact_or_flagged_lower_bounds, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(flag_lists_are_their_messages, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

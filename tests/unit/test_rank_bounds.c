@@ -907,7 +907,11 @@ put_days(struct mb_test_index *f)
 	char body[1024];
 	int64_t small = 0;
 
-	/* every fortieth message in a small folder, for a_small_folder_reads_only_its_ids */
+	/*
+	 * every fortieth message in a small folder, for a_small_folder_reads_only_its_ids;
+	 * another fortieth flagged and another unread (the rest read), for
+	 * a_few_flagged_or_unread_read_only_their_ids
+	 */
 	assert_int_equal(mb_index_folder_ensure(f->idx, "Small", NULL, &small, &err), 0);
 	mb_test_folder_examined(f->idx, "Small");
 	assert_int_equal(mb_index_begin(f->idx, &err), 0);
@@ -919,7 +923,9 @@ put_days(struct mb_test_index *f)
 		for (uint32_t k = 0; k < uid % 40; k++)
 			len += (size_t)snprintf(body + len, sizeof(body) - len, "pad%u ", k);
 		mb_test_put(f->idx, uid % 40 == 3 ? small : f->inbox, uid, &(struct mb_test_msg){
-		    .subject = "", .body = body, .date = T0 + (int64_t)(uid % 50) * 86400 });
+		    .subject = "", .body = body, .date = T0 + (int64_t)(uid % 50) * 86400,
+		    .flags = uid % 40 == 17 ? 0 : uid % 40 == 11 ?
+		    MB_FLAG_SEEN | MB_FLAG_FLAGGED : MB_FLAG_SEEN });
 	}
 	assert_int_equal(mb_index_commit(f->idx, &err), 0);
 }
@@ -1004,6 +1010,89 @@ a_small_folder_reads_only_its_ids(void **state)
 }
 
 /*
+ * The flagged messages, or the unread ones, when few (index_search_narrow.c,
+ * migrations/0019): their ids are read from the flag's partial index, as
+ * a small folder's are from the folder's.  A fortieth of the messages
+ * each, spread over the ids: the same pages and exact totals as bm25()
+ * with the filters in SQL, joining only the scope's matching rows; with a
+ * folder or dates as well, the rows of the part the sample finds narrowest
+ * (a folder as small: either); a flag that has no index (is:read) is walked
+ * as before.
+ */
+static void
+a_few_flagged_or_unread_read_only_their_ids(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const texts[] = {
+		"omega is:flagged", "omega pad1 is:unread",
+		"omega pad39 is:unread",	/* none: no message holds pad39 */
+	};
+	/* a scope of two parts, and its narrowest part, whose ids are read */
+	static const char *const mixed[][2] = {
+		{ "omega is:flagged after:2023-11-20", "omega is:flagged" },
+		{ "omega is:unread in:INBOX before:2023-11-30", "omega is:unread" },
+		{ "omega is:flagged in:Small", "omega is:flagged" },	/* none: uid % 40 == 3 */
+	};
+
+	put_days(f);
+	assert_int_equal(build(f), 2);
+	expect_narrow(f, texts, MB_ARRAY_LEN(texts), "omega is:read");
+	idx_rank_min_matches = 0;
+	for (size_t i = 0; i < MB_ARRAY_LEN(mixed); i++) {
+		int64_t want[N_MSG], part[N_MSG];
+		char *where = where_of(mixed[i][0]), *part_where = where_of(mixed[i][1]);
+		size_t n = mb_test_bm25_order_where(f->idx, mixed[i][0], where, want, N_MSG);
+		size_t n_part = mb_test_bm25_order_where(f->idx, mixed[i][1], part_where, part,
+		    N_MSG);
+		uint64_t without, with;
+
+		sqlite3_free(where);
+		sqlite3_free(part_where);
+		assert_true(n < n_part);
+		idx_narrow_ids_used = false;
+		without = counted(f, &idx_rank_joined, mixed[i][0], want, n);
+		idx_narrow_ids_used = true;
+		with = counted(f, &idx_rank_joined, mixed[i][0], want, n);
+		if (with > 4 * n_part || with * 4 > without)
+			fail_msg("\"%s\": %llu rows joined with the ids of \"%s\", %llu without",
+			    mixed[i][0], (unsigned long long)with, mixed[i][1],
+			    (unsigned long long)without);
+	}
+	idx_rank_min_matches = 3000;
+}
+
+/*
+ * An index from before migrations/0019 has no flag's index: a search with
+ * is:flagged joins every match as before, with the same pages, and does
+ * not fail.
+ */
+static void
+a_flag_without_its_index_joins_every_match(void **state)
+{
+	struct mb_test_index *f = *state;
+	const char *text = "omega is:flagged";
+	int64_t want[N_MSG];
+	uint64_t without, with;
+	char *where = where_of(text);
+	size_t n;
+
+	put_days(f);
+	assert_int_equal(build(f), 2);
+	n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
+	sqlite3_free(where);
+	assert_true(n > 28);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "DROP INDEX messages_flagged",
+	    NULL, NULL, NULL), SQLITE_OK);
+	idx_rank_min_matches = 0;
+	idx_narrow_ids_used = false;
+	without = counted(f, &idx_rank_joined, text, want, n);
+	idx_narrow_ids_used = true;
+	with = counted(f, &idx_rank_joined, text, want, n);
+	idx_rank_min_matches = 3000;
+	assert_int_equal(with, without);
+}
+
+/*
  * A word or phrase with few matches is read whole: the walk would read a
  * range for nearly every block that holds its bounded word, since the page
  * fills late and the floor stays low ("couple shots" at 100,000 messages:
@@ -1061,6 +1150,8 @@ main(void)
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
+		MB_TEST_INDEX(a_few_flagged_or_unread_read_only_their_ids),
+		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
