@@ -140,6 +140,16 @@ has_source(const struct scope *s, enum source src)
 	}
 }
 
+/* Whether the scope has any part a source reads. */
+static bool
+has_any_source(const struct scope *s)
+{
+	for (int src = 0; src < N_SOURCES; src++)
+		if (has_source(s, (enum source)src))
+			return true;
+	return false;
+}
+
 /* Whether the sampled row in st (folder, date, flags) is in a source's part of the scope. */
 static bool
 in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
@@ -305,13 +315,13 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	    .since = q->since, .until = q->until,
 	    .flags_set = q->flags_set, .flags_clear = q->flags_clear };
 	int64_t max_id = 0;
-	int in_each[N_SOURCES] = { 0 }, in = 0;
+	int in_each[N_SOURCES], in = 0;
 	enum source src;
 	bool many = false;
 
 	memset(d, 0, sizeof(*d));
 	*used_r = false;
-	if (!idx_narrow_ids_used || q->match == NULL || narrowest(&s, in_each, &in) == N_SOURCES ||
+	if (!idx_narrow_ids_used || q->match == NULL || !has_any_source(&s) ||
 	    (s.dated && s.since >= s.until))
 		return 0;
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1)
@@ -336,12 +346,12 @@ idx_narrow_flag_few(struct mb_index *idx, const struct mb_query *q, unsigned *fl
     struct mb_err *err)
 {
 	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear };
-	int in_each[N_SOURCES] = { 0 }, in = 0;
+	int in_each[N_SOURCES], in = 0;
 	int64_t max_id = 0;
 	enum source src;
 
 	*flag_r = 0;
-	if (narrowest(&s, in_each, &in) == N_SOURCES)
+	if (!has_any_source(&s))
 		return 0;	/* neither is:flagged nor is:unread */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, err) == -1)
