@@ -58,11 +58,25 @@ static const char search_sql_filter_ix[] =
  * messages, for the 1% flagged).  Before that migration it does not
  * prepare, and the list is read as before.
  */
+#define SEARCH_SQL_FILTER_FEW(index, test) \
+	"SELECT m.id FROM messages AS g INDEXED BY " index " " \
+	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = g.id " \
+	"WHERE " test " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED \
+	"ORDER BY " SEARCH_DATE_COVERED " DESC, m.id DESC LIMIT ?8 OFFSET ?9"
 static const char search_sql_filter_flagged[] =
-	"SELECT m.id FROM messages AS g INDEXED BY messages_flagged "
-	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = g.id "
-	"WHERE " SEARCH_FLAGGED_AS("g") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
-	"ORDER BY " SEARCH_DATE_COVERED " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+	SEARCH_SQL_FILTER_FEW("messages_flagged", SEARCH_FLAGGED_AS("g"));
+/*
+ * The same through the unread or the labelled ids (migrations 0019 and
+ * 0020) for filters few messages pass (sparse_filters) with is:unread or
+ * label:X, when a sample of the messages finds that index holds few of
+ * them (idx_narrow_few): where a client labels nearly every message,
+ * reading the narrow index in order is cheaper than a seek for each.
+ */
+static const char *const search_sql_filter_few[] = {
+	[IDX_FEW_FLAGGED] = search_sql_filter_flagged,
+	[IDX_FEW_UNREAD] = SEARCH_SQL_FILTER_FEW("messages_unread", SEARCH_UNREAD_AS("g")),
+	[IDX_FEW_LABELLED] = SEARCH_SQL_FILTER_FEW("messages_labelled", SEARCH_LABELLED_AS("g")),
+};
 
 /*
  * from:me or to:me without words: ?1 is the own addresses as phrases
@@ -95,7 +109,7 @@ static const char search_sql_filter_thread[] =
 static bool
 sparse_filters(const struct mb_query *q)
 {
-	return (q->labels != NULL && strchr(q->labels, '+') != NULL) || q->from_me == 1 ||
+	return idx_search_labelled(q) || q->from_me == 1 ||
 	    q->list != NULL || q->size_min >= 0 || (q->flags_set & ~(unsigned)MB_FLAG_SEEN) ||
 	    q->has_attachment == 1;
 }
@@ -106,19 +120,33 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 {
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
 	bool covered = idx_search_covered(q);
-	const char *sql = q->msgid ? search_sql_filter_msgid :
-	    q->thread_id > 0 ? search_sql_filter_thread :
-	    q->match ? search_sql_filter_me :
-	    covered && (q->flags_set & MB_FLAG_FLAGGED) ? search_sql_filter_flagged :
-	    covered && sparse_filters(q) ? search_sql_filter_ix :
-	    dated ? search_sql_filter_dated : search_sql_filter;
+	bool few_index = !q->msgid && q->thread_id <= 0 && !q->match && covered;
+	enum idx_few few = IDX_FEW_NONE;
 	struct mb_err ignored = { 0 };
-	sqlite3_stmt *st = idx_stmt_sql(idx, sql, sql == search_sql_filter_flagged ? &ignored :
-	    err);
+	const char *sql;
+	sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (st == NULL && sql == search_sql_filter_flagged)	/* before migrations/0019 */
-		st = idx_stmt_sql(idx, sql = search_sql_filter_ix, err);
+	/*
+	 * is:flagged through the flagged ids; other filters few messages pass
+	 * through the unread or labelled ids when the sample finds those few
+	 */
+	if (few_index && (q->flags_set & MB_FLAG_FLAGGED))
+		few = IDX_FEW_FLAGGED;
+	else if (few_index && sparse_filters(q) && idx_narrow_few(idx, q, &few, err) == -1)
+		return -1;
+	if (few != IDX_FEW_NONE)	/* none before migrations 0019, 0020: read as below */
+		st = idx_stmt_sql(idx, search_sql_filter_few[few], &ignored);
+	sql = few != IDX_FEW_NONE && st != NULL ? search_sql_filter_few[few] :
+	    q->msgid ? search_sql_filter_msgid :
+	    q->thread_id > 0 ? search_sql_filter_thread :
+	    q->match ? search_sql_filter_me :
+	    covered && sparse_filters(q) ? search_sql_filter_ix :
+	    dated ? search_sql_filter_dated : search_sql_filter;
+	if (st == NULL)
+		st = idx_stmt_sql(idx, sql, err);
+	else
+		idx_few_reads++;
 	if (st == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);

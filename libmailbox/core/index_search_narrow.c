@@ -1,12 +1,12 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
- * date range, a small folder, both, the flagged messages or the unread
- * ones (docs/index.md, "Ranking", "A narrow scope").  Read from the index
- * on the date (messages_sort_date), on the folder and date
- * (messages_folder_sort_date) or of the flag (messages_flagged,
- * messages_unread: migrations/0019) into a bitmap, so that the read of
- * every match answers a row outside the scope before its hits are read or
- * its filters joined.
+ * date range, a small folder, both, the flagged messages, the unread ones
+ * or the labelled ones (docs/index.md, "Ranking", "A narrow scope").  Read
+ * from the index on the date (messages_sort_date), on the folder and date
+ * (messages_folder_sort_date), of the flag (messages_flagged,
+ * messages_unread: migrations/0019) or of the labels (messages_labelled:
+ * migrations/0020) into a bitmap, so that the read of every match answers
+ * a row outside the scope before its hits are read or its filters joined.
  *
  * Without it a ranked search with such a filter joins every match it
  * scores to messages_search_filter to test it, about half a microsecond
@@ -41,12 +41,14 @@
 #include "search-private.h"
 
 /*
- * The folder, date and flags of the first message at or after an id (ids
- * can have gaps), from the narrow index of the filters' columns (a hundred
- * rows a page) rather than the table's row, which holds the body too.
+ * The folder, date, flags and whether any label of the first message at
+ * or after an id (ids can have gaps), from the narrow index of the
+ * filters' columns (a hundred rows a page) rather than the table's row,
+ * which holds the body too.
  */
 static const char sample_sql[] =
-	"SELECT m.folder_id, " SEARCH_DATE_COVERED ", m.flags FROM messages AS m "
+	"SELECT m.folder_id, " SEARCH_DATE_COVERED ", m.flags, " SEARCH_LABELLED_AS("m")
+	" FROM messages AS m "
 	"INDEXED BY messages_search_filter WHERE m.id >= ?1 ORDER BY m.id LIMIT 1";
 /* Whether the words match at least ?2 rows: a read of that many at most. */
 static const char matches_sql[] =
@@ -79,6 +81,10 @@ static const char flagged_sql[] =
 static const char unread_sql[] =
 	"SELECT m.id FROM messages AS m INDEXED BY messages_unread "
 	"WHERE " SEARCH_UNREAD_AS("m") " LIMIT ?4";
+/* The labelled ids (migrations/0020), likewise. */
+static const char labelled_sql[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_labelled "
+	"WHERE " SEARCH_LABELLED_AS("m") " LIMIT ?4";
 
 /*
  * Messages sampled, evenly over the ids, to guess the scope's share; the
@@ -91,15 +97,17 @@ static const char unread_sql[] =
 #define IDX_NARROW_SHARE	16
 #define IDX_NARROW_CAP		8
 /*
- * A count through a flag's index seeks each of its ids in
- * messages_search_filter, about six times the cost of an entry of the scan
- * in id order it spares: it pays when at most one message in 8 has the flag.
+ * A list or count through a flag's or the labels' index seeks each of its
+ * ids in messages_search_filter, about six times the cost of an entry of
+ * the scan in id order it spares: it pays when at most one message in 8
+ * is in that index.
  */
 #define IDX_NARROW_COUNT_SHARE	8
 /* A join costs about as much as reading this many of the scope's ids. */
 #define IDX_NARROW_PER_JOIN	8
 
 bool idx_narrow_ids_used = true;
+_Thread_local uint64_t idx_few_reads;
 
 /* What a search's scope tests: its folder (0: none), its dates and its flags. */
 struct scope {
@@ -107,6 +115,7 @@ struct scope {
 	bool		dated;
 	int64_t		since, until;
 	unsigned	flags_set, flags_clear;	/* as struct mb_query's */
+	bool		labelled;		/* a label that must be there */
 };
 
 /* Where a scope's ids can be read from: a part of the scope each. */
@@ -114,6 +123,7 @@ enum source {
 	SOURCE_FOLDER_DATES,	/* the folder, the dates or both */
 	SOURCE_FLAGGED,		/* is:flagged */
 	SOURCE_UNREAD,		/* is:unread */
+	SOURCE_LABELLED,	/* label:X (every labelled message) */
 	N_SOURCES
 };
 
@@ -135,6 +145,8 @@ has_source(const struct scope *s, enum source src)
 		return (s->flags_set & MB_FLAG_FLAGGED) != 0;
 	case SOURCE_UNREAD:
 		return (s->flags_clear & MB_FLAG_SEEN) != 0;
+	case SOURCE_LABELLED:
+		return s->labelled;
 	default:
 		return false;
 	}
@@ -160,6 +172,8 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 		return (sqlite3_column_int64(st, 2) & MB_FLAG_FLAGGED) != 0;
 	if (src == SOURCE_UNREAD)
 		return (sqlite3_column_int64(st, 2) & MB_FLAG_SEEN) == 0;
+	if (src == SOURCE_LABELLED)
+		return sqlite3_column_int(st, 3) != 0;
 	if (s->folder_id > 0 && sqlite3_column_int64(st, 0) != s->folder_id)
 		return false;
 	if (!s->dated)
@@ -225,8 +239,9 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
 
 /*
  * The statement that reads a source's ids, prepared (release it with
- * idx_stmt_done), or NULL: for a flag, an index from before migrations/0019
- * has no partial index to read, and a search then goes without a bitmap.
+ * idx_stmt_done), or NULL: for a flag or the labels, an index from before
+ * migrations/0019 or 0020 has no partial index to read, and a search then
+ * goes without a bitmap.
  */
 static sqlite3_stmt *
 source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
@@ -237,6 +252,8 @@ source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct
 		return idx_stmt_sql(idx, flagged_sql, &ignored);
 	if (src == SOURCE_UNREAD)
 		return idx_stmt_sql(idx, unread_sql, &ignored);
+	if (src == SOURCE_LABELLED)
+		return idx_stmt_sql(idx, labelled_sql, &ignored);
 	return idx_stmt_sql(idx, s->folder_id <= 0 ? dates_sql : s->dated ? folder_dates_sql :
 	    folder_sql, err);
 }
@@ -313,7 +330,8 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	struct scope s = { .folder_id = q->folder || q->role ? folder_id : 0,
 	    .dated = q->since != INT64_MIN || q->until != INT64_MAX,
 	    .since = q->since, .until = q->until,
-	    .flags_set = q->flags_set, .flags_clear = q->flags_clear };
+	    .flags_set = q->flags_set, .flags_clear = q->flags_clear,
+	    .labelled = idx_search_labelled(q) };
 	int64_t max_id = 0;
 	int in_each[N_SOURCES], in = 0;
 	enum source src;
@@ -342,22 +360,25 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 }
 
 int
-idx_narrow_flag_few(struct mb_index *idx, const struct mb_query *q, unsigned *flag_r,
+idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
     struct mb_err *err)
 {
-	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear };
+	static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
+	    [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED };
+	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear,
+	    .labelled = idx_search_labelled(q) };
 	int in_each[N_SOURCES], in = 0;
 	int64_t max_id = 0;
 	enum source src;
 
-	*flag_r = 0;
+	*few_r = IDX_FEW_NONE;
 	if (!has_any_source(&s))
-		return 0;	/* neither is:flagged nor is:unread */
+		return 0;	/* none of is:flagged, is:unread, label:X */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, err) == -1)
 		return -1;
 	src = narrowest(&s, in_each, &in);
 	if (in * IDX_NARROW_COUNT_SHARE <= IDX_NARROW_SAMPLES)
-		*flag_r = src == SOURCE_FLAGGED ? MB_FLAG_FLAGGED : MB_FLAG_SEEN;
+		*few_r = few_of[src];
 	return 0;
 }

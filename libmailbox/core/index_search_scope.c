@@ -51,23 +51,24 @@ static const char count_sql_filter_ix[] =
 	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 	"LIMIT ?19)";
 /*
- * The same through the flagged or the unread ids (migrations/0019), when
- * few messages have that flag (idx_narrow_flag_few): a seek into
- * messages_search_filter for each, where the scan above reads every entry
- * until the cap has passed (at 1,000,000 messages, 1% flagged: 100,000).
- * Before that migration they do not prepare, and the count is read as
- * above.
+ * The same through the flagged, the unread or the labelled ids (migrations
+ * 0019 and 0020), when few messages are in that index (idx_narrow_few): a
+ * seek into messages_search_filter for each, where the scan above reads
+ * every entry until the cap has passed (at 1,000,000 messages, 1% flagged:
+ * 100,000).  Before those migrations they do not prepare, and the count is
+ * read as above.
  */
-#define COUNT_SQL_FLAG(index, test) \
+#define COUNT_SQL_FEW(index, test) \
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS g INDEXED BY " index " " \
 	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = g.id " \
 	"JOIN folders AS f ON f.id = m.folder_id " \
 	"WHERE " test " AND " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED \
 	"AND " SEARCH_DATES_COVERED "LIMIT ?19)"
-static const char count_sql_flagged[] =
-	COUNT_SQL_FLAG("messages_flagged", SEARCH_FLAGGED_AS("g"));
-static const char count_sql_unread[] =
-	COUNT_SQL_FLAG("messages_unread", SEARCH_UNREAD_AS("g"));
+static const char *const count_sql_few[] = {
+	[IDX_FEW_FLAGGED] = COUNT_SQL_FEW("messages_flagged", SEARCH_FLAGGED_AS("g")),
+	[IDX_FEW_UNREAD] = COUNT_SQL_FEW("messages_unread", SEARCH_UNREAD_AS("g")),
+	[IDX_FEW_LABELLED] = COUNT_SQL_FEW("messages_labelled", SEARCH_LABELLED_AS("g")),
+};
 static const char count_sql_filter[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id "
@@ -193,6 +194,12 @@ idx_search_covered(const struct mb_query *q)
 	return q->to_me < 0 && q->msgid == NULL;
 }
 
+bool
+idx_search_labelled(const struct mb_query *q)
+{
+	return q->labels != NULL && strchr(q->labels, '+') != NULL;
+}
+
 int
 idx_search_scope(struct mb_index *idx, const struct mb_query *q, int64_t *folder_id_r,
     struct mb_err *err)
@@ -212,19 +219,18 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
     int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err)
 {
 	bool ix = idx_search_covered(q);
-	unsigned few = 0;
+	enum idx_few few = IDX_FEW_NONE;
 	struct mb_err ignored = { 0 };
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	/* filters alone whose flag few messages have: through that flag's ids */
-	if (!q->match && ix && idx_narrow_flag_few(idx, q, &few, err) == -1)
+	/* filters alone with a flag or label few messages have: through those ids */
+	if (!q->match && ix && idx_narrow_few(idx, q, &few, err) == -1)
 		return -1;
-	if (few != 0)
-		st = idx_stmt_sql(idx, few == MB_FLAG_FLAGGED ? count_sql_flagged :
-		    count_sql_unread, &ignored);
+	if (few != IDX_FEW_NONE && (st = idx_stmt_sql(idx, count_sql_few[few], &ignored)) != NULL)
+		idx_few_reads++;
 
-	if (st == NULL)	/* no flag's index to read, or none before migrations/0019 */
+	if (st == NULL)	/* no index of few to read, or none before migrations 0019, 0020 */
 		st = idx_stmt_sql(idx, !q->match ? (ix ? count_sql_filter_ix : count_sql_filter) :
 		    ix ? count_sql_match_ix : count_sql_match, err);
 	if (st == NULL)

@@ -84,6 +84,8 @@ struct mb_query;
  */
 #define SEARCH_FLAGGED_AS(t)	"(" t ".flags & 4) <> 0"
 #define SEARCH_UNREAD_AS(t)	"(" t ".flags & 1) = 0"
+/* Likewise migrations/0020's messages_labelled: a message with any keyword. */
+#define SEARCH_LABELLED_AS(t)	t ".keywords IS NOT NULL"
 /* The dates: a NULL date fails either bound (see search_sql_filter_dated). */
 #define SEARCH_DATES_AS(date) \
 	"(?3 IS NULL OR " date " >= ?3) AND (?4 IS NULL OR " date " < ?4) "
@@ -234,14 +236,22 @@ int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folde
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
 void	idx_narrow_ids_release(struct idx_narrow_ids *d);
 /*
- * Whether q's is:flagged or is:unread holds few of the messages, by the
- * same sample: *flag_r MB_FLAG_FLAGGED (the flagged ones), MB_FLAG_SEEN
- * (the unread ones) or 0 (neither filter, or not few).  For a count, which
- * reads the flag's index then (migrations/0019).  -1 with err on a failure
- * of SQLite's.
+ * For filters alone: which of the partial indexes of migrations 0019 and
+ * 0020 holds few of the messages and a part of q's scope (is:flagged,
+ * is:unread, a label), by the same sample, into *few_r (IDX_FEW_NONE: no
+ * such part, or not few).  Their ids are then read, each looked up for the
+ * other filters.  -1 with err on a failure of SQLite's.
  */
-int	idx_narrow_flag_few(struct mb_index *idx, const struct mb_query *q, unsigned *flag_r,
+enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED };
+int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    struct mb_err *err);
+/*
+ * How many lists and counts of filters alone this thread has read through
+ * one of those indexes (the tests check that they do).
+ */
+extern _Thread_local uint64_t	idx_few_reads;
+/* Whether q tests a label that must be there (label:X), which messages_labelled holds. */
+bool	idx_search_labelled(const struct mb_query *q);
 /* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */
 extern bool	idx_narrow_ids_used;
 

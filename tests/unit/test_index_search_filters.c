@@ -28,6 +28,8 @@
 #include "mailbox/util.h"
 #include "support_index.h"
 
+#include "../../libmailbox/core/search-private.h"
+
 #define T0	1709251200	/* 2024-03-01T00:00:00Z */
 #define DAY	86400
 
@@ -407,31 +409,47 @@ expect_list(struct fx *f, const char *text, const char *where)
 }
 
 /*
- * is:flagged and is:unread without words read the flagged or unread ids
- * from their partial indexes (migrations/0019): the list and its count
- * are the messages' own, and the same from an index without them.
+ * is:flagged, is:unread and label:X without words read the flagged,
+ * unread or labelled ids from their partial indexes (migrations 0019 and
+ * 0020): the list and its count are the messages' own, and the same from
+ * an index without them.
  */
 static void
-flag_lists_are_their_messages(void **state)
+flag_and_label_lists_are_their_messages(void **state)
 {
+	static const char *const cases[][2] = {	/* the query, and its filters in SQL */
+		{ "is:flagged", "(m.flags & 4) <> 0" },
+		{ "is:starred in:inbox after:2024-02-01", "(m.flags & 4) <> 0 AND m.folder_id = "
+		    "(SELECT id FROM folders WHERE name = 'INBOX') AND m.sort_date >= 1706745600" },
+		{ "is:unread", "(m.flags & 1) = 0" },
+		{ "is:unread -is:flagged smaller:1000", "(m.flags & 5) = 0 AND m.size < 1000" },
+		{ "is:unread in:inbox", "(m.flags & 1) = 0 AND m.folder_id = "
+		    "(SELECT id FROM folders WHERE name = 'INBOX')" },
+		{ "label:project-x", "' ' || m.keywords || ' ' LIKE '% project-x %'" },
+		{ "label:project-x -is:flagged in:inbox", "' ' || m.keywords || ' ' LIKE "
+		    "'% project-x %' AND (m.flags & 4) = 0 AND m.folder_id = "
+		    "(SELECT id FROM folders WHERE name = 'INBOX')" },
+	};
 	struct fx *f = *state;
 
 	bulk(f, 1000, 800);
-	/* few flagged and few unread: the lists and counts read their indexes */
+	/* few flagged, unread and labelled: the lists and counts read their indexes */
 	sql(f, "UPDATE messages SET flags = CASE WHEN uid % 40 = 9 THEN 0 ELSE 1 END | "
-	    "CASE WHEN uid % 50 = 7 THEN 4 ELSE 0 END WHERE uid > 1000");
+	    "CASE WHEN uid % 50 = 7 THEN 4 ELSE 0 END, keywords = CASE WHEN uid % 45 = 4 THEN "
+	    "'Project-X' WHEN uid % 45 = 5 THEN 'other' END WHERE uid > 1000");
 	for (int pass = 0; pass < 2; pass++) {
-		expect_list(f, "is:flagged", "(m.flags & 4) <> 0");
-		expect_list(f, "is:starred in:inbox after:2024-02-01", "(m.flags & 4) <> 0 AND "
-		    "m.folder_id = (SELECT id FROM folders WHERE name = 'INBOX') AND "
-		    "m.sort_date >= 1706745600");
-		expect_list(f, "is:unread", "(m.flags & 1) = 0");
-		expect_list(f, "is:unread -is:flagged smaller:1000",
-		    "(m.flags & 5) = 0 AND m.size < 1000");
-		expect_list(f, "is:unread in:inbox", "(m.flags & 1) = 0 AND m.folder_id = "
-		    "(SELECT id FROM folders WHERE name = 'INBOX')");
-		if (pass == 0) {	/* again on an index from before the migration */
-			sql(f, "DROP INDEX messages_flagged; DROP INDEX messages_unread");
+		for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+			uint64_t reads = idx_few_reads;
+
+			expect_list(f, cases[i][0], cases[i][1]);
+			/* its page or its count through an index of few, while there is one */
+			if ((idx_few_reads > reads) != (pass == 0))
+				fail_msg("'%s': %llu reads through the indexes of few", cases[i][0],
+				    (unsigned long long)(idx_few_reads - reads));
+		}
+		if (pass == 0) {	/* again on an index from before the migrations */
+			sql(f, "DROP INDEX messages_flagged; DROP INDEX messages_unread; "
+			    "DROP INDEX messages_labelled");
 			mb_index_close(&f->ro);
 		}
 	}
@@ -449,7 +467,7 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(totals_are_exact_or_flagged_lower_bounds, setup,
 		    teardown),
-		cmocka_unit_test_setup_teardown(flag_lists_are_their_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(flag_and_label_lists_are_their_messages, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

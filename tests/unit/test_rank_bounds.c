@@ -206,7 +206,7 @@ static const char *const filtered_queries[] = {
 
 /*
  * The filters of text in SQL of the test's own, from what the query
- * language made of them (the dates, flags and folder); owned by the caller
+ * language made of them (the dates, flags, folder and labels); owned by the caller
  * (sqlite3_free).
  */
 static char *
@@ -227,6 +227,8 @@ where_of(const char *text)
 	if (q.folder != NULL)
 		w = sqlite3_mprintf("%z AND m.folder_id = (SELECT id FROM folders WHERE name = %Q)",
 		    w, q.folder);
+	if (q.labels != NULL)
+		w = sqlite3_mprintf("%z AND mb_labels_test(m.keywords, %Q)", w, q.labels);
 	mb_query_release(&q);
 	return w;
 }
@@ -909,8 +911,8 @@ put_days(struct mb_test_index *f)
 
 	/*
 	 * every fortieth message in a small folder, for a_small_folder_reads_only_its_ids;
-	 * another fortieth flagged and another unread (the rest read), for
-	 * a_few_flagged_or_unread_read_only_their_ids
+	 * another fortieth flagged, another unread (the rest read) and another
+	 * labelled, for a_few_flagged_unread_or_labelled_read_only_their_ids
 	 */
 	assert_int_equal(mb_index_folder_ensure(f->idx, "Small", NULL, &small, &err), 0);
 	mb_test_folder_examined(f->idx, "Small");
@@ -925,7 +927,8 @@ put_days(struct mb_test_index *f)
 		mb_test_put(f->idx, uid % 40 == 3 ? small : f->inbox, uid, &(struct mb_test_msg){
 		    .subject = "", .body = body, .date = T0 + (int64_t)(uid % 50) * 86400,
 		    .flags = uid % 40 == 17 ? 0 : uid % 40 == 11 ?
-		    MB_FLAG_SEEN | MB_FLAG_FLAGGED : MB_FLAG_SEEN });
+		    MB_FLAG_SEEN | MB_FLAG_FLAGGED : MB_FLAG_SEEN,
+		    .keywords = uid % 40 == 23 ? "Project-X" : NULL });
 	}
 	assert_int_equal(mb_index_commit(f->idx, &err), 0);
 }
@@ -1010,9 +1013,10 @@ a_small_folder_reads_only_its_ids(void **state)
 }
 
 /*
- * The flagged messages, or the unread ones, when few (index_search_narrow.c,
- * migrations/0019): their ids are read from the flag's partial index, as
- * a small folder's are from the folder's.  A fortieth of the messages
+ * The flagged messages, the unread ones or the labelled ones, when few
+ * (index_search_narrow.c, migrations 0019 and 0020): their ids are read
+ * from the flag's or the labels' partial index, as a small folder's are
+ * from the folder's.  A fortieth of the messages
  * each, spread over the ids: the same pages and exact totals as bm25()
  * with the filters in SQL, joining only the scope's matching rows; with a
  * folder or dates as well, the rows of the part the sample finds narrowest
@@ -1020,11 +1024,11 @@ a_small_folder_reads_only_its_ids(void **state)
  * as before.
  */
 static void
-a_few_flagged_or_unread_read_only_their_ids(void **state)
+a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
 {
 	struct mb_test_index *f = *state;
 	static const char *const texts[] = {
-		"omega is:flagged", "omega pad1 is:unread",
+		"omega is:flagged", "omega pad1 is:unread", "omega label:project-x",
 		"omega pad39 is:unread",	/* none: no message holds pad39 */
 	};
 	/* a scope of two parts, and its narrowest part, whose ids are read */
@@ -1032,6 +1036,7 @@ a_few_flagged_or_unread_read_only_their_ids(void **state)
 		{ "omega is:flagged after:2023-11-20", "omega is:flagged" },
 		{ "omega is:unread in:INBOX before:2023-11-30", "omega is:unread" },
 		{ "omega is:flagged in:Small", "omega is:flagged" },	/* none: uid % 40 == 3 */
+		{ "omega label:project-x after:2023-11-20", "omega label:project-x" },
 	};
 
 	put_days(f);
@@ -1062,9 +1067,9 @@ a_few_flagged_or_unread_read_only_their_ids(void **state)
 }
 
 /*
- * An index from before migrations/0019 has no flag's index: a search with
- * is:flagged joins every match as before, with the same pages, and does
- * not fail.
+ * An index from before migrations/0019 has no flag's index (nor one
+ * before 0020 the labels'): a search with is:flagged joins every match as
+ * before, with the same pages, and does not fail.
  */
 static void
 a_flag_without_its_index_joins_every_match(void **state)
@@ -1150,7 +1155,7 @@ main(void)
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
-		MB_TEST_INDEX(a_few_flagged_or_unread_read_only_their_ids),
+		MB_TEST_INDEX(a_few_flagged_unread_or_labelled_read_only_their_ids),
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),

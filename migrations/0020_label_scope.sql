@@ -1,0 +1,12 @@
+-- 0020_label_scope: the ids of the messages that carry a label (an IMAP keyword).
+--
+-- As migrations/0019 does for is:flagged and is:unread: a search with
+-- label:X reads these ids first when a sample of the messages says few
+-- carry any label (libmailbox/core/index_search_narrow.c; docs/index.md,
+-- "A narrow scope"), and tests label:X itself on those only.  In most
+-- mailboxes labels are on few messages; where a client sets a keyword on
+-- nearly all ($NotJunk, say) the sample says so and the search goes the
+-- old way.  The index is on keywords so that a read of its ids is covering
+-- (the WHERE's column must be in it); a message without keywords (NULL:
+-- the writer stores none as NULL) costs nothing.
+CREATE INDEX messages_labelled ON messages(keywords) WHERE keywords IS NOT NULL;
