@@ -102,6 +102,33 @@ static const char *const count_sql[][2][2] = {
 };
 
 /*
+ * Filters alone with is:flagged, is:unread or a label that few messages
+ * have (idx_narrow_few, migrations 0019 and 0020): the ids of that flag or
+ * of the labelled messages, each looked up in messages_search_filter, where
+ * the covered statement reads every entry of it (1,000,000 at 1,000,000
+ * messages).  An index from before those migrations does not prepare them,
+ * and the count goes the covered way.  [few][grouping].
+ */
+#define COUNT_FROM_FEW(index, test) \
+	" FROM messages AS g INDEXED BY " index " CROSS JOIN messages AS m INDEXED BY " \
+	"messages_search_filter ON m.id = g.id JOIN folders AS f ON f.id = m.folder_id WHERE " \
+	test " AND " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_ROW "AND " SEARCH_DATES_COVERED
+#define COUNT_FEW_SQL(index, test) { \
+	[MB_COUNT_FOLDER] = GROUP_SQL("f.name", COUNT_FROM_FEW(index, test)), \
+	[MB_COUNT_YEAR] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_FEW(index, test)), \
+	[MB_COUNT_MONTH] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_FEW(index, test)), \
+	[MB_COUNT_DAY] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_FEW(index, test)), \
+	[MB_COUNT_SENDER] = ROW_SQL("m.from_addr", COUNT_FROM_FEW(index, test)), \
+	[MB_COUNT_SENDER_DOMAIN] = ROW_SQL("m.from_addr", COUNT_FROM_FEW(index, test)), \
+	[MB_COUNT_LABEL] = GROUP_SQL("m.keywords", COUNT_FROM_FEW(index, test)) }
+
+static const char *const count_few_sql[][MB_ARRAY_LEN(group_names)] = {
+	[IDX_FEW_FLAGGED] = COUNT_FEW_SQL("messages_flagged", SEARCH_FLAGGED_AS("g")),
+	[IDX_FEW_UNREAD] = COUNT_FEW_SQL("messages_unread", SEARCH_UNREAD_AS("g")),
+	[IDX_FEW_LABELLED] = COUNT_FEW_SQL("messages_labelled", SEARCH_LABELLED_AS("g")),
+};
+
+/*
  * Without a query (no words, no filter) the counts come from the summary
  * rows of migration 0011 instead: per folder generation and day, sender or
  * keywords text, a few thousand rows at most, grouped here exactly as the
@@ -301,6 +328,30 @@ by_key_desc(const void *pa, const void *pb)
 	return strcmp(b->key, a->key);
 }
 
+/*
+ * The statement of count_few_sql for q by g, prepared, into *st_r when q is
+ * filters alone with a flag or label few messages have and the index has
+ * that index (else NULL).  -1 with err on a failure of SQLite's.
+ */
+static int
+few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
+    sqlite3_stmt **st_r, struct mb_err *err)
+{
+	enum idx_few few = IDX_FEW_NONE;
+	struct mb_err ignored = { 0 };
+
+	*st_r = NULL;
+	if (q->match != NULL || !idx_search_covered(q))
+		return 0;
+	if (idx_narrow_few(idx, q, &few, err) == -1)
+		return -1;
+	/* none before migrations 0019, 0020: the caller's covered statement */
+	if (few != IDX_FEW_NONE &&
+	    (*st_r = idx_stmt_sql(idx, count_few_sql[few][g], &ignored)) != NULL)
+		idx_few_reads++;
+	return 0;
+}
+
 /* Every group of q by g into gs, with the totals into page. */
 static int
 count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
@@ -317,9 +368,15 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		return -1;
 	if (q->match == NULL && !idx_search_filtered(q))
 		st = idx_stmt_sql(idx, summary_sql[g], err);
-	else if ((st = idx_stmt_sql(idx, count_sql[g][idx_search_covered(q)][q->match != NULL],
-	    err)) != NULL)
-		idx_search_bind(st, q, fid);
+	else {
+		if (few_stmt(idx, q, g, &st, err) == -1)
+			return -1;
+		if (st == NULL)
+			st = idx_stmt_sql(idx, count_sql[g][idx_search_covered(q)][q->match != NULL],
+			    err);
+		if (st != NULL)
+			idx_search_bind(st, q, fid);
+	}
 	if (st == NULL)
 		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -28,6 +28,11 @@
  * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
  * check that two builds give the same pages.
  *
+ * BENCH_COUNT=GROUP runs count_messages' count instead (mb_overview_count,
+ * grouped by GROUP: folder, year, month, day, sender, sender_domain or
+ * label; a page of 20 groups): hits are the page's groups, total the
+ * messages counted; with BENCH_IDS=1 the groups and their counts.
+ *
  * BENCH_TOUCH=1: before each repetition, a second (read-write) handle
  * commits a flag change to one message, as syncd's flag sync does, so that
  * every search measured is the first after a commit.  It writes to INDEX:
@@ -45,6 +50,7 @@
 
 #include "mailbox/index.h"
 #include "mailbox/index_raw.h"
+#include "mailbox/overview.h"
 #include "mailbox/query.h"
 #include "mailbox/search.h"
 
@@ -83,6 +89,38 @@ once(struct mb_index *idx, const char *text, struct mb_search_page *pg, struct m
 	return rc;
 }
 
+/*
+ * One count of text grouped by g (BENCH_COUNT), as a page: hits the
+ * groups on it, total the messages counted (exact); with ids, the groups
+ * on stderr.  -1 with err.
+ */
+static int
+once_count(struct mb_index *idx, const char *text, enum mb_count_group g, bool ids,
+    size_t *hits_r, long long *total_r, struct mb_err *err)
+{
+	struct mb_count_page cpg;
+	struct mb_query q;
+	int rc;
+
+	mb_query_init(&q);
+	if (mb_query_compile(text, strlen(text), &q, err) == -1)
+		return -1;
+	rc = mb_overview_count(idx, &q, g, 0, 20, &cpg, err);
+	mb_query_release(&q);
+	if (rc == -1)
+		return -1;
+	*hits_r = cpg.n;
+	*total_r = (long long)cpg.total;
+	if (ids) {
+		fprintf(stderr, "%s |", text);
+		for (size_t k = 0; k < cpg.n; k++)
+			fprintf(stderr, " %s=%lld", cpg.rows[k].key, (long long)cpg.rows[k].count);
+		fprintf(stderr, "\n");
+	}
+	mb_count_page_release(&cpg);
+	return 0;
+}
+
 /* Commit a flag change to the first message through rw (\\Flagged on, then off). */
 static int
 touch(struct mb_index *rw, struct mb_err *err)
@@ -111,6 +149,9 @@ main(int argc, char **argv)
 	struct mb_err err = { 0 };
 	const char *prefix = getenv("BENCH_PREFIX");
 	bool ids = getenv("BENCH_IDS") != NULL;
+	const char *count_by = getenv("BENCH_COUNT");
+	bool counting = count_by != NULL;
+	enum mb_count_group group = MB_COUNT_FOLDER;
 	int reps;
 	double *wall;
 
@@ -124,6 +165,10 @@ main(int argc, char **argv)
 		idx_rank_prefix_min_matches = INT64_MAX;
 	if (getenv("BENCH_NO_NARROW_IDS") != NULL)
 		idx_narrow_ids_used = false;
+	if (counting && mb_count_group_parse(count_by, &group, &err) == -1) {
+		fprintf(stderr, "bench_query: BENCH_COUNT: %s\n", err.msg);
+		return 2;
+	}
 	(void)mallopt(M_MMAP_THRESHOLD, 8 << 20);	/* as mcpd/server.c's malloc_reuse() */
 	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	mb_index_per_thread_handles();
@@ -154,7 +199,8 @@ main(int argc, char **argv)
 			}
 			double w0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
 
-			if (once(idx, argv[i], &pg, &err) == -1) {
+			if (counting ? once_count(idx, argv[i], group, ids && r == reps - 1, &hits,
+			    &total, &err) == -1 : once(idx, argv[i], &pg, &err) == -1) {
 				fprintf(stderr, "bench_query: '%s': %s\n", argv[i], err.msg);
 				return 1;
 			}
@@ -163,6 +209,8 @@ main(int argc, char **argv)
 				cpu += now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
 			} else
 				first = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+			if (counting)
+				continue;
 			if (ids && r == reps - 1) {
 				fprintf(stderr, "%s |", argv[i]);
 				for (size_t k = 0; k < pg.n; k++)

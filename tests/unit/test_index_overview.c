@@ -27,6 +27,8 @@
 #include "mailbox/util.h"
 #include "support_index.h"
 
+#include "../../libmailbox/core/search-private.h"
+
 #define DAY	86400
 #define Y2023	1672531200	/* 2023-01-01T00:00:00Z */
 #define Y2024	1704067200	/* 2024-01-01T00:00:00Z */
@@ -365,6 +367,69 @@ test_count_covering(void **state)
 	mb_count_page_release(&pg);
 }
 
+/*
+ * Counts of a flag or a label that few messages have read those messages'
+ * ids (migrations 0019 and 0020, idx_narrow_few): every grouping gives the
+ * same rows as the covered scan gives on an index without those indexes.
+ */
+static void
+test_count_few_flags_and_labels(void **state)
+{
+	static const char *const queries[] = {
+		"is:flagged", "is:unread", "label:project-x", "is:starred folder:Sent",
+		"label:project-x after:2024-03-01", "is:unread -label:project-x",
+	};
+	static const enum mb_count_group groups[] = {
+		MB_COUNT_FOLDER, MB_COUNT_MONTH, MB_COUNT_SENDER_DOMAIN, MB_COUNT_LABEL,
+	};
+	struct fx *f = *state;
+	struct mb_count_page got[MB_ARRAY_LEN(queries)][MB_ARRAY_LEN(groups)], want;
+	char from[64];
+
+	/* moduli prime to the sample's spacing of ten ids */
+	for (uint32_t i = 1; i <= 640; i++) {
+		snprintf(from, sizeof(from), "s%u@d%u.example", i % 7, i % 3);
+		put(f->rw, &(struct pm){ i % 5 ? f->inbox : f->sent, i, .from = from,
+		    .date = Y2024 + i * DAY / 4,
+		    .flags = (i % 43 == 7 ? 0 : MB_FLAG_SEEN) | (i % 41 == 3 ? MB_FLAG_FLAGGED : 0),
+		    .keywords = i % 37 == 11 ? "project-x" : i % 37 == 12 ? "other $x" : NULL });
+	}
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {
+			uint64_t reads = idx_few_reads;
+
+			count(f, queries[i], groups[j], 0, 100, &got[i][j]);
+			if (idx_few_reads == reads)
+				fail_msg("%s by %s: not through an index of few", queries[i],
+				    mb_count_group_name(groups[j]));
+		}
+	assert_int_equal(got[0][0].total, 16);	/* is:flagged */
+	assert_int_equal(got[2][0].total, 18);	/* label:project-x */
+	mb_index_close(&f->ro);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "DROP INDEX messages_flagged; "
+	    "DROP INDEX messages_unread; DROP INDEX messages_labelled", NULL, NULL, NULL),
+	    SQLITE_OK);
+	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
+		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {
+			const struct mb_count_page *g = &got[i][j];
+
+			count(f, queries[i], groups[j], 0, 100, &want);
+			if (g->total != want.total || g->ungrouped != want.ungrouped || g->n != want.n)
+				fail_msg("%s by %s: total %lld, %zu groups; want %lld, %zu", queries[i],
+				    mb_count_group_name(groups[j]), (long long)g->total, g->n,
+				    (long long)want.total, want.n);
+			for (size_t k = 0; k < want.n; k++)
+				if (strcmp(g->rows[k].key, want.rows[k].key) != 0 ||
+				    g->rows[k].count != want.rows[k].count)
+					fail_msg("%s by %s: group %zu is %s %lld, want %s %lld",
+					    queries[i], mb_count_group_name(groups[j]), k,
+					    g->rows[k].key, (long long)g->rows[k].count,
+					    want.rows[k].key, (long long)want.rows[k].count);
+			mb_count_page_release(&want);
+			mb_count_page_release(&got[i][j]);
+		}
+}
+
 static void
 test_contacts(void **state)
 {
@@ -502,6 +567,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_count_groupings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_count_query_and_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_count_covering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_count_few_flags_and_labels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_contacts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_awaiting, setup, teardown),
 	};
