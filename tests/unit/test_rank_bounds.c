@@ -1016,12 +1016,11 @@ a_small_folder_reads_only_its_ids(void **state)
  * The flagged messages, the unread ones or the labelled ones, when few
  * (index_search_narrow.c, migrations 0019 and 0020): their ids are read
  * from the flag's or the labels' partial index, as a small folder's are
- * from the folder's.  A fortieth of the messages
- * each, spread over the ids: the same pages and exact totals as bm25()
- * with the filters in SQL, joining only the scope's matching rows; with a
- * folder or dates as well, the rows of the part the sample finds narrowest
- * (a folder as small: either); a flag that has no index (is:read) is walked
- * as before.
+ * from the folder's.  A fortieth of the messages each, spread over the
+ * ids: the same pages and exact totals as bm25() with the filters in SQL,
+ * joining only the scope's matching rows; with a folder or dates as well,
+ * the rows of the part the sample finds narrowest (a folder as small:
+ * either); a flag that has no index (is:read) is walked as before.
  */
 static void
 a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
