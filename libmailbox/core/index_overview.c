@@ -110,22 +110,19 @@ static const char *const count_sql[][2][2] = {
  * and the count goes the covered way.  [few][grouping].
  */
 #define COUNT_FROM_FEW(index, test) \
-	" FROM messages AS g INDEXED BY " index " CROSS JOIN messages AS m INDEXED BY " \
-	"messages_search_filter ON m.id = g.id JOIN folders AS f ON f.id = m.folder_id WHERE " \
+	" FROM " SEARCH_FEW_FROM(index) "JOIN folders AS f ON f.id = m.folder_id WHERE " \
 	test " AND " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_ROW "AND " SEARCH_DATES_COVERED
-#define COUNT_FEW_SQL(index, test) { \
+#define COUNT_FEW_SQL(few, index, test) [few] = { \
 	[MB_COUNT_FOLDER] = GROUP_SQL("f.name", COUNT_FROM_FEW(index, test)), \
 	[MB_COUNT_YEAR] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_FEW(index, test)), \
 	[MB_COUNT_MONTH] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_FEW(index, test)), \
 	[MB_COUNT_DAY] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_FEW(index, test)), \
 	[MB_COUNT_SENDER] = ROW_SQL("m.from_addr", COUNT_FROM_FEW(index, test)), \
 	[MB_COUNT_SENDER_DOMAIN] = ROW_SQL("m.from_addr", COUNT_FROM_FEW(index, test)), \
-	[MB_COUNT_LABEL] = GROUP_SQL("m.keywords", COUNT_FROM_FEW(index, test)) }
+	[MB_COUNT_LABEL] = GROUP_SQL("m.keywords", COUNT_FROM_FEW(index, test)) },
 
 static const char *const count_few_sql[][MB_ARRAY_LEN(group_names)] = {
-	[IDX_FEW_FLAGGED] = COUNT_FEW_SQL("messages_flagged", SEARCH_FLAGGED_AS("g")),
-	[IDX_FEW_UNREAD] = COUNT_FEW_SQL("messages_unread", SEARCH_UNREAD_AS("g")),
-	[IDX_FEW_LABELLED] = COUNT_FEW_SQL("messages_labelled", SEARCH_LABELLED_AS("g")),
+	SEARCH_FEW_EACH(COUNT_FEW_SQL)
 };
 
 /*
@@ -338,7 +335,6 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
     sqlite3_stmt **st_r, struct mb_err *err)
 {
 	enum idx_few few = IDX_FEW_NONE;
-	struct mb_err ignored = { 0 };
 
 	*st_r = NULL;
 	if (q->match != NULL || !idx_search_covered(q))
@@ -346,9 +342,8 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
 	if (idx_narrow_few(idx, q, &few, err) == -1)
 		return -1;
 	/* none before migrations 0019, 0020: the caller's covered statement */
-	if (few != IDX_FEW_NONE &&
-	    (*st_r = idx_stmt_sql(idx, count_few_sql[few][g], &ignored)) != NULL)
-		idx_few_reads++;
+	if (few != IDX_FEW_NONE)
+		*st_r = idx_few_stmt(idx, count_few_sql[few][g]);
 	return 0;
 }
 

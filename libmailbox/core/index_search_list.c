@@ -51,32 +51,22 @@ static const char search_sql_filter_ix[] =
 	"ORDER BY " SEARCH_DATE_COVERED " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
- * is:flagged among filters alone, covered: the flagged ids from their
- * partial index (migrations/0019), each looked up in messages_search_filter
- * for the other filters and its date, instead of reading the whole narrow
- * index as search_sql_filter_ix does (1,000,000 entries at 1,000,000
- * messages, for the 1% flagged).  Before that migration it does not
- * prepare, and the list is read as before.
+ * Through an index of few (search-private.h, SEARCH_FEW_EACH): its ids,
+ * each looked up in messages_search_filter for the other filters and its
+ * date, instead of reading the whole narrow index as search_sql_filter_ix
+ * does (1,000,000 entries at 1,000,000 messages, for the 1% flagged).
+ * is:flagged always reads the flagged ids; the unread or labelled ids
+ * serve filters few messages pass (sparse_filters) when a sample of the
+ * messages finds that index holds few of them (idx_narrow_few): where a
+ * client labels nearly every message, reading the narrow index in order is
+ * cheaper than a seek for each.  Before migrations 0019 and 0020 they do
+ * not prepare, and the list is read as before.
  */
-#define SEARCH_SQL_FILTER_FEW(index, test) \
-	"SELECT m.id FROM messages AS g INDEXED BY " index " " \
-	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = g.id " \
-	"WHERE " test " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED \
-	"ORDER BY " SEARCH_DATE_COVERED " DESC, m.id DESC LIMIT ?8 OFFSET ?9"
-static const char search_sql_filter_flagged[] =
-	SEARCH_SQL_FILTER_FEW("messages_flagged", SEARCH_FLAGGED_AS("g"));
-/*
- * The same through the unread or the labelled ids (migrations 0019 and
- * 0020) for filters few messages pass (sparse_filters) with is:unread or
- * label:X, when a sample of the messages finds that index holds few of
- * them (idx_narrow_few): where a client labels nearly every message,
- * reading the narrow index in order is cheaper than a seek for each.
- */
-static const char *const search_sql_filter_few[] = {
-	[IDX_FEW_FLAGGED] = search_sql_filter_flagged,
-	[IDX_FEW_UNREAD] = SEARCH_SQL_FILTER_FEW("messages_unread", SEARCH_UNREAD_AS("g")),
-	[IDX_FEW_LABELLED] = SEARCH_SQL_FILTER_FEW("messages_labelled", SEARCH_LABELLED_AS("g")),
-};
+#define FILTER_FEW_SQL(few, index, test) \
+	[few] = "SELECT m.id FROM " SEARCH_FEW_FROM(index) "WHERE " test " AND " \
+	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED \
+	"ORDER BY " SEARCH_DATE_COVERED " DESC, m.id DESC LIMIT ?8 OFFSET ?9",
+static const char *const search_sql_filter_few[] = { SEARCH_FEW_EACH(FILTER_FEW_SQL) };
 
 /*
  * from:me or to:me without words: ?1 is the own addresses as phrases
@@ -122,7 +112,6 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	bool covered = idx_search_covered(q);
 	bool few_index = !q->msgid && q->thread_id <= 0 && !q->match && covered;
 	enum idx_few few = IDX_FEW_NONE;
-	struct mb_err ignored = { 0 };
 	const char *sql;
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -136,7 +125,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	else if (few_index && sparse_filters(q) && idx_narrow_few(idx, q, &few, err) == -1)
 		return -1;
 	if (few != IDX_FEW_NONE)	/* none before migrations 0019, 0020: read as below */
-		st = idx_stmt_sql(idx, search_sql_filter_few[few], &ignored);
+		st = idx_few_stmt(idx, search_sql_filter_few[few]);
 	sql = few != IDX_FEW_NONE && st != NULL ? search_sql_filter_few[few] :
 	    q->msgid ? search_sql_filter_msgid :
 	    q->thread_id > 0 ? search_sql_filter_thread :
@@ -145,8 +134,6 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	    dated ? search_sql_filter_dated : search_sql_filter;
 	if (st == NULL)
 		st = idx_stmt_sql(idx, sql, err);
-	else
-		idx_few_reads++;
 	if (st == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);

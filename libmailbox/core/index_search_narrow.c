@@ -70,21 +70,13 @@ static const char folder_sql[] =
 	"SELECT m.id FROM messages AS m INDEXED BY messages_folder_sort_date "
 	"WHERE m.folder_id = ?1 LIMIT ?4";
 /*
- * The flagged or unread ids, from the partial indexes of migrations/0019
- * (covering: their rowids); before it they do not prepare, and no bitmap
- * is made.
+ * The ids of an index of few (search-private.h, SEARCH_FEW_EACH), by the
+ * index alone (covering: each entry holds its rowid).
  */
 static_assert(MB_FLAG_FLAGGED == 4 && MB_FLAG_SEEN == 1, "SEARCH_FLAGGED_AS spells the bits");
-static const char flagged_sql[] =
-	"SELECT m.id FROM messages AS m INDEXED BY messages_flagged "
-	"WHERE " SEARCH_FLAGGED_AS("m") " LIMIT ?4";
-static const char unread_sql[] =
-	"SELECT m.id FROM messages AS m INDEXED BY messages_unread "
-	"WHERE " SEARCH_UNREAD_AS("m") " LIMIT ?4";
-/* The labelled ids (migrations/0020), likewise. */
-static const char labelled_sql[] =
-	"SELECT m.id FROM messages AS m INDEXED BY messages_labelled "
-	"WHERE " SEARCH_LABELLED_AS("m") " LIMIT ?4";
+#define FEW_IDS_SQL(few, index, test) \
+	[few] = "SELECT g.id FROM messages AS g INDEXED BY " index " WHERE " test " LIMIT ?4",
+static const char *const few_ids_sql[] = { SEARCH_FEW_EACH(FEW_IDS_SQL) };
 
 /*
  * Messages sampled, evenly over the ids, to guess the scope's share; the
@@ -126,6 +118,9 @@ enum source {
 	SOURCE_LABELLED,	/* label:X (every labelled message) */
 	N_SOURCES
 };
+/* The index of few each source but the first reads. */
+static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
+    [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED };
 
 void
 idx_narrow_ids_release(struct idx_narrow_ids *d)
@@ -246,14 +241,8 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
 static sqlite3_stmt *
 source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
 {
-	struct mb_err ignored = { 0 };
-
-	if (src == SOURCE_FLAGGED)
-		return idx_stmt_sql(idx, flagged_sql, &ignored);
-	if (src == SOURCE_UNREAD)
-		return idx_stmt_sql(idx, unread_sql, &ignored);
-	if (src == SOURCE_LABELLED)
-		return idx_stmt_sql(idx, labelled_sql, &ignored);
+	if (src != SOURCE_FOLDER_DATES)
+		return idx_few_stmt(idx, few_ids_sql[few_of[src]]);
 	return idx_stmt_sql(idx, s->folder_id <= 0 ? dates_sql : s->dated ? folder_dates_sql :
 	    folder_sql, err);
 }
@@ -363,8 +352,6 @@ int
 idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
     struct mb_err *err)
 {
-	static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
-	    [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED };
 	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear,
 	    .labelled = idx_search_labelled(q) };
 	int in_each[N_SOURCES], in = 0;
@@ -381,4 +368,15 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
 	if (in * IDX_NARROW_COUNT_SHARE <= IDX_NARROW_SAMPLES)
 		*few_r = few_of[src];
 	return 0;
+}
+
+sqlite3_stmt *
+idx_few_stmt(struct mb_index *idx, const char *sql)
+{
+	struct mb_err ignored = { 0 };
+	sqlite3_stmt *st = idx_stmt_sql(idx, sql, &ignored);
+
+	if (st != NULL)
+		idx_few_reads++;
+	return st;
 }

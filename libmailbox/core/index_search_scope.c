@@ -58,17 +58,12 @@ static const char count_sql_filter_ix[] =
  * 100,000).  Before those migrations they do not prepare, and the count is
  * read as above.
  */
-#define COUNT_SQL_FEW(index, test) \
-	"SELECT count(*) FROM (SELECT 1 FROM messages AS g INDEXED BY " index " " \
-	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = g.id " \
+#define COUNT_SQL_FEW(few, index, test) \
+	[few] = "SELECT count(*) FROM (SELECT 1 FROM " SEARCH_FEW_FROM(index) \
 	"JOIN folders AS f ON f.id = m.folder_id " \
 	"WHERE " test " AND " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED \
-	"AND " SEARCH_DATES_COVERED "LIMIT ?19)"
-static const char *const count_sql_few[] = {
-	[IDX_FEW_FLAGGED] = COUNT_SQL_FEW("messages_flagged", SEARCH_FLAGGED_AS("g")),
-	[IDX_FEW_UNREAD] = COUNT_SQL_FEW("messages_unread", SEARCH_UNREAD_AS("g")),
-	[IDX_FEW_LABELLED] = COUNT_SQL_FEW("messages_labelled", SEARCH_LABELLED_AS("g")),
-};
+	"AND " SEARCH_DATES_COVERED "LIMIT ?19)",
+static const char *const count_sql_few[] = { SEARCH_FEW_EACH(COUNT_SQL_FEW) };
 static const char count_sql_filter[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id "
@@ -220,15 +215,14 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 {
 	bool ix = idx_search_covered(q);
 	enum idx_few few = IDX_FEW_NONE;
-	struct mb_err ignored = { 0 };
 	sqlite3_stmt *st = NULL;
 	int rc;
 
 	/* filters alone with a flag or label few messages have: through those ids */
 	if (!q->match && ix && idx_narrow_few(idx, q, &few, err) == -1)
 		return -1;
-	if (few != IDX_FEW_NONE && (st = idx_stmt_sql(idx, count_sql_few[few], &ignored)) != NULL)
-		idx_few_reads++;
+	if (few != IDX_FEW_NONE)
+		st = idx_few_stmt(idx, count_sql_few[few]);
 
 	if (st == NULL)	/* no index of few to read, or none before migrations 0019, 0020 */
 		st = idx_stmt_sql(idx, !q->match ? (ix ? count_sql_filter_ix : count_sql_filter) :

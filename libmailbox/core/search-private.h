@@ -86,6 +86,19 @@ struct mb_query;
 #define SEARCH_UNREAD_AS(t)	"(" t ".flags & 1) = 0"
 /* Likewise migrations/0020's messages_labelled: a message with any keyword. */
 #define SEARCH_LABELLED_AS(t)	t ".keywords IS NOT NULL"
+/*
+ * Those three indexes "of few", each as X(enum idx_few, its name, its
+ * WHERE over alias g): the one place that pairs a name with its WHERE, for
+ * every statement that reads them.
+ */
+#define SEARCH_FEW_EACH(X) \
+	X(IDX_FEW_FLAGGED, "messages_flagged", SEARCH_FLAGGED_AS("g")) \
+	X(IDX_FEW_UNREAD, "messages_unread", SEARCH_UNREAD_AS("g")) \
+	X(IDX_FEW_LABELLED, "messages_labelled", SEARCH_LABELLED_AS("g"))
+/* A FROM of one of them: its ids as g, each looked up in messages_search_filter as m. */
+#define SEARCH_FEW_FROM(index) \
+	"messages AS g INDEXED BY " index " CROSS JOIN messages AS m INDEXED BY " \
+	"messages_search_filter ON m.id = g.id "
 /* The dates: a NULL date fails either bound (see search_sql_filter_dated). */
 #define SEARCH_DATES_AS(date) \
 	"(?3 IS NULL OR " date " >= ?3) AND (?4 IS NULL OR " date " < ?4) "
@@ -246,9 +259,13 @@ enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED }
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    struct mb_err *err);
 /*
- * How many lists and counts of filters alone this thread has read through
- * one of those indexes (the tests check that they do).
+ * sql, a statement that reads one of those indexes, prepared (release it
+ * with idx_stmt_done); NULL without an error for an index from before
+ * migrations 0019 and 0020, whose caller then reads the messages the old
+ * way.  Counts idx_few_reads.
  */
+sqlite3_stmt	*idx_few_stmt(struct mb_index *idx, const char *sql);
+/* How many statements this thread has read those indexes with (the tests check that they do). */
 extern _Thread_local uint64_t	idx_few_reads;
 /* Whether q tests a label that must be there (label:X), which messages_labelled holds. */
 bool	idx_search_labelled(const struct mb_query *q);
