@@ -13,8 +13,8 @@
 -- Partial indexes: a message outside them costs the writer nothing, and one
 -- inside an entry of a few bytes.  They are on flags, not id, so that the
 -- read of their ids is covering (the rowid comes with every entry).  The
--- WHERE terms are the ones index_search_narrow.c spells (MB_FLAG_FLAGGED is
--- 4, MB_FLAG_SEEN 1): SQLite uses a partial index only for a statement
--- whose WHERE implies the index's.
+-- WHERE terms are the ones libmailbox/core/search-private.h spells
+-- (SEARCH_FEW_EACH; MB_FLAG_FLAGGED is 4, MB_FLAG_SEEN 1): SQLite uses a
+-- partial index only for a statement whose WHERE implies the index's.
 CREATE INDEX messages_flagged ON messages(flags) WHERE (flags & 4) <> 0;
 CREATE INDEX messages_unread ON messages(flags) WHERE (flags & 1) = 0;

@@ -8,5 +8,6 @@
 -- nearly all ($NotJunk, say) the sample says so and the search goes the
 -- old way.  The index is on keywords so that a read of its ids is covering
 -- (the WHERE's column must be in it); a message without keywords (NULL:
--- the writer stores none as NULL) costs nothing.
+-- the writer stores none as NULL) costs nothing.  Its WHERE is the one
+-- libmailbox/core/search-private.h spells (SEARCH_FEW_EACH).
 CREATE INDEX messages_labelled ON messages(keywords) WHERE keywords IS NOT NULL;
