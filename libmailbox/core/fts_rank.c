@@ -86,6 +86,7 @@ _Atomic uint64_t idx_rank_computed;
 _Thread_local uint64_t idx_rank_sized;
 _Thread_local uint64_t idx_rank_hits_read;
 _Thread_local uint64_t idx_rank_joined;
+_Thread_local uint64_t idx_rank_outside;
 _Thread_local uint64_t idx_rank_known_used;
 
 static int
@@ -407,6 +408,7 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 
 		if (id < 0 || id >= floor->n_id_bits ||
 		    !((floor->id_bits[id / 64] >> (id % 64)) & 1)) {
+			idx_rank_outside++;
 			sqlite3_result_null(ctx);	/* outside a narrow scope: fails its filter */
 			return;
 		}

@@ -79,8 +79,9 @@ static const char search_sql_rank[] =
 	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 static const char search_sql_rank_ix[] = SEARCH_SQL_RANK_IX;
 /*
- * The same over the span of ids a narrow scope's rows lie in (?22 to
- * ?23, index_search_narrow.c), which FTS5 seeks to in each doclist.
+ * The same over a run of the ids a narrow scope's rows lie in (?22 to ?23,
+ * index_search_narrow.c), which FTS5 seeks to in each doclist: read once
+ * for each run.
  */
 static const char search_sql_rank_ix_span[] =
 	SEARCH_SQL_RANK_IX "AND messages_fts.rowid BETWEEN ?22 AND ?23";
@@ -326,11 +327,16 @@ rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	set->floor.memo = sql == search_sql_rank_ix || sql == search_sql_rank_ix_span ? memo : NULL;
 	idx_search_bind(st, q, folder_id);
 	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
-	if (sql == search_sql_rank_ix_span) {
-		sqlite3_bind_int64(st, 22, scope->lo);
-		sqlite3_bind_int64(st, 23, scope->hi);
-	}
-	rc = idx_rank_collect(st, filtered, set);
+	rc = SQLITE_OK;		/* an empty scope has no run to read */
+	if (sql != search_sql_rank_ix_span)
+		rc = idx_rank_collect(st, filtered, set);
+	else	/* the runs are apart: no row is read twice */
+		for (size_t i = 0; i < scope->n_runs && rc == SQLITE_OK; i++) {
+			sqlite3_reset(st);
+			sqlite3_bind_int64(st, 22, scope->runs[i].lo);
+			sqlite3_bind_int64(st, 23, scope->runs[i].hi);
+			rc = idx_rank_collect(st, filtered, set);
+		}
 	set->floor.memo = NULL;
 	set->floor.block_min_len = NULL;
 	set->floor.block_bound = NULL;

@@ -17,9 +17,16 @@
  * sample of the messages says how many first, and the read stops at a cap.
  * Nor is it made for words with fewer matches than an eighth of the
  * scope's guessed ids: joining those costs less than the bitmap (counted
- * up to there, a read of that many rows at most).  In a real mailbox ids
- * grow with arrival, so a recent range is also a narrow span of ids, which
- * the read of every match seeks to (rowid BETWEEN).
+ * up to there, a read of that many rows at most).
+ *
+ * The read of every match then seeks to the runs of ids the scope's rows
+ * lie in (rowid BETWEEN), one after the other, skipping the long gaps
+ * between them.  In a real mailbox ids grow with arrival and a backfill
+ * indexes folder by folder: a folder's ids are a long run from its
+ * backfill and a scattering among the mail that came later, and a recent
+ * date range a run at the end.  Until 2026-12-04 one span from the
+ * scope's lowest id to its highest was read, which for such a folder is
+ * most of the index.
  *
  * A scope of several parts (a folder and is:flagged, say) is read through
  * the part the sample finds narrowest: its bitmap lets through more than
@@ -97,6 +104,14 @@ static const char *const few_ids_sql[] = { SEARCH_FEW_EACH(FEW_IDS_SQL) };
 #define IDX_NARROW_COUNT_SHARE	8
 /* A join costs about as much as reading this many of the scope's ids. */
 #define IDX_NARROW_PER_JOIN	8
+/*
+ * Each run read restarts FTS5's read (the expression parsed again, a seek
+ * in each doclist), some microseconds, so only a gap of more than
+ * IDX_NARROW_GAP ids none of which is in the scope is skipped, and of
+ * those the IDX_NARROW_RUNS - 1 longest.
+ */
+#define IDX_NARROW_GAP		2048
+#define IDX_NARROW_RUNS		64
 
 bool idx_narrow_ids_used = true;
 _Thread_local uint64_t idx_few_reads;
@@ -126,7 +141,79 @@ void
 idx_narrow_ids_release(struct idx_narrow_ids *d)
 {
 	free(d->bits);
+	free(d->runs);
 	memset(d, 0, sizeof(*d));
+}
+
+/* Ids after and before, in the scope, and none between them: a gap. */
+struct gap {
+	int64_t	after, before;
+};
+
+/* qsort: the longer gap first, then the earlier. */
+static int
+gap_longer(const void *a, const void *b)
+{
+	const struct gap *x = a, *y = b;
+	int64_t lx = x->before - x->after, ly = y->before - y->after;
+
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return (x->after > y->after) - (x->after < y->after);
+}
+
+/* qsort: the earlier gap first. */
+static int
+gap_earlier(const void *a, const void *b)
+{
+	const struct gap *x = a, *y = b;
+
+	return (x->after > y->after) - (x->after < y->after);
+}
+
+/*
+ * d's runs from its bits: split at the longest gaps (above, IDX_NARROW_GAP),
+ * or one run from the lowest id to the highest when !split.  None when
+ * no bit is set.
+ */
+static void
+scope_runs(struct idx_narrow_ids *d, bool split)
+{
+	struct gap *gaps = NULL;
+	size_t n_gaps = 0, cap = 0;
+	int64_t lo = -1, prev = -1;
+
+	for (int64_t w = 0; w < (d->n + 63) / 64; w++)
+		for (uint64_t bits = d->bits[w]; bits != 0; bits &= bits - 1) {
+			int64_t id = w * 64 + __builtin_ctzll(bits);
+
+			if (lo < 0)
+				lo = id;
+			else if (split && id - prev > IDX_NARROW_GAP) {
+				if (n_gaps == cap) {
+					cap = cap ? 2 * cap : 64;
+					gaps = mb_xrealloc(gaps, cap * sizeof(*gaps));
+				}
+				gaps[n_gaps++] = (struct gap){ prev, id };
+			}
+			prev = id;
+		}
+	if (lo < 0)
+		return;		/* nothing in the scope: no run to read */
+	if (n_gaps > IDX_NARROW_RUNS - 1) {
+		qsort(gaps, n_gaps, sizeof(*gaps), gap_longer);
+		n_gaps = IDX_NARROW_RUNS - 1;
+		qsort(gaps, n_gaps, sizeof(*gaps), gap_earlier);
+	}
+	d->runs = mb_xcalloc(n_gaps + 1, sizeof(*d->runs));
+	d->runs[0].lo = lo;
+	for (size_t i = 0; i < n_gaps; i++) {
+		d->runs[i].hi = gaps[i].after;
+		d->runs[i + 1].lo = gaps[i].before;
+	}
+	d->runs[n_gaps].hi = prev;
+	d->n_runs = n_gaps + 1;
+	free(gaps);
 }
 
 /* Whether the scope has the part a source reads. */
@@ -247,10 +334,13 @@ source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct
 	    folder_sql, err);
 }
 
-/* Read a source's ids into d; *used_r false (d empty) past cap of them. */
+/*
+ * Read a source's ids into d, and its runs (split: at its long gaps, else
+ * one); *used_r false (d empty) past cap of them.
+ */
 static int
 read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t max_id,
-    int64_t cap, struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
+    int64_t cap, bool split, struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = source_stmt(idx, s, src, err);
 	int64_t n = 0;
@@ -261,8 +351,6 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		return src == SOURCE_FOLDER_DATES ? -1 : 0;
 	d->n = max_id + 1;
 	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
-	d->lo = INT64_MAX;
-	d->hi = INT64_MIN;
 	if (src == SOURCE_FOLDER_DATES && s->folder_id > 0)
 		sqlite3_bind_int64(st, 1, s->folder_id);
 	if (src == SOURCE_FOLDER_DATES && s->dated) {
@@ -276,8 +364,6 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		if (id < 0 || id >= d->n)
 			continue;	/* a row newer than max_id: none in this snapshot */
 		d->bits[id / 64] |= UINT64_C(1) << (id % 64);
-		d->lo = id < d->lo ? id : d->lo;
-		d->hi = id > d->hi ? id : d->hi;
 		n++;
 	}
 	idx_stmt_done(st);
@@ -289,8 +375,7 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		idx_narrow_ids_release(d);
 		return 0;
 	}
-	if (n == 0)
-		d->lo = d->hi = 0;	/* nothing in the scope: an empty span */
+	scope_runs(d, split);
 	*used_r = true;
 	return 0;
 }
@@ -345,7 +430,9 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 		return -1;
 	if (!many)
 		return 0;	/* few matches: joining them is cheaper */
-	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, d, used_r, err);
+	/* a prefix's words are merged whole at each read: one run */
+	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, idx_match_plain(q->match),
+	    d, used_r, err);
 }
 
 int

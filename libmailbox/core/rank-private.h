@@ -165,6 +165,12 @@ extern _Thread_local uint64_t	idx_rank_hits_read;
  * that a row outside a narrow scope (a date range, a folder) is not joined.
  */
 extern _Thread_local uint64_t	idx_rank_joined;
+/*
+ * How many rows mb_bm25_top() answered NULL for being outside a narrow
+ * scope's ids, on this thread: for the tests, which check that the read
+ * of every match skips the long gaps between the scope's runs of ids.
+ */
+extern _Thread_local uint64_t	idx_rank_outside;
 
 /*
  * How many phrases' row counts this thread took from the bounds builder's

@@ -227,16 +227,23 @@ bool	idx_match_phrases(const char *match, char **texts, int *n_r);
 int	idx_rank_known_hits(struct mb_index *idx, const char *match,
 	    struct idx_rank_known *known, struct mb_err *err);
 
+/* Ids lo to hi, both included. */
+struct idx_id_run {
+	int64_t		 lo, hi;
+};
 /*
- * The ids a ranked search's scope (its folder, its dates) lets through,
- * when the scope holds few of the messages (index_search_narrow.c): bit i
- * of bits (owned, n bits) is set when id i is in it; every such id is in
- * [lo, hi].
+ * The ids a ranked search's scope (its folder, its dates, its flags)
+ * lets through, when the scope holds few of the messages
+ * (index_search_narrow.c): bit i of bits (owned, n bits) is set when id i
+ * is in it.  Every such id is in one of runs (owned, n_runs of them, in
+ * order, apart; none when the scope is empty), the stretches of ids the
+ * read of every match seeks to one after the other.
  */
 struct idx_narrow_ids {
-	uint64_t	*bits;
-	int64_t		 n;
-	int64_t		 lo, hi;
+	uint64_t		*bits;
+	int64_t			 n;
+	struct idx_id_run	*runs;
+	size_t			 n_runs;
 };
 /*
  * The ids of q's scope (folder_id as idx_search_scope() found it, and q's

@@ -1066,6 +1066,85 @@ a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
 }
 
 /*
+ * A scope in runs of ids (index_search_narrow.c): a backfill indexes
+ * folder by folder, so a folder's ids are a run from its backfill and a
+ * scattering among the mail that came after.  The read of every match
+ * seeks to each run in turn and skips the long gaps between them: here
+ * Small is ids 1001-1200 and every 25th id from 4403, Notes three ids
+ * far apart.  The same pages and exact totals as bm25() with the folder
+ * in SQL; the rows read outside the scope are at most the second run's
+ * others (one span from 1001 to 4978 would read some 3,750 for each
+ * page), none for Notes.  A prefix's words are merged whole at each
+ * read, so it is read in one span: its pages are bm25()'s too.
+ */
+static void
+put_runs(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	char body[1024];
+	int64_t small = 0, notes = 0;
+
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Small", NULL, &small, &err), 0);
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Notes", NULL, &notes, &err), 0);
+	mb_test_folder_examined(f->idx, "Small");
+	mb_test_folder_examined(f->idx, "Notes");
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		bool in_small = (uid > 1000 && uid <= 1200) || (uid > 4400 && uid % 25 == 3);
+		bool in_notes = uid == 100 || uid == 2400 || uid == 4700;
+		size_t len = 0;
+
+		for (uint32_t k = 0; k < 1 + uid * 7 % 5; k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "omega ");
+		for (uint32_t k = 0; k < uid % 40; k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "pad%u ", k);
+		mb_test_put(f->idx, in_small ? small : in_notes ? notes : f->inbox, uid,
+		    &(struct mb_test_msg){ .subject = "", .body = body,
+		    .date = T0 + (int64_t)(uid % 50) * 86400 });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+static void
+a_scope_in_runs_reads_only_its_runs(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const struct {
+		const char	*text;
+		uint64_t	 most_outside;	/* read outside the scope, for four pages */
+	} cases[] = {
+		{ "omega in:Small", 4 * (4978 - 4403 + 1 - 24) },
+		{ "omega pad1 in:Small", 4 * (4978 - 4403 + 1 - 24) },
+		{ "omega in:Notes", 0 },
+		{ "omeg* in:Small", UINT64_MAX },	/* one span */
+	};
+	int64_t want[N_MSG];
+
+	put_runs(f);
+	assert_int_equal(build(f), 2);
+	idx_rank_min_matches = 0;
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		char *where = where_of(cases[i].text);
+		size_t n = mb_test_bm25_order_where(f->idx, cases[i].text, where, want,
+		    MB_ARRAY_LEN(want));
+		uint64_t joined = idx_rank_joined, outside;
+
+		sqlite3_free(where);
+		assert_true(n >= 3);
+		outside = counted(f, &idx_rank_outside, cases[i].text, want, n);
+		if (outside > cases[i].most_outside)
+			fail_msg("\"%s\": %llu rows read outside the scope, want %llu at most",
+			    cases[i].text, (unsigned long long)outside,
+			    (unsigned long long)cases[i].most_outside);
+		if (idx_rank_joined - joined > 4 * n)	/* read through the scope's ids */
+			fail_msg("\"%s\": %llu rows joined for %zu in the scope", cases[i].text,
+			    (unsigned long long)(idx_rank_joined - joined), n);
+		expect_exact(f, cases[i].text, want, n, 50, 150);
+	}
+	idx_rank_min_matches = 3000;
+}
+
+/*
  * An index from before migrations/0019 has no flag's index (nor one
  * before 0020 the labels'): a search with is:flagged joins every match as
  * before, with the same pages, and does not fail.
@@ -1156,6 +1235,7 @@ main(void)
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
 		MB_TEST_INDEX(a_few_flagged_unread_or_labelled_read_only_their_ids),
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
+		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
