@@ -217,6 +217,11 @@ void	idx_text_page(const char *text, size_t len, size_t offset, size_t cap, char
  */
 int	idx_attachment_hits(struct mb_index *idx, const struct mb_query *q,
 	    struct mb_search_hit *hits, size_t n, struct mb_err *err);
+/*
+ * How many FTS5 reads idx_attachment_hits made on this thread: for the
+ * tests, which check that a prefix's page reads its doclists once.
+ */
+extern _Thread_local uint64_t	idx_attachment_reads;
 
 /* The columns of messages_fts (migrations/0005) that the snippet code names. */
 enum {

@@ -28,6 +28,8 @@
 #include "support_cpu.h"
 #include "support_index.h"
 
+#include "../../libmailbox/core/index-private.h"
+
 #define LONG_CHARS	200000	/* EXTRACT_MAX_CHARS, the longest text syncd stores */
 /*
  * What one page may hand the tokenizer for snippets: the test mail's
@@ -346,6 +348,79 @@ test_cjk_deep(void **state)
 	assert_true(bytes <= SNIPPET_BYTES_MAX);
 }
 
+/*
+ * A prefix's page of hits with attachments.  FTS5 merges the doclists of
+ * a prefix's words at each read, and which attachment a hit matched was a
+ * read a hit: `spam* has:attachment` at 100,000 messages took 86 ms of CPU
+ * against 7.6 for `spam*`.  Now the page's hits are read at once for a
+ * prefix: one read, and each hit still names its attachment, by its text
+ * (the word marked) or by its file name alone.  A word is still read by a
+ * seek a hit, which costs no merge.
+ */
+static void
+test_a_prefix_page_reads_once(void **state)
+{
+	struct fx *f = *state;
+	struct mb_search_page pg;
+	uint64_t bytes, reads;
+	size_t with_text = 0, by_name = 0;
+
+	for (uint32_t uid = 1; uid <= MB_SEARCH_MAX_LIMIT; uid++) {
+		char name[32], subject[64];
+		struct att text[] = { { "photo.png", NULL },
+		    { name, "The invoices for March are attached, with the receipts." } };
+		struct att named[] = { { name, NULL } };
+
+		snprintf(subject, sizeof(subject), "Order %u", uid);
+		if (uid % 3 == 0) {	/* the file name alone matches */
+			snprintf(name, sizeof(name), "invoice-%u.pdf", uid);
+			put(f->t.idx, f->t.inbox, uid, subject, "Scanned.", named, 1);
+		} else if (uid % 3 == 1) {
+			snprintf(name, sizeof(name), "statement-%u.pdf", uid);
+			put(f->t.idx, f->t.inbox, uid, subject, "Documents attached.", text, 2);
+		} else	/* the body alone, no attachment */
+			put(f->t.idx, f->t.inbox, uid, subject, "We are invoicing you today.", NULL, 0);
+	}
+	reads = idx_attachment_reads;
+	search(f, "invoic*", &pg, &bytes);
+	assert_int_equal(idx_attachment_reads - reads, 1);
+	assert_int_equal(pg.n, MB_SEARCH_MAX_LIMIT);
+	for (size_t i = 0; i < pg.n; i++) {
+		const struct mb_search_hit *h = &pg.hits[i];
+		unsigned uid = 0;
+		char want[32];
+
+		assert_int_equal(sscanf(h->subject, "Order %u", &uid), 1);
+		if (uid % 3 == 2) {
+			assert_int_equal(h->att_id, 0);
+			continue;
+		}
+		snprintf(want, sizeof(want), uid % 3 == 0 ? "invoice-%u.pdf" : "statement-%u.pdf",
+		    uid);
+		assert_true(h->att_id > 0);
+		assert_non_null(h->att_name);
+		assert_string_equal(h->att_name, want);
+		if (uid % 3 == 0) {
+			assert_true(h->att_by_name);
+			by_name++;
+		} else {
+			assert_false(h->att_by_name);
+			assert_non_null(strstr(h->att_snippet, "**invoices**"));
+			with_text++;
+		}
+	}
+	assert_true(with_text == 17 && by_name == 16);
+	mb_search_page_release(&pg);
+
+	reads = idx_attachment_reads;
+	search(f, "receipts", &pg, &bytes);
+	assert_int_equal(pg.n, 17);
+	assert_int_equal(idx_attachment_reads - reads, 17);	/* a seek a hit */
+	for (size_t i = 0; i < pg.n; i++)
+		assert_non_null(strstr(pg.hits[i].att_snippet, "**receipts**"));
+	mb_search_page_release(&pg);
+}
+
 int
 main(void)
 {
@@ -355,6 +430,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_which_attachment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_attachment_prefix_and_stem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cjk_deep, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_prefix_page_reads_once, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
