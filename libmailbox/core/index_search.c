@@ -306,9 +306,11 @@ rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
     const struct idx_narrow_ids *scope, struct idx_rank_set *set, struct idx_rank_memo *memo,
     struct mb_err *err)
 {
-	const char *sql = q->msgid ? search_sql_rank_msgid : q->thread_id > 0 ?
-	    search_sql_rank_thread : !filtered ? search_sql_rank_nf : !idx_search_covered(q) ?
-	    search_sql_rank : scope->bits != NULL ? search_sql_rank_ix_span : search_sql_rank_ix;
+	/* a thread's ids read for a prefix (idx_narrow_thread_ids) take the span's statement */
+	const char *sql = q->msgid ? search_sql_rank_msgid :
+	    q->thread_id > 0 && scope->bits == NULL ? search_sql_rank_thread :
+	    !filtered ? search_sql_rank_nf : !idx_search_covered(q) ? search_sql_rank :
+	    scope->bits != NULL ? search_sql_rank_ix_span : search_sql_rank_ix;
 	uint32_t *min_len = NULL;
 	sqlite3_stmt *st;
 	int rc = -1;
@@ -381,9 +383,14 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	if (idx_rank_known_hits(idx, q->match, &known, err) == -1)
 		return -1;
 	set.floor.known = &known;
-	/* a narrow folder or date range: the ids it lets through, for the read of every match */
-	if (filtered && q->msgid == NULL && q->thread_id <= 0 &&
-	    idx_narrow_ids(idx, q, folder_id, &scope, &narrow, err) == -1) {
+	/*
+	 * a narrow folder or date range, few flagged, unread or labelled
+	 * messages, or a thread beside a prefix: the ids it lets through, for
+	 * the read of every match
+	 */
+	if (filtered && q->msgid == NULL && (q->thread_id > 0 ?
+	    idx_narrow_thread_ids(idx, q, &scope, &narrow, err) :
+	    idx_narrow_ids(idx, q, folder_id, &scope, &narrow, err)) == -1) {
 		free(set.rows);
 		return -1;
 	}

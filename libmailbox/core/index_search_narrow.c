@@ -76,6 +76,8 @@ static const char folder_dates_sql[] =
 static const char folder_sql[] =
 	"SELECT m.id FROM messages AS m INDEXED BY messages_folder_sort_date "
 	"WHERE m.folder_id = ?1 LIMIT ?4";
+static const char thread_sql[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_thread WHERE m.thread_id = ?1 LIMIT ?4";
 /*
  * The ids of an index of few (search-private.h, SEARCH_FEW_EACH), by the
  * index alone (covering: each entry holds its rowid).
@@ -123,6 +125,7 @@ struct scope {
 	int64_t		since, until;
 	unsigned	flags_set, flags_clear;	/* as struct mb_query's */
 	bool		labelled;		/* a label that must be there */
+	int64_t		thread_id;		/* 0: none; only idx_narrow_thread_ids sets it */
 };
 
 /* Where a scope's ids can be read from: a part of the scope each. */
@@ -131,6 +134,7 @@ enum source {
 	SOURCE_FLAGGED,		/* is:flagged */
 	SOURCE_UNREAD,		/* is:unread */
 	SOURCE_LABELLED,	/* label:X (every labelled message) */
+	SOURCE_THREAD,		/* thread:N, for a prefix: never sampled */
 	N_SOURCES
 };
 /* The index of few each source but the first reads. */
@@ -229,6 +233,8 @@ has_source(const struct scope *s, enum source src)
 		return (s->flags_clear & MB_FLAG_SEEN) != 0;
 	case SOURCE_LABELLED:
 		return s->labelled;
+	case SOURCE_THREAD:
+		return s->thread_id > 0;
 	default:
 		return false;
 	}
@@ -256,6 +262,8 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 		return (sqlite3_column_int64(st, 2) & MB_FLAG_SEEN) == 0;
 	if (src == SOURCE_LABELLED)
 		return sqlite3_column_int(st, 3) != 0;
+	if (src == SOURCE_THREAD)
+		return false;	/* the sample reads no thread, and no sampled scope has one */
 	if (s->folder_id > 0 && sqlite3_column_int64(st, 0) != s->folder_id)
 		return false;
 	if (!s->dated)
@@ -328,6 +336,8 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
 static sqlite3_stmt *
 source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
 {
+	if (src == SOURCE_THREAD)
+		return idx_stmt_sql(idx, thread_sql, err);
 	if (src != SOURCE_FOLDER_DATES)
 		return idx_few_stmt(idx, few_ids_sql[few_of[src]]);
 	return idx_stmt_sql(idx, s->folder_id <= 0 ? dates_sql : s->dated ? folder_dates_sql :
@@ -347,12 +357,14 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 	int rc;
 
 	*used_r = false;
-	if (st == NULL)
-		return src == SOURCE_FOLDER_DATES ? -1 : 0;
+	if (st == NULL)		/* an index of few an older schema lacks, or an error */
+		return few_of[src] == IDX_FEW_NONE ? -1 : 0;
 	d->n = max_id + 1;
 	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
 	if (src == SOURCE_FOLDER_DATES && s->folder_id > 0)
 		sqlite3_bind_int64(st, 1, s->folder_id);
+	if (src == SOURCE_THREAD)
+		sqlite3_bind_int64(st, 1, s->thread_id);
 	if (src == SOURCE_FOLDER_DATES && s->dated) {
 		sqlite3_bind_int64(st, 2, s->since);
 		sqlite3_bind_int64(st, 3, s->until);
@@ -433,6 +445,23 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	/* a prefix's words are merged whole at each read: one run */
 	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, idx_match_plain(q->match),
 	    d, used_r, err);
+}
+
+int
+idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q, struct idx_narrow_ids *d,
+    bool *used_r, struct mb_err *err)
+{
+	struct scope s = { .thread_id = q->thread_id };
+	int64_t max_id = 0;
+
+	memset(d, 0, sizeof(*d));
+	*used_r = false;
+	if (!idx_narrow_ids_used || q->match == NULL || q->thread_id <= 0 ||
+	    idx_match_plain(q->match))
+		return 0;	/* a word: a seek a message of the thread costs less */
+	if (idx_max_id(idx, "search: the thread", &max_id, err) == -1)
+		return -1;
+	return read_scope(idx, &s, SOURCE_THREAD, max_id, max_id, false, d, used_r, err);
 }
 
 int

@@ -256,6 +256,16 @@ int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folde
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
 void	idx_narrow_ids_release(struct idx_narrow_ids *d);
 /*
+ * The ids of q's thread (thread:N) into *d, as idx_narrow_ids, when q's
+ * words hold a prefix: the search otherwise looks each message of the
+ * thread up in FTS5, and FTS5 merges a prefix's doclists at each lookup
+ * (`thread:N list*` with 272 messages: 1.9 s at 100,000 messages), where
+ * one read of the prefix's matches over the thread's span merges them
+ * once.  -1 with err on a failure of SQLite's.
+ */
+int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
+	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
+/*
  * For filters alone: which of the partial indexes of migrations 0019 and
  * 0020 holds few of the messages and a part of q's scope (is:flagged,
  * is:unread, a label), by the same sample, into *few_r (IDX_FEW_NONE: no
