@@ -26,7 +26,8 @@
  * before it.
  *
  * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
- * check that two builds give the same pages.
+ * check that two builds give the same pages.  BENCH_IDS=snippets: each
+ * hit's snippet, attachment and attachment snippet too.
  *
  * BENCH_COUNT=GROUP runs count_messages' count instead (mb_overview_count,
  * grouped by GROUP: folder, year, month, day, sender, sender_domain or
@@ -149,6 +150,7 @@ main(int argc, char **argv)
 	struct mb_err err = { 0 };
 	const char *prefix = getenv("BENCH_PREFIX");
 	bool ids = getenv("BENCH_IDS") != NULL;
+	bool snippets = ids && strcmp(getenv("BENCH_IDS"), "snippets") == 0;
 	const char *count_by = getenv("BENCH_COUNT");
 	bool counting = count_by != NULL;
 	enum mb_count_group group = MB_COUNT_FOLDER;
@@ -216,6 +218,11 @@ main(int argc, char **argv)
 				for (size_t k = 0; k < pg.n; k++)
 					fprintf(stderr, " %lld", (long long)pg.hits[k].id);
 				fprintf(stderr, "\n");
+				for (size_t k = 0; snippets && k < pg.n; k++)
+					fprintf(stderr, "  %lld: %s | %s | %s\n",
+					    (long long)pg.hits[k].id, pg.hits[k].snippet,
+					    pg.hits[k].att_name ? pg.hits[k].att_name : "-",
+					    pg.hits[k].att_snippet ? pg.hits[k].att_snippet : "-");
 			}
 			hits = pg.n;
 			total = (long long)pg.total;
