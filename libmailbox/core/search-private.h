@@ -284,6 +284,12 @@ int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few 
 sqlite3_stmt	*idx_few_stmt(struct mb_index *idx, const char *sql);
 /* How many statements this thread has read those indexes with (the tests check that they do). */
 extern _Thread_local uint64_t	idx_few_reads;
+/*
+ * How many pages of filters alone this thread has read by the whole of
+ * messages_search_filter (index_search_list.c): the tests check that a
+ * filter on much of the mail is walked newest first instead.
+ */
+extern _Thread_local uint64_t	idx_list_scans;
 /* Whether q tests a label that must be there (label:X), which messages_labelled holds. */
 bool	idx_search_labelled(const struct mb_query *q);
 /* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */
