@@ -104,14 +104,14 @@ sparse_filters(const struct mb_query *q)
 	    q->has_attachment == 1;
 }
 
+_Thread_local uint64_t idx_list_scans;
+
 /*
  * Whether the first message at or after id ?30 passes the filters (?2-?18,
  * idx_search_bind), by its entry in messages_search_filter alone: a seek
  * into the table's rows, cold in a large index, cost the first search at
  * 1,000,000 messages 100 ms of page faults.
  */
-_Thread_local uint64_t idx_list_scans;
-
 static const char sample_pass_sql[] =
 	"SELECT " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 	"FROM messages AS m INDEXED BY messages_search_filter WHERE m.id >= ?30 "

@@ -1,12 +1,14 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
  * date range, a small folder, both, the flagged messages, the unread ones
- * or the labelled ones (docs/index.md, "Ranking", "A narrow scope").  Read
- * from the index on the date (messages_sort_date), on the folder and date
+ * or the labelled ones (docs/index.md, "Ranking", "A narrow scope"), and
+ * a thread beside a prefix (idx_narrow_thread_ids).  Read from the index
+ * on the date (messages_sort_date), on the folder and date
  * (messages_folder_sort_date), of the flag (messages_flagged,
- * messages_unread: migrations/0019) or of the labels (messages_labelled:
- * migrations/0020) into a bitmap, so that the read of every match answers
- * a row outside the scope before its hits are read or its filters joined.
+ * messages_unread: migrations/0019), of the labels (messages_labelled:
+ * migrations/0020) or of the thread (messages_thread) into a bitmap, so
+ * that the read of every match answers a row outside the scope before its
+ * hits are read or its filters joined.
  *
  * Without it a ranked search with such a filter joins every match it
  * scores to messages_search_filter to test it, about half a microsecond
@@ -137,7 +139,7 @@ enum source {
 	SOURCE_THREAD,		/* thread:N, for a prefix: never sampled */
 	N_SOURCES
 };
-/* The index of few each source but the first reads. */
+/* The index of few each source reads (none: the folder and dates, the thread). */
 static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
     [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED };
 
