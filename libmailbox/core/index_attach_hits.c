@@ -52,18 +52,16 @@
 static const char where_sql[] = WHERE_COLS "AND rowid = ?2";
 /*
  * Every hit's (?4 to ?53: the ids, ?2 and ?3 the lowest and highest), in
- * one read, for a prefix: FTS5 merges the doclists of a prefix's words at
- * each statement, so a statement a hit merged them once for each hit with
- * attachments (`spam* has:attachment`, 20 such hits, 86 ms at 100,000
- * messages against 7.6 for `spam*`).  As snippet_sql in index_search.c:
- * "+rowid IN" keeps the ids from being handed to FTS5 as a lookup each.
+ * one read (idx_bind_page_ids), for a prefix: a statement a hit merged its
+ * words' doclists once for each hit with attachments (`spam*
+ * has:attachment`, 20 such hits, 86 ms at 100,000 messages against 7.6
+ * for `spam*`).
  */
 static const char where_ids_sql[] = WHERE_COLS "AND rowid >= ?2 AND rowid <= ?3 AND +rowid IN ("
 	"?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
 	"?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, "
 	"?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52, ?53)";
-#define WHERE_IDS_MAX	50
-static_assert(WHERE_IDS_MAX >= MB_SEARCH_MAX_LIMIT, "where_ids_sql holds a page's ids");
+static_assert(IDX_PAGE_IDS_MAX == 50, "where_ids_sql lists IDX_PAGE_IDS_MAX ids");
 /* In the order IDX_STAGE_ATT_COLS and mb_attachment_set_text join them into att_text. */
 static const char texts_sql[] =
 	"SELECT id, filename FROM attachments WHERE message_id = ?1"
@@ -329,9 +327,14 @@ where_take(sqlite3_stmt *st, const int64_t *ids, size_t n, struct hit_where *w)
 }
 
 /*
- * Where each of the n hits with attachments (ids, at most WHERE_IDS_MAX)
+ * Where each of the n hits with attachments (ids, at most IDX_PAGE_IDS_MAX)
  * matched, into w (n): one read of them all for a prefix, else a seek for
- * each.
+ * each.  Not the snippets' choice (index_search.c): that weighs the page's
+ * count of matches, which with a filter is what passed it, capped, not the
+ * word's rows, and a walk over a frequent word's span costs milliseconds
+ * where a seek a hit costs tens of microseconds (`the has:attachment`, a
+ * fifth of 100,000 messages with attachments: 10 ms a search with seeks,
+ * 17 with the walk).
  */
 static int
 where_of_hits(struct mb_index *idx, const struct mb_query *q, const int64_t *ids, size_t n,
@@ -350,20 +353,8 @@ where_of_hits(struct mb_index *idx, const struct mb_query *q, const int64_t *ids
 		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
 		if (each)
 			sqlite3_bind_int64(st, 2, ids[i]);
-		else {
-			int64_t lo = ids[0], hi = ids[0];
-
-			for (size_t k = 0; k < WHERE_IDS_MAX; k++) {
-				/* the slots past n repeat the first id: an IN list has no holes */
-				int64_t id = ids[k < n ? k : 0];
-
-				lo = id < lo ? id : lo;
-				hi = id > hi ? id : hi;
-				sqlite3_bind_int64(st, 4 + (int)k, id);
-			}
-			sqlite3_bind_int64(st, 2, lo);
-			sqlite3_bind_int64(st, 3, hi);
-		}
+		else
+			idx_bind_page_ids(st, 2, 4, ids, n);
 		idx_attachment_reads++;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 			where_take(st, ids, n, w);
@@ -376,13 +367,13 @@ int
 idx_attachment_hits(struct mb_index *idx, const struct mb_query *q, struct mb_search_hit *hits,
     size_t n, struct mb_err *err)
 {
-	struct mb_search_hit *with[WHERE_IDS_MAX];
-	int64_t ids[WHERE_IDS_MAX];
-	struct hit_where w[WHERE_IDS_MAX] = { 0 };
+	struct mb_search_hit *with[IDX_PAGE_IDS_MAX];
+	int64_t ids[IDX_PAGE_IDS_MAX];
+	struct hit_where w[IDX_PAGE_IDS_MAX] = { 0 };
 	size_t n_with = 0;
 
-	/* a page holds at most MB_SEARCH_MAX_LIMIT hits (WHERE_IDS_MAX's static_assert) */
-	for (size_t i = 0; i < n && n_with < WHERE_IDS_MAX; i++)
+	/* a page holds at most MB_SEARCH_MAX_LIMIT hits, no more than IDX_PAGE_IDS_MAX */
+	for (size_t i = 0; i < n && n_with < IDX_PAGE_IDS_MAX; i++)
 		if (hits[i].attachment_count > 0) {
 			with[n_with] = &hits[i];
 			ids[n_with++] = hits[i].id;

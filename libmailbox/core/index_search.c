@@ -6,6 +6,7 @@
  * the handle (idx_stmt_sql) and every value reaches SQLite through a bind.
  * docs/mcpd.md, "Performance", has the measurements behind the choices.
  */
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -504,24 +505,24 @@ hit_set_snippet(struct mb_search_hit *h, char *s, size_t len)
  */
 #define SNIPPET_ROWS_PER_ID	400
 
-static int64_t
-need_lo(const int64_t *ids, size_t n)
-{
-	int64_t lo = ids[0];
+static_assert(IDX_PAGE_IDS_MAX >= MB_SEARCH_MAX_LIMIT, "a page's ids fit a statement");
 
-	for (size_t i = 1; i < n; i++)
+void
+idx_bind_page_ids(sqlite3_stmt *st, int lo_at, int first_at, const int64_t *ids, size_t n)
+{
+	int64_t lo = ids[0], hi = ids[0];
+
+	for (size_t i = 0; i < IDX_PAGE_IDS_MAX; i++) {
+		if (i >= n) {
+			sqlite3_bind_null(st, first_at + (int)i);
+			continue;
+		}
 		lo = ids[i] < lo ? ids[i] : lo;
-	return lo;
-}
-
-static int64_t
-need_hi(const int64_t *ids, size_t n)
-{
-	int64_t hi = ids[0];
-
-	for (size_t i = 1; i < n; i++)
 		hi = ids[i] > hi ? ids[i] : hi;
-	return hi;
+		sqlite3_bind_int64(st, first_at + (int)i, ids[i]);
+	}
+	sqlite3_bind_int64(st, lo_at, lo);
+	sqlite3_bind_int64(st, lo_at + 1, hi);
 }
 
 /* FTS5's snippets of ids (n of them, at most 50) into page's hits; SQLITE_DONE or an error. */
@@ -534,10 +535,7 @@ snippets_of(struct mb_index *idx, sqlite3_stmt *snip, const struct mb_query *q,
 	sqlite3_reset(snip);
 	sqlite3_clear_bindings(snip);
 	sqlite3_bind_text(snip, 1, q->match, -1, SQLITE_STATIC);
-	for (size_t i = 0; i < n; i++)
-		sqlite3_bind_int64(snip, (int)i + 2, ids[i]);
-	sqlite3_bind_int64(snip, 52, need_lo(ids, n));
-	sqlite3_bind_int64(snip, 53, need_hi(ids, n));
+	idx_bind_page_ids(snip, 52, 2, ids, n);
 	sqlite3_bind_int(snip, 54, snippet_column(q));
 	while ((rc = sqlite3_step(snip)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(snip, 0);

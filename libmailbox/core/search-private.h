@@ -208,6 +208,19 @@ int	idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set)
 bool	idx_match_plain(const char *match);
 
 /*
+ * A page's rows read back from FTS5 (their snippets, which attachment each
+ * matched) in one statement: every match between the page's lowest and
+ * highest id, the ids tested with "+rowid IN" (a plain "rowid IN" is handed
+ * to FTS5 as a lookup an id, which for a prefix merges its doclists each
+ * time).  Binds ids (n of them, 1 to IDX_PAGE_IDS_MAX) to parameters
+ * first_at onwards, NULL to the rest of the IDX_PAGE_IDS_MAX, and their
+ * lowest and highest to lo_at and lo_at + 1.
+ */
+#define IDX_PAGE_IDS_MAX	50	/* the ids such a statement lists */
+void	idx_bind_page_ids(sqlite3_stmt *st, int lo_at, int first_at, const int64_t *ids,
+	    size_t n);
+
+/*
  * The phrases of a MATCH expression as query.c writes it: every "..."
  * string (a quote inside doubled) is one phrase, in the order FTS5 numbers
  * them; operators, parentheses and {column} : are not phrases.  Their text
