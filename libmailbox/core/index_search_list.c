@@ -174,10 +174,10 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
     int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r, struct mb_err *err)
 {
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
-	bool covered = idx_search_covered(q);
-	bool few_index = !q->msgid && q->thread_id <= 0 && !q->match && covered;
+	/* filters alone the narrow index covers: read through an index of few or sampled */
+	bool few_index = !q->msgid && q->thread_id <= 0 && !q->match && idx_search_covered(q);
 	enum idx_few few = IDX_FEW_NONE;
-	bool scan = covered && sparse_filters(q);
+	bool scan = few_index && sparse_filters(q);
 	const char *sql;
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -188,13 +188,12 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 */
 	if (few_index && (q->flags_set & MB_FLAG_FLAGGED))
 		few = IDX_FEW_FLAGGED;
-	else if (few_index && sparse_filters(q) && idx_narrow_few(idx, q, &few, err) == -1)
+	else if (scan && idx_narrow_few(idx, q, &few, err) == -1)
 		return -1;
 	if (few != IDX_FEW_NONE)	/* none before migrations 0019, 0020: read as below */
 		st = idx_few_stmt(idx, search_sql_filter_few[few]);
 	/* filters that may be sparse: the narrow index whole only when the sample finds them so */
-	if (st == NULL && scan && !q->msgid && q->thread_id <= 0 && !q->match &&
-	    few_pass(idx, q, folder_id, offset, limit, &scan, err) == -1)
+	if (st == NULL && scan && few_pass(idx, q, folder_id, offset, limit, &scan, err) == -1)
 		return -1;
 	sql = few != IDX_FEW_NONE && st != NULL ? search_sql_filter_few[few] :
 	    q->msgid ? search_sql_filter_msgid :
