@@ -8,12 +8,13 @@
  * matches' token positions) and the column sizes, which FTS5 keeps, so
  * their cost is the number of matches, not the length of the text.
  *
- *	mb_snippet_column(messages_fts)
+ *	mb_snippet_column(messages_fts[, one])
  *		the column snippet() should mark for the hit's main snippet: of
  *		the columns before att_text, the one where most of the query's
  *		phrases match (the first on a tie); the body when none does
  *		(the match is in attachment text alone, which the hit shows
- *		apart, so the main snippet shows the start of the body)
+ *		apart, so the main snippet shows the start of the body).  With
+ *		one true every phrase counts as the same one (a prefix's words)
  *	mb_hit_offset(messages_fts, col)
  *		the token offset of the first match in column col, or NULL
  *	mb_column_tokens(messages_fts, col)
@@ -47,23 +48,23 @@
 
 #include "index-private.h"
 
-/* mb_snippet_column(messages_fts) */
+/* mb_snippet_column(messages_fts[, one]) */
 static void
 snippet_column(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
     sqlite3_value **val)
 {
 	unsigned seen[IDX_FTS_ATT_TEXT] = { 0 };	/* per column: bit per phrase (first 32) */
+	/* a prefix's words (index_search.c, page_words()): every phrase is the prefix */
+	bool one = n_val >= 1 && sqlite3_value_int(val[0]) != 0;
 	int n_inst = 0, best = IDX_FTS_BODY, best_n = 0, rc;
 
-	(void)n_val;
-	(void)val;
 	rc = api->xInstCount(fts, &n_inst);
 	for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
 		int phrase, col, off;
 
 		rc = api->xInst(fts, i, &phrase, &col, &off);
 		if (rc == SQLITE_OK && col >= 0 && col < IDX_FTS_ATT_TEXT)
-			seen[col] |= 1u << (phrase & 31);
+			seen[col] |= 1u << (one ? 0 : phrase & 31);
 	}
 	if (rc != SQLITE_OK) {
 		sqlite3_result_error_code(ctx, rc);

@@ -213,9 +213,10 @@ void	idx_text_page(const char *text, size_t len, size_t offset, size_t cap, char
  * attachment's text or file name, which attachment, and a snippet of its
  * text with q's words marked (index_attach_hits.c): fills the hits' att_*
  * fields, reading a bounded window of the text whatever its length.  Runs
- * inside the search's transaction.
+ * inside the search's transaction.  words, when not NULL, is q's prefix
+ * as its words (idx_prefix_read_words), read a seek a hit.
  */
-int	idx_attachment_hits(struct mb_index *idx, const struct mb_query *q,
+int	idx_attachment_hits(struct mb_index *idx, const struct mb_query *q, const char *words,
 	    struct mb_search_hit *hits, size_t n, struct mb_err *err);
 /*
  * How many FTS5 reads idx_attachment_hits made on this thread: for the

@@ -329,7 +329,8 @@ where_take(sqlite3_stmt *st, const int64_t *ids, size_t n, struct hit_where *w)
 /*
  * Where each of the n hits with attachments (ids, at most IDX_PAGE_IDS_MAX)
  * matched, into w (n): one read of them all for a prefix, else a seek for
- * each.  Not the snippets' choice (index_search.c): that weighs the page's
+ * each (for a prefix too when words, its words, are given: FTS5 merges a
+ * prefix's doclists whole for the one read, and seeks a word's).  Not the snippets' choice (index_search.c): that weighs the page's
  * count of matches, which with a filter is what passed it, capped, not the
  * word's rows, and a walk over a frequent word's span costs milliseconds
  * where a seek a hit costs tens of microseconds (`the has:attachment`, a
@@ -337,10 +338,10 @@ where_take(sqlite3_stmt *st, const int64_t *ids, size_t n, struct hit_where *w)
  * 17 with the walk).
  */
 static int
-where_of_hits(struct mb_index *idx, const struct mb_query *q, const int64_t *ids, size_t n,
-    struct hit_where *w, struct mb_err *err)
+where_of_hits(struct mb_index *idx, const struct mb_query *q, const char *words,
+    const int64_t *ids, size_t n, struct hit_where *w, struct mb_err *err)
 {
-	bool each = idx_match_plain(q->match);
+	bool each = words != NULL || idx_match_plain(q->match);
 	sqlite3_stmt *st;
 	int rc = SQLITE_DONE;
 
@@ -350,7 +351,7 @@ where_of_hits(struct mb_index *idx, const struct mb_query *q, const int64_t *ids
 		return -1;
 	for (size_t i = 0; i < (each ? n : 1) && (rc == SQLITE_DONE || rc == SQLITE_ROW); i++) {
 		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, words != NULL ? words : q->match, -1, SQLITE_STATIC);
 		if (each)
 			sqlite3_bind_int64(st, 2, ids[i]);
 		else
@@ -364,8 +365,8 @@ where_of_hits(struct mb_index *idx, const struct mb_query *q, const int64_t *ids
 }
 
 int
-idx_attachment_hits(struct mb_index *idx, const struct mb_query *q, struct mb_search_hit *hits,
-    size_t n, struct mb_err *err)
+idx_attachment_hits(struct mb_index *idx, const struct mb_query *q, const char *words,
+    struct mb_search_hit *hits, size_t n, struct mb_err *err)
 {
 	struct mb_search_hit *with[IDX_PAGE_IDS_MAX];
 	int64_t ids[IDX_PAGE_IDS_MAX];
@@ -378,7 +379,7 @@ idx_attachment_hits(struct mb_index *idx, const struct mb_query *q, struct mb_se
 			with[n_with] = &hits[i];
 			ids[n_with++] = hits[i].id;
 		}
-	if (where_of_hits(idx, q, ids, n_with, w, err) == -1)
+	if (where_of_hits(idx, q, words, ids, n_with, w, err) == -1)
 		return -1;
 	for (size_t i = 0; i < n_with; i++) {
 		struct mb_search_hit *h = with[i];

@@ -332,22 +332,30 @@ bounds_usable(struct walk *w, bool *ok_r, struct mb_err *err)
 	    idx_sqlerr(w->idx, rc, "search: rank bounds", err);
 }
 
-/* The statistics of q into w->stats; *any_r false when nothing matches. */
-static int
-query_stats(struct walk *w, const struct mb_query *q, bool *any_r, struct mb_err *err)
+int
+idx_rank_query_stats(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
+    bool *any_r, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(w->idx, stats_sql, err);
+	sqlite3_stmt *st = idx_stmt_sql(idx, stats_sql, err);
 	int rc;
 
+	*any_r = false;
 	if (st == NULL)
 		return -1;
-	sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
-	sqlite3_bind_pointer(st, 2, &w->stats, IDX_RANK_STATS, NULL);
+	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	sqlite3_bind_pointer(st, 2, stats, IDX_RANK_STATS, NULL);
 	rc = sqlite3_step(st);
 	*any_r = rc == SQLITE_ROW;
 	idx_stmt_done(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
-	    idx_sqlerr(w->idx, rc, "search: statistics", err);
+	    idx_sqlerr(idx, rc, "search: statistics", err);
+}
+
+/* The statistics of q into w->stats; *any_r false when nothing matches. */
+static int
+query_stats(struct walk *w, const struct mb_query *q, bool *any_r, struct mb_err *err)
+{
+	return idx_rank_query_stats(w->idx, q->match, &w->stats, any_r, err);
 }
 
 /* Which blocks of which chunks are bounded, and by which build. */

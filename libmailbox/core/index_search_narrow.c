@@ -178,12 +178,11 @@ gap_earlier(const void *a, const void *b)
 }
 
 /*
- * d's runs from its bits: split at the longest gaps (above, IDX_NARROW_GAP),
- * or one run from the lowest id to the highest when !split.  None when
- * no bit is set.
+ * d's runs from its bits, split at the longest gaps (above, IDX_NARROW_GAP).
+ * None when no bit is set.
  */
 static void
-scope_runs(struct idx_narrow_ids *d, bool split)
+scope_runs(struct idx_narrow_ids *d)
 {
 	struct gap *gaps = NULL;
 	size_t n_gaps = 0, cap = 0;
@@ -195,7 +194,7 @@ scope_runs(struct idx_narrow_ids *d, bool split)
 
 			if (lo < 0)
 				lo = id;
-			else if (split && id - prev > IDX_NARROW_GAP) {
+			else if (id - prev > IDX_NARROW_GAP) {
 				if (n_gaps == cap) {
 					cap = cap ? 2 * cap : 64;
 					gaps = mb_xrealloc(gaps, cap * sizeof(*gaps));
@@ -347,12 +346,12 @@ source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct
 }
 
 /*
- * Read a source's ids into d, and its runs (split: at its long gaps, else
- * one); *used_r false (d empty) past cap of them.
+ * Read a source's ids into d, and its runs; *used_r false (d empty) past
+ * cap of them.
  */
 static int
 read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t max_id,
-    int64_t cap, bool split, struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
+    int64_t cap, struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = source_stmt(idx, s, src, err);
 	int64_t n = 0;
@@ -389,7 +388,7 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		idx_narrow_ids_release(d);
 		return 0;
 	}
-	scope_runs(d, split);
+	scope_runs(d);
 	*used_r = true;
 	return 0;
 }
@@ -444,9 +443,7 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 		return -1;
 	if (!many)
 		return 0;	/* few matches: joining them is cheaper */
-	/* a prefix's words are merged whole at each read: one run */
-	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, idx_match_plain(q->match),
-	    d, used_r, err);
+	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, d, used_r, err);
 }
 
 int
@@ -463,7 +460,7 @@ idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q, struct idx
 		return 0;	/* a word: a seek a message of the thread costs less */
 	if (idx_max_id(idx, "search: the thread", &max_id, err) == -1)
 		return -1;
-	return read_scope(idx, &s, SOURCE_THREAD, max_id, max_id, false, d, used_r, err);
+	return read_scope(idx, &s, SOURCE_THREAD, max_id, max_id, d, used_r, err);
 }
 
 int

@@ -360,6 +360,123 @@ idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t m
 	return rc;
 }
 
+/*
+ * What listing and reading a prefix's words cost, in rows of FTS5's merge
+ * of the prefix's doclists (about 0.1 us a row at 1,000,000 messages): a
+ * word listed is a seek into the vocabulary (about 20 us), a word sought at
+ * a run of ids or at one id a seek into its doclist (about 4 us), and a
+ * row stepped through an OR of the words costs about a 32nd of a merged
+ * row a word more than a row of the merged list (docs/benchmarks.md, "A
+ * prefix read through its words over a few ids").
+ */
+#define WORD_LIST_ROWS	200
+#define WORD_SEEK_ROWS	40
+#define WORD_STEP_SHARE	32
+
+/*
+ * The most rows any word syncd bounds (rank_terms) that starts with prefix
+ * held when the words were chosen, into *rows_r (0: none): a prefix has
+ * at least about that many rows, known without FTS5's merge.
+ */
+static int
+prefix_rows_least(struct mb_index *idx, const char *prefix, int64_t *rows_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, bounded_sql, err);
+	size_t len = strlen(prefix);
+	char *end;
+	int rc;
+
+	*rows_r = 0;
+	if (st == NULL)
+		return -1;
+	end = mb_xmalloc(len + 1);
+	memcpy(end, prefix, len);
+	end[len] = '\xff';	/* past every word that starts with prefix */
+	sqlite3_bind_text(st, 1, prefix, (int)len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, end, (int)len + 1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (sqlite3_column_int64(st, 1) > *rows_r)
+			*rows_r = sqlite3_column_int64(st, 1);
+	idx_stmt_done(st);
+	free(end);
+	return rc == SQLITE_DONE ? 0 : idx_sqlerr(idx, rc, "search: a prefix's bounded words", err);
+}
+
+int
+idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads, int64_t rows,
+    double share, char **words_r, struct mb_err *err)
+{
+	struct mb_err ignored = { 0 };
+	struct lister l = { .rc = SQLITE_OK };
+	struct mb_buf words;
+	fts5_tokenizer tk;
+	Fts5Tokenizer *t = NULL;
+	char *text, *prefix = NULL, *key, *w = NULL;
+	size_t len, key_len;
+	bool letter = false, ok;
+	int64_t most;
+	int n = 0;
+
+	*words_r = NULL;
+	if ((text = idx_prefix_text(match)) == NULL)
+		return 0;	/* not one prefix */
+	/* an index from before migration 0017 has no vocabulary: merged */
+	if ((l.word = idx_stmt_sql(idx, word_sql, &ignored)) != NULL &&
+	    mb_fts_tokenizer(idx->db, &tk, &t) == 0) {
+		prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY |
+		    FTS5_TOKENIZE_PREFIX);
+		tk.xDelete(t);
+	}
+	free(text);
+	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
+		letter = letter || *c < '0' || *c > '9';
+	/* rows unknown: at least those of its most frequent word syncd bounds */
+	if (prefix != NULL && letter && rows < 0 &&
+	    prefix_rows_least(idx, prefix, &rows, err) == -1) {
+		free(prefix);
+		idx_stmt_done(l.word);
+		return -1;
+	}
+	most = rows / (WORD_LIST_ROWS + WORD_SEEK_ROWS * (n_reads > 0 ? n_reads : 1) +
+	    (int64_t)((double)rows * share) / WORD_STEP_SHARE);
+	if (most > IDX_PREFIX_WORDS)
+		most = IDX_PREFIX_WORDS;
+	/* digits only could be a colocated digit run's prefix too: merged */
+	if (prefix == NULL || !letter || most < 1) {
+		free(prefix);
+		idx_stmt_done(l.word);
+		return 0;	/* or the merge costs less */
+	}
+	len = strlen(prefix);
+	mb_buf_init(&words, SIZE_MAX);
+	key = mb_xstrdup(prefix);
+	key_len = len;
+	/* each word after the last: the word and a NUL, the least text after it */
+	while ((ok = seek(&l, key, key_len, &w)) && w != NULL && strncmp(w, prefix, len) == 0 &&
+	    ++n <= most) {
+		or_raw(&words, w, strlen(w), false);
+		free(key);
+		key_len = strlen(w) + 1;
+		key = mb_xmalloc(key_len);
+		memcpy(key, w, key_len);	/* its NUL too */
+		free(w);
+		w = NULL;
+	}
+	free(w);
+	free(key);
+	free(prefix);
+	idx_stmt_done(l.word);
+	if (l.rc != SQLITE_OK) {
+		mb_buf_release(&words);
+		return idx_sqlerr(idx, l.rc, "search: a prefix's words", err);
+	}
+	if (ok && n > 0 && n <= most)
+		*words_r = mb_buf_detach(&words, NULL);
+	mb_buf_release(&words);
+	return 0;
+}
+
 int
 idx_prefix_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
     bool *kept_r, struct mb_err *err)

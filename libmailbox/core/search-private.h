@@ -273,8 +273,9 @@ void	idx_narrow_ids_release(struct idx_narrow_ids *d);
  * words hold a prefix: the search otherwise looks each message of the
  * thread up in FTS5, and FTS5 merges a prefix's doclists at each lookup
  * (`thread:N list*` with 272 messages: 1.9 s at 100,000 messages), where
- * one read of the prefix's matches over the thread's span merges them
- * once.  -1 with err on a failure of SQLite's.
+ * one read of the prefix's matches over the thread's runs merges them
+ * once, or reads them through the prefix's words (idx_prefix_read_words).
+ * -1 with err on a failure of SQLite's.
  */
 int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
@@ -367,12 +368,38 @@ int	idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64
 	    struct idx_prefix *p, bool *ok_r, struct mb_err *err);
 void	idx_prefix_release(struct idx_prefix *p);
 /*
+ * When match (as query.c writes it) is one prefix phrase, "..."*, that has
+ * rows matches (-1: not known; then at least those of its most frequent
+ * word that syncd bounds): every word of the index that starts with it,
+ * each a raw term (MB_FTS_RAW_TERM), ORed into *words_r (owned by the
+ * caller), for a read of n_reads runs of ids (or single ids) that hold
+ * about share of the ids, which would otherwise make FTS5 merge the
+ * prefix's doclists whole, as it does at the start of every read whatever
+ * its ids.  A word's doclist FTS5 seeks to the ids instead.  NULL (read
+ * the prefix itself) when listing, seeking and stepping the words would
+ * cost more than that merge, beyond IDX_PREFIX_WORDS words, for a prefix
+ * of digits only, or on an index without a vocabulary (before migration
+ * 0017).  A row's hits of all the words are its hits of the prefix
+ * (struct idx_rank_prefix).  -1 with err on a failure of SQLite's.
+ */
+#define IDX_PREFIX_WORDS	128
+int	idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads,
+	    int64_t rows, double share, char **words_r, struct mb_err *err);
+/*
  * The statistics this connection keeps for match into *stats (*kept_r), as
  * mb_bm25_stats() would fill them but without running the MATCH (the phrase
  * sizes left 0); *kept_r false when none are kept for the index as it is.
  */
 int	idx_prefix_stats_kept(struct mb_index *idx, const char *match,
 	    struct idx_rank_stats *stats, bool *kept_r, struct mb_err *err);
+/*
+ * The statistics of match into *stats, as mb_bm25 ranks with them (and
+ * keeps them on the connection): FTS5 reads match once, a prefix's
+ * doclists merged.  *any_r false when nothing matches.  -1 with err on a
+ * failure of SQLite's.
+ */
+int	idx_rank_query_stats(struct mb_index *idx, const char *match,
+	    struct idx_rank_stats *stats, bool *any_r, struct mb_err *err);
 /*
  * Rank every row holding one of p's words that are not bounded into set
  * (set->floor.prefix is score, which scores them): first those holding a
