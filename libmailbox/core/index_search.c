@@ -472,6 +472,12 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	}
 	if (blocks)
 		goto ranked;
+	/* a filter few messages pass with no index of its own, beside many matches */
+	if (!narrow && filtered &&
+	    idx_narrow_filter_ids(idx, q, folder_id, &scope, &narrow, err) == -1) {
+		free(set.rows);
+		return -1;
+	}
 	rc = rank_whole(idx, q, folder_id, filtered, &scope, &set, &memo, err);
 	idx_narrow_ids_release(&scope);
 	if (rc == -1) {

@@ -404,6 +404,28 @@ prefix_rows_least(struct mb_index *idx, const char *prefix, int64_t *rows_r,
 }
 
 int
+idx_prefix_rows_least(struct mb_index *idx, const char *match, int64_t *rows_r,
+    struct mb_err *err)
+{
+	fts5_tokenizer tk;
+	Fts5Tokenizer *t = NULL;
+	char *text = idx_prefix_text(match), *prefix = NULL;
+	int rc = 0;
+
+	*rows_r = 0;
+	if (text != NULL && mb_fts_tokenizer(idx->db, &tk, &t) == 0) {
+		prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY |
+		    FTS5_TOKENIZE_PREFIX);
+		tk.xDelete(t);
+	}
+	if (prefix != NULL)
+		rc = prefix_rows_least(idx, prefix, rows_r, err);
+	free(prefix);
+	free(text);
+	return rc;
+}
+
+int
 idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads, int64_t rows,
     double share, char **words_r, struct mb_err *err)
 {

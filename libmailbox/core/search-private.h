@@ -280,6 +280,23 @@ void	idx_narrow_ids_release(struct idx_narrow_ids *d);
 int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
 /*
+ * The ids that pass q's filters (folder_id as idx_search_scope() found
+ * it) into *d, as idx_narrow_ids, read by a scan of messages_search_filter
+ * (about 0.1 us an entry), when q has words in at least a quarter of the
+ * messages and filters that index holds (no id:, thread: or to:) which a
+ * sample of the messages says few pass: a filter with no index of its own
+ * (is:answered, larger:, has:attachment, list:, from:me, and what
+ * idx_narrow_ids did not serve).  Else d stays empty.  Each match then
+ * costs a test of its bit instead of a join into that index, which stops
+ * only once 1,000 have passed (`the is:answered` at 1,000,000 messages,
+ * none answered: every one of its 900,000 matches joined).  -1 with err on
+ * a failure of SQLite's.
+ */
+int	idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
+/* How many such scans this thread has made (the tests check when they are). */
+extern _Thread_local uint64_t	idx_filter_scans;
+/*
  * For filters alone: which of the partial indexes of migrations 0019 and
  * 0020 holds few of the messages and a part of q's scope (is:flagged,
  * is:unread, a label), by the same sample, into *few_r (IDX_FEW_NONE: no
@@ -385,6 +402,15 @@ void	idx_prefix_release(struct idx_prefix *p);
 #define IDX_PREFIX_WORDS	128
 int	idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads,
 	    int64_t rows, double share, char **words_r, struct mb_err *err);
+/*
+ * When match is one prefix phrase (idx_prefix_text()): the most rows any
+ * word syncd bounds that starts with it held when the words were chosen,
+ * into *rows_r (0: none, or not one prefix), a number of rows the prefix
+ * has at least, known without FTS5's merge.  -1 with err on a failure of
+ * SQLite's.
+ */
+int	idx_prefix_rows_least(struct mb_index *idx, const char *match, int64_t *rows_r,
+	    struct mb_err *err);
 /*
  * The statistics this connection keeps for match into *stats (*kept_r), as
  * mb_bm25_stats() would fill them but without running the MATCH (the phrase

@@ -231,6 +231,8 @@ where_of(const char *text)
 		w = sqlite3_mprintf("%z AND mb_labels_test(m.keywords, %Q)", w, q.labels);
 	if (q.thread_id > 0)
 		w = sqlite3_mprintf("%z AND m.thread_id = %lld", w, (long long)q.thread_id);
+	if (q.has_attachment >= 0)
+		w = sqlite3_mprintf("%z AND (m.attachment_count > 0) = %d", w, q.has_attachment);
 	mb_query_release(&q);
 	return w;
 }
@@ -1199,6 +1201,57 @@ a_thread_beside_a_prefix_is_read_once(void **state)
 }
 
 /*
+ * A filter with no index of its own that few messages pass (is:answered,
+ * has:attachment) beside words in most of them: until 1,000 matches have
+ * passed, every match is joined to test it, so with 20 answered messages
+ * of 5,000 every match of omega was joined.  The ids that pass are read
+ * by a scan of the filters' index first, and the rest answered before
+ * their hits: few joins, the same pages and totals as bm25() with the
+ * filter in SQL, none at all where nothing passes.  Not for a filter most
+ * messages pass, nor beside words in fewer than a quarter of them.  (A
+ * single word here is walked through its bounds, which join only the rows
+ * that can reach the page: queries the walk does not take are asked.)
+ */
+static void
+a_filter_few_pass_is_read_through_its_ids(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const struct {
+		const char	*text;
+		bool		 scanned;
+	} cases[] = {
+		{ "omeg* is:answered", true },
+		{ "omega pad1 is:answered", true },
+		{ "omeg* has:attachment", true },	/* none */
+		{ "omeg* -is:answered", false },
+		{ "pad39* is:answered", false },	/* 125 matches */
+	};
+	int64_t want[N_MSG];
+
+	put_runs(f);
+	assert_int_equal(build(f), 2);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE messages SET flags = flags | 2 "
+	    "WHERE id % 250 = 17", NULL, NULL, NULL), SQLITE_OK);
+	idx_rank_min_matches = 0;
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		char *where = where_of(cases[i].text);
+		size_t n = mb_test_bm25_order_where(f->idx, cases[i].text, where, want,
+		    MB_ARRAY_LEN(want));
+		uint64_t scans = idx_filter_scans, joined = idx_rank_joined;
+
+		sqlite3_free(where);
+		expect_exact(f, cases[i].text, want, n, 7, 28);
+		if ((idx_filter_scans > scans) != cases[i].scanned)
+			fail_msg("\"%s\": %llu scans of the filters", cases[i].text,
+			    (unsigned long long)(idx_filter_scans - scans));
+		if (cases[i].scanned && idx_rank_joined - joined > 4 * (n + 1))
+			fail_msg("\"%s\": %llu rows joined for %zu that pass", cases[i].text,
+			    (unsigned long long)(idx_rank_joined - joined), n);
+	}
+	idx_rank_min_matches = 3000;
+}
+
+/*
  * An index from before migrations/0019 has no flag's index (nor one
  * before 0020 the labels'): a search with is:flagged joins every match as
  * before, with the same pages, and does not fail.
@@ -1291,6 +1344,7 @@ main(void)
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
 		MB_TEST_INDEX(a_thread_beside_a_prefix_is_read_once),
+		MB_TEST_INDEX(a_filter_few_pass_is_read_through_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
