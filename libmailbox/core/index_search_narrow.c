@@ -510,10 +510,13 @@ sample_filters(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 }
 
 /*
- * Whether q's words match at least n rows: counted by a read of that many
- * at most, for a prefix taken from its statistics when they are kept, else
- * from the rows of its most frequent word syncd bounds (FTS5 would merge
- * it to count).
+ * Whether q's words match at least n rows.  With the statistics kept, no
+ * more rows match than hold one of the phrases; a query whose phrases hold
+ * fewer is answered at once, before a count that would read n rows of the
+ * doclists (10 ms for `money` at 1,000,000 messages).  Else counted by a
+ * read of n rows at most, a prefix taken from its statistics when they are
+ * kept, else from the rows of its most frequent word syncd bounds (FTS5
+ * would merge it to count).
  */
 static int
 words_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool *yes_r,
@@ -523,14 +526,18 @@ words_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool *
 	int64_t rows = 0;
 	bool kept = false;
 
+	*yes_r = false;
+	if (idx_rank_stats_kept(idx, q->match, &stats, &kept, err) == -1)
+		return -1;
+	for (int i = 0; kept && i < stats.n_phrase; i++)
+		rows += stats.n_hit[i];
+	if (kept && (rows < n || !idx_match_plain(q->match))) {
+		*yes_r = rows >= n;	/* a prefix's one phrase: its rows */
+		return 0;
+	}
 	if (idx_match_plain(q->match))
 		return matches_at_least(idx, q, n, yes_r, err);
-	*yes_r = false;
-	if (idx_prefix_stats_kept(idx, q->match, &stats, &kept, err) == -1)
-		return -1;
-	if (kept)
-		rows = stats.n_hit[0];
-	else if (idx_prefix_rows_least(idx, q->match, &rows, err) == -1)
+	if (idx_prefix_rows_least(idx, q->match, &rows, err) == -1)
 		return -1;
 	*yes_r = rows >= n;
 	return 0;
@@ -554,14 +561,14 @@ idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t fo
 		return -1;
 	if (max_id < IDX_NARROW_SAMPLES)
 		return 0;	/* a few messages: their matches cost less than the scan */
-	if (sample_filters(idx, q, folder_id, max_id, &in, err) == -1)
-		return -1;
-	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES)
-		return 0;	/* many pass: the page fills soon */
 	if (words_at_least(idx, q, max_id / IDX_FILTER_SCAN_WORDS, &many, err) == -1)
 		return -1;
 	if (!many)
 		return 0;	/* fewer matches: joining them costs less than the scan */
+	if (sample_filters(idx, q, folder_id, max_id, &in, err) == -1)
+		return -1;
+	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES)
+		return 0;	/* many pass: the page fills soon */
 	if ((st = idx_stmt_sql(idx, filter_ids_sql, err)) == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);

@@ -500,7 +500,7 @@ idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads, 
 }
 
 int
-idx_prefix_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
+idx_rank_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
     bool *kept_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, kept_sql, err);
@@ -512,9 +512,19 @@ idx_prefix_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_s
 	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
 	sqlite3_bind_pointer(st, 2, stats, IDX_RANK_STATS, NULL);
 	rc = sqlite3_step(st);
-	*kept_r = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1 && stats->n_phrase == 1;
+	*kept_r = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
 	idx_stmt_done(st);
 	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: kept statistics", err);
+}
+
+int
+idx_prefix_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
+    bool *kept_r, struct mb_err *err)
+{
+	if (idx_rank_stats_kept(idx, match, stats, kept_r, err) == -1)
+		return -1;
+	*kept_r = *kept_r && stats->n_phrase == 1;
+	return 0;
 }
 
 static int

@@ -412,6 +412,14 @@ int	idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_rea
 int	idx_prefix_rows_least(struct mb_index *idx, const char *match, int64_t *rows_r,
 	    struct mb_err *err);
 /*
+ * The statistics kept for match (any number of phrases) into *stats
+ * (*kept_r), as mb_bm25_stats() would fill them but without running the
+ * MATCH (the phrase sizes left 0); *kept_r false when none are kept for
+ * the index as it is.
+ */
+int	idx_rank_stats_kept(struct mb_index *idx, const char *match,
+	    struct idx_rank_stats *stats, bool *kept_r, struct mb_err *err);
+/*
  * The statistics this connection keeps for match into *stats (*kept_r), as
  * mb_bm25_stats() would fill them but without running the MATCH (the phrase
  * sizes left 0); *kept_r false when none are kept for the index as it is.
