@@ -84,7 +84,7 @@ static const char thread_sql[] =
  * Whether the first message at or after an id (?30) passes every filter
  * messages_search_filter holds (bound by idx_search_bind), and the ids of
  * those that pass, by a scan of that index (?31 the cap): for a filter
- * with no index of its own (filter_ids()).
+ * with no index of its own (idx_narrow_filter_ids()).
  */
 static const char filter_sample_sql[] =
 	"SELECT " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
@@ -428,7 +428,6 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 	return read_ids(idx, st, max_id, cap, d, used_r, err);
 }
 
-
 /*
  * The source of the scope's part that holds the fewest of the samples in
  * (*in_r of them; the first in enum order on a tie), or N_SOURCES when
@@ -513,28 +512,31 @@ sample_filters(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
  * Whether q's words match at least n rows.  With the statistics kept, no
  * more rows match than hold one of the phrases; a query whose phrases hold
  * fewer is answered at once, before a count that would read n rows of the
- * doclists (10 ms for `money` at 1,000,000 messages).  Else counted by a
- * read of n rows at most, a prefix taken from its statistics when they are
- * kept, else from the rows of its most frequent word syncd bounds (FTS5
- * would merge it to count).
+ * doclists (10 ms for `money` at 1,000,000 messages).  Else, when count,
+ * counted by a read of n rows at most, a prefix taken from the rows of its
+ * most frequent word syncd bounds (FTS5 would merge it to count); when
+ * not, *yes_r is true (perhaps).
  */
 static int
-words_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool *yes_r,
-    struct mb_err *err)
+words_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool count,
+    bool *yes_r, struct mb_err *err)
 {
 	struct idx_rank_stats stats = { 0 };
 	int64_t rows = 0;
 	bool kept = false;
 
-	*yes_r = false;
+	*yes_r = true;
 	if (idx_rank_stats_kept(idx, q->match, &stats, &kept, err) == -1)
 		return -1;
 	for (int i = 0; kept && i < stats.n_phrase; i++)
 		rows += stats.n_hit[i];
+	/* a prefix or several phrases: the rows kept are all there is to go by */
 	if (kept && (rows < n || !idx_match_plain(q->match))) {
-		*yes_r = rows >= n;	/* a prefix's one phrase: its rows */
+		*yes_r = rows >= n;
 		return 0;
 	}
+	if (!count)
+		return 0;
 	if (idx_match_plain(q->match))
 		return matches_at_least(idx, q, n, yes_r, err);
 	if (idx_prefix_rows_least(idx, q->match, &rows, err) == -1)
@@ -554,14 +556,15 @@ idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t fo
 
 	memset(d, 0, sizeof(*d));
 	*used_r = false;
-	if (!idx_narrow_ids_used || q->match == NULL || !idx_search_covered(q) ||
-	    q->msgid != NULL || q->thread_id > 0)
+	if (!idx_narrow_ids_used || q->match == NULL || !idx_search_filtered(q) ||
+	    !idx_search_covered(q) || q->msgid != NULL || q->thread_id > 0)
 		return 0;
 	if (idx_max_id(idx, "search: the filters", &max_id, err) == -1)
 		return -1;
 	if (max_id < IDX_NARROW_SAMPLES)
 		return 0;	/* a few messages: their matches cost less than the scan */
-	if (words_at_least(idx, q, max_id / IDX_FILTER_SCAN_WORDS, &many, err) == -1)
+	/* the kept statistics first, the sample, then a count if need be */
+	if (words_at_least(idx, q, max_id / IDX_FILTER_SCAN_WORDS, false, &many, err) == -1)
 		return -1;
 	if (!many)
 		return 0;	/* fewer matches: joining them costs less than the scan */
@@ -569,6 +572,10 @@ idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t fo
 		return -1;
 	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES)
 		return 0;	/* many pass: the page fills soon */
+	if (words_at_least(idx, q, max_id / IDX_FILTER_SCAN_WORDS, true, &many, err) == -1)
+		return -1;
+	if (!many)
+		return 0;
 	if ((st = idx_stmt_sql(idx, filter_ids_sql, err)) == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);
