@@ -743,7 +743,7 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 		bool each = idx_match_plain(q->match) && pg->matches >
 		    SNIPPET_ROWS_PER_ID * (int64_t)n_need * (int64_t)(q->n_terms ? q->n_terms : 1);
 
-		if (!idx_match_plain(q->match) && page_words(idx, q, pg->n, pw, err) == -1) {
+		if (page_words(idx, q, pg->n, pw, err) == -1) {
 			idx_stmt_done(hit);
 			idx_stmt_done(snip);
 			return -1;

@@ -301,6 +301,33 @@ prefix_bounded(struct mb_index *idx, const char *prefix, int64_t need, int64_t m
 	return 0;
 }
 
+/*
+ * The prefix phrase text as the index holds its words' starts (the query
+ * tokenizer's prefix token; owned by the caller), or NULL when there is no
+ * tokenizer or it is digits only: those could be a colocated digit run's
+ * prefix too, whose rows' hits are not the words' (the file's comment).
+ */
+static char *
+prefix_token(struct mb_index *idx, const char *text)
+{
+	fts5_tokenizer tk;
+	Fts5Tokenizer *t = NULL;
+	char *prefix;
+	bool letter = false;
+
+	if (mb_fts_tokenizer(idx->db, &tk, &t) != 0)
+		return NULL;
+	prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX);
+	tk.xDelete(t);
+	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
+		letter = letter || *c < '0' || *c > '9';
+	if (!letter) {
+		free(prefix);
+		return NULL;
+	}
+	return prefix;
+}
+
 int
 idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t max_id,
     struct idx_prefix *p, bool *ok_r, struct mb_err *err)
@@ -310,24 +337,14 @@ idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t m
 	/* an index from before migration 0017 has no vocabulary: read every match */
 	struct lister l = { .word = idx_stmt_sql(idx, word_sql, &ignored), .rare = &rare,
 	    .rc = SQLITE_OK };
-	fts5_tokenizer tk;
-	Fts5Tokenizer *t = NULL;
 	char *prefix;
-	bool letter = false;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
 	*ok_r = false;
-	if (l.word == NULL || mb_fts_tokenizer(idx->db, &tk, &t) != 0)
-		return 0;
-	prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX);
-	tk.xDelete(t);
-	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
-		letter = letter || *c < '0' || *c > '9';
-	/* digits only could be a colocated digit run's prefix too: not served */
-	if (prefix == NULL || !letter) {
-		free(prefix);
-		return 0;
+	if (l.word == NULL || (prefix = prefix_token(idx, text)) == NULL) {
+		idx_stmt_done(l.word);
+		return 0;	/* no vocabulary, or digits only: not served */
 	}
 	mb_buf_init(&bounded_or, SIZE_MAX);
 	mb_buf_init(&rare, SIZE_MAX);
@@ -407,17 +424,10 @@ int
 idx_prefix_rows_least(struct mb_index *idx, const char *match, int64_t *rows_r,
     struct mb_err *err)
 {
-	fts5_tokenizer tk;
-	Fts5Tokenizer *t = NULL;
-	char *text = idx_prefix_text(match), *prefix = NULL;
+	char *text = idx_prefix_text(match), *prefix = text != NULL ? prefix_token(idx, text) : NULL;
 	int rc = 0;
 
 	*rows_r = 0;
-	if (text != NULL && mb_fts_tokenizer(idx->db, &tk, &t) == 0) {
-		prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY |
-		    FTS5_TOKENIZE_PREFIX);
-		tk.xDelete(t);
-	}
 	if (prefix != NULL)
 		rc = prefix_rows_least(idx, prefix, rows_r, err);
 	free(prefix);
@@ -432,11 +442,9 @@ idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads, 
 	struct mb_err ignored = { 0 };
 	struct lister l = { .rc = SQLITE_OK };
 	struct mb_buf words;
-	fts5_tokenizer tk;
-	Fts5Tokenizer *t = NULL;
 	char *text, *prefix = NULL, *key, *w = NULL;
 	size_t len, key_len;
-	bool letter = false, ok;
+	bool ok;
 	int64_t most;
 	int n = 0;
 
@@ -444,18 +452,11 @@ idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads, 
 	if ((text = idx_prefix_text(match)) == NULL)
 		return 0;	/* not one prefix */
 	/* an index from before migration 0017 has no vocabulary: merged */
-	if ((l.word = idx_stmt_sql(idx, word_sql, &ignored)) != NULL &&
-	    mb_fts_tokenizer(idx->db, &tk, &t) == 0) {
-		prefix = mb_fts_single_token(&tk, t, text, FTS5_TOKENIZE_QUERY |
-		    FTS5_TOKENIZE_PREFIX);
-		tk.xDelete(t);
-	}
+	if ((l.word = idx_stmt_sql(idx, word_sql, &ignored)) != NULL)
+		prefix = prefix_token(idx, text);
 	free(text);
-	for (const char *c = prefix; c != NULL && *c != '\0'; c++)
-		letter = letter || *c < '0' || *c > '9';
 	/* rows unknown: at least those of its most frequent word syncd bounds */
-	if (prefix != NULL && letter && rows < 0 &&
-	    prefix_rows_least(idx, prefix, &rows, err) == -1) {
+	if (prefix != NULL && rows < 0 && prefix_rows_least(idx, prefix, &rows, err) == -1) {
 		free(prefix);
 		idx_stmt_done(l.word);
 		return -1;
@@ -464,11 +465,10 @@ idx_prefix_read_words(struct mb_index *idx, const char *match, int64_t n_reads, 
 	    (int64_t)((double)rows * share) / WORD_STEP_SHARE);
 	if (most > IDX_PREFIX_WORDS)
 		most = IDX_PREFIX_WORDS;
-	/* digits only could be a colocated digit run's prefix too: merged */
-	if (prefix == NULL || !letter || most < 1) {
+	if (prefix == NULL || most < 1) {
 		free(prefix);
 		idx_stmt_done(l.word);
-		return 0;	/* or the merge costs less */
+		return 0;	/* digits only, or the merge costs less */
 	}
 	len = strlen(prefix);
 	mb_buf_init(&words, SIZE_MAX);
