@@ -443,9 +443,17 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 }
 
 /*
- * mb_bm25_stats(messages_fts, MATCH, STATS): fills STATS (val[1]) from the
- * statistics this connection ranks MATCH with, once; answers NULL.  The
- * block walk (index_search_blocks.c) bounds its blocks with them.
+ * mb_bm25_stats(messages_fts, MATCH, STATS[, COUNTED]): fills STATS (val[1])
+ * from the statistics this connection ranks MATCH with, once; answers
+ * NULL.  The block walk (index_search_blocks.c) bounds its blocks with them.
+ *
+ * COUNTED 1: MATCH is one phrase of one token (a prefix) whose rows STATS's
+ * known holds (counted through its words, idx_prefix_rows()), and the
+ * statement's own MATCH is another such phrase, which FTS5 starts without
+ * merging the prefix's doclists.  The statistics of a query of one phrase
+ * of one token are its rows, the index's rows and the index's tokens, so
+ * they are MATCH's, kept as MATCH's.  Without a known count, an error: the
+ * statement's own phrase would be counted for MATCH.
  */
 static void
 mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
@@ -461,6 +469,13 @@ mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 		return;
 	}
 	out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
+	if (n_val > 2 && sqlite3_value_int(val[2]) == 1 && (out == NULL || out->known == NULL ||
+	    out->known->n < 1 || out->known->hits[0] < 0 || api->xPhraseCount(fts) != 1 ||
+	    api->xPhraseSize(fts, 0) != 1)) {
+		sqlite3_result_error(ctx, "mb_bm25_stats: counted statistics without the count "
+		    "or for a MATCH of more than one token", -1);
+		return;
+	}
 	if ((q = rank_query_get(api, fts, ctx, val[0], out != NULL ? out->known : NULL,
 	    &rc)) == NULL) {
 		sqlite3_result_error_code(ctx, rc);

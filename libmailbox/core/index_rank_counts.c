@@ -123,6 +123,21 @@ token_rows(struct mb_index *idx, sqlite3_stmt *st, const char *token, int64_t *d
 }
 
 int
+idx_rank_token_rows(struct mb_index *idx, const char *token, int64_t *docs_r, struct mb_err *err)
+{
+	struct mb_err ignored = { 0 };
+	sqlite3_stmt *counts = idx_stmt_sql(idx, counts_sql, &ignored);
+	int rc;
+
+	*docs_r = -1;
+	if (counts == NULL)
+		return 0;	/* an index without counts (before migration 0018) */
+	rc = token_rows(idx, counts, token, docs_r, err);
+	idx_stmt_done(counts);
+	return rc;
+}
+
+int
 idx_rank_known_hits(struct mb_index *idx, const char *match, struct idx_rank_known *known,
     struct mb_err *err)
 {
@@ -138,17 +153,21 @@ idx_rank_known_hits(struct mb_index *idx, const char *match, struct idx_rank_kno
 	known->n = 0;
 	if (match == NULL || strchr(match, '{') != NULL)
 		return 0;	/* a column's count is not the word's */
-	if (!idx_match_phrases(match, texts, &n_texts))
-		goto out;	/* a prefix: its words are index_search_prefix.c's */
-	if (idx_prefix_stats_kept(idx, match, &kept_stats, &kept, err) == -1) {
-		rc = -1;
+	if (idx_prefix_stats_kept(idx, match, &kept_stats, &kept, err) == -1)
+		return -1;
+	if (kept)
+		return 0;	/* nothing to count */
+	if (!idx_match_phrases(match, texts, &n_texts)) {
+		/* one prefix: its rows counted through its words (index_search_prefix.c) */
+		rc = idx_prefix_rows(idx, match, &known->hits[0], err);
+		known->n = rc == 0 && known->hits[0] >= 0 ? 1 : 0;
 		goto out;
 	}
 	/*
-	 * Kept: nothing to count.  No statement: an index without counts
-	 * (before migration 0018, read by a newer mcpd), none known.
+	 * No statement: an index without counts (before migration 0018, read
+	 * by a newer mcpd), none known.
 	 */
-	if (kept || (term = idx_stmt_sql(idx, term_sql, &ignored)) == NULL ||
+	if ((term = idx_stmt_sql(idx, term_sql, &ignored)) == NULL ||
 	    (counts = idx_stmt_sql(idx, counts_sql, &ignored)) == NULL ||
 	    mb_fts_tokenizer(idx->db, &tk, &t) != 0)
 		goto out;

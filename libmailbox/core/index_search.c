@@ -309,9 +309,10 @@ struct search_ids {
  */
 static int
 prefix_words(struct mb_index *idx, const struct mb_query *q, const struct idx_narrow_ids *scope,
-    char **words_r, struct idx_rank_prefix *score, struct mb_err *err)
+    const struct idx_rank_known *known, char **words_r, struct idx_rank_prefix *score,
+    struct mb_err *err)
 {
-	struct idx_rank_stats stats = { 0 };
+	struct idx_rank_stats stats = { .known = known };
 	bool kept = false, any = true;
 	int64_t ids = 0;
 
@@ -320,16 +321,20 @@ prefix_words(struct mb_index *idx, const struct mb_query *q, const struct idx_na
 		return 0;
 	for (size_t i = 0; i < scope->n_runs; i++)
 		ids += scope->runs[i].hi - scope->runs[i].lo + 1;
+	/* the prefix's rows: kept, or counted through its words (idx_rank_known_hits) */
 	if (idx_prefix_stats_kept(idx, q->match, &stats, &kept, err) == -1 ||
 	    idx_prefix_read_words(idx, q->match, (int64_t)scope->n_runs,
-	    kept ? stats.n_hit[0] : -1, (double)ids / (double)scope->n, words_r, err) == -1)
+	    kept ? stats.n_hit[0] : known != NULL && known->n == 1 ? known->hits[0] : -1,
+	    (double)ids / (double)scope->n, words_r, err) == -1)
 		return -1;
 	/*
-	 * Statistics not kept: read once (FTS5 merges the prefix) and kept.
-	 * Only for the words: the read of the prefix itself reads them.
+	 * Statistics not kept: from the rows counted, else read once (FTS5
+	 * merges the prefix); kept either way.  Only for the words: the read
+	 * of the prefix itself makes them.
 	 */
 	if (*words_r != NULL && !kept &&
-	    idx_rank_query_stats(idx, q->match, &stats, &any, err) == -1) {
+	    (idx_prefix_stats_counted(idx, q->match, &stats, err) == -1 || (!stats.set &&
+	    idx_rank_query_stats(idx, q->match, &stats, &any, err) == -1))) {
 		free(*words_r);
 		*words_r = NULL;
 		return -1;
@@ -368,7 +373,7 @@ rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 
 	/* a prefix over the runs: its words, where they cost less than its merge */
 	if (sql == search_sql_rank_ix_span &&
-	    prefix_words(idx, q, scope, &words, &score, err) == -1)
+	    prefix_words(idx, q, scope, set->floor.known, &words, &score, err) == -1)
 		goto out;
 	/* lengths the word's fronts prove, for the rows whose hits prove little */
 	if (sql != search_sql_rank_msgid && sql != search_sql_rank_thread &&

@@ -727,39 +727,54 @@ few_matches(const struct walk *w, int64_t max_id)
  * Rank a prefix through its words (index_search_prefix.c): the rows that
  * hold a word syncd does not bound first, in full, then the blocks of the
  * bounded words' rows best bound first, skipping those rows.  With the
- * prefix's statistics as kept, else computed (and kept, so that a full
- * read after finds them) by FTS5's read of the prefix, once; the words
- * are listed only when there are enough matches to walk.
+ * prefix's statistics as kept, else from its rows counted through its words
+ * (idx_rank_known_hits(), idx_prefix_rows()) or, when they could not be,
+ * computed by FTS5's read of the prefix, once (and kept, so that a full
+ * read after finds them); the words are listed only when there are enough
+ * matches to walk.
  */
 static int
 prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct idx_rank_set *set,
     bool *used_r, int64_t *matches_r, struct mb_err *err)
 {
+	const struct idx_rank_known *known = w->stats.known;
+	bool counted = known != NULL && known->n == 1 && known->hits[0] >= 0;
 	struct idx_prefix words = { 0 };
 	struct idx_rank_prefix score = { 0 };
 	struct idx_ids rare = { 0 };
-	int64_t max_id = 0;
+	int64_t max_id = 0, rows;
 	bool kept = false, any = true, served = false;
 	int rc = -1;
 
 	if (idx_prefix_stats_kept(w->idx, q->match, &w->stats, &kept, err) == -1)
 		return -1;
-	if (!kept && query_stats(w, q, &any, err) == -1)
+	if (!kept && !counted && query_stats(w, q, &any, err) == -1)
 		return -1;
-	if (!any || (w->stats.set && w->stats.n_phrase == 1 && w->stats.n_hit[0] == 0)) {
+	rows = !kept && counted ? known->hits[0] :
+	    w->stats.set && w->stats.n_phrase == 1 ? w->stats.n_hit[0] : -1;
+	if (!any || rows == 0) {
 		*used_r = true;	/* nothing matches */
 		return 0;
 	}
-	if (!w->stats.set || w->stats.n_phrase != 1 ||
-	    w->stats.n_hit[0] < idx_rank_prefix_min_matches)
+	if (rows < 0 || rows < idx_rank_prefix_min_matches)
 		return 0;	/* few matches: FTS5's read of the prefix is cheaper */
 	if (idx_max_id(w->idx, "search: rank blocks", &max_id, err) == -1)
 		return -1;
-	if (idx_prefix_words(w->idx, text, w->stats.n_hit[0] * idx_rank_prefix_min_share / 100,
+	if (idx_prefix_words(w->idx, text, rows * idx_rank_prefix_min_share / 100,
 	    max_id, &words, &served, err) == -1)
 		return -1;
 	if (!served)
 		return 0;	/* its rarer words' rows would cost more than the walk saves */
+	/* counted: the statistics without FTS5's merge; else (no row of its word) merged */
+	if (!w->stats.set &&
+	    idx_prefix_stats_counted(w->idx, q->match, &w->stats, err) == -1)
+		goto out;
+	if (!w->stats.set && query_stats(w, q, &any, err) == -1)
+		goto out;
+	if (!w->stats.set || w->stats.n_phrase != 1) {
+		rc = 0;		/* read whole */
+		goto out;
+	}
 	w->n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(w, err) == -1 || prefix_blocks_bound(w, &words, err) == -1)
 		goto out;

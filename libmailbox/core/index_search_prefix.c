@@ -28,6 +28,11 @@
  * Each word is matched as a raw term (MB_FTS_RAW_TERM): as the index
  * holds it, since porter's stem of a stem is not always itself.
  *
+ * The prefix's rows, for its IDF, are counted through the same words on
+ * a first search (idx_prefix_rows): the bounded words' rows and the other
+ * words' rows without a bounded one, rowids only, where FTS5 would merge
+ * every doclist of the prefix twice to count them.
+ *
  * The walk does not serve (the caller reads every match): a prefix of
  * digits only, a phrase ending in a prefix, no bounded word or more than
  * IDX_PREFIX_BOUNDED, none holding idx_rank_prefix_min_share of the
@@ -373,6 +378,118 @@ idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t m
 	}
 	mb_buf_release(&bounded_or);
 	mb_buf_release(&rare);
+	free(prefix);
+	return rc;
+}
+
+/* The rows of ?1 (a MATCH of raw words), rowids only: no hits read. */
+static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
+
+/* The rows of match into *rows_r; SQLite's result code. */
+static int
+count_rows(struct mb_index *idx, const char *match, int64_t *rows_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, count_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*rows_r += sqlite3_column_int64(st, 0);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: a prefix's rows", err);
+}
+
+int
+idx_prefix_rows(struct mb_index *idx, const char *match, int64_t *rows_r, struct mb_err *err)
+{
+	struct idx_prefix p;
+	char *text = idx_prefix_text(match), *rare_only = NULL;
+	int64_t bounded = -1, rows = 0;
+	bool ok = false;
+	int rc;
+
+	*rows_r = -1;
+	if (text == NULL)
+		return 0;	/* not one prefix */
+	rc = idx_prefix_words(idx, text, 0, 0, &p, &ok, err);
+	free(text);
+	if (rc == -1 || !ok)
+		return rc;	/* no bounded word, or too many words: FTS5 counts */
+	/* one word: the builder's counts by chunk, where they are current */
+	if (p.n_bounded == 1 && idx_rank_token_rows(idx, p.bounded[0], &bounded, err) == -1)
+		rc = -1;
+	if (rc == 0 && bounded >= 0)
+		rows = bounded;
+	else if (rc == 0)
+		rc = count_rows(idx, p.bounded_match, &rows, err);
+	/* the rows of the other words without a bounded one: the rest */
+	if (rc == 0 && p.rare_any != NULL) {
+		rare_only = match_join(p.rare_any, "NOT", p.bounded_match);
+		rc = count_rows(idx, rare_only, &rows, err);
+	}
+	if (rc == 0)
+		*rows_r = rows;
+	free(rare_only);
+	idx_prefix_release(&p);
+	return rc;
+}
+
+/*
+ * The statistics of the prefix ?1 from its rows counted through its words
+ * (?2's known), started on the MATCH of one of its words (?3) instead of
+ * the prefix, which FTS5 would merge (fts_rank.c, mb_bm25_stats).
+ */
+static const char counted_stats_sql[] =
+	"SELECT mb_bm25_stats(messages_fts, ?1, ?2, 1) FROM messages_fts "
+	"WHERE messages_fts MATCH ?3 LIMIT 1";
+
+/* The statistics of match counted (idx_prefix_stats_counted), started on word's MATCH. */
+static int
+stats_counted_on(struct mb_index *idx, const char *match, const char *word,
+    struct idx_rank_stats *stats, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, counted_stats_sql, err);
+	struct mb_buf phrase;
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	mb_buf_init(&phrase, SIZE_MAX);
+	or_raw(&phrase, word, strlen(word), false);
+	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	sqlite3_bind_pointer(st, 2, stats, IDX_RANK_STATS, NULL);
+	sqlite3_bind_text(st, 3, phrase.data, (int)phrase.len, SQLITE_STATIC);
+	rc = sqlite3_step(st);	/* no row when the word has none now: left unset */
+	idx_stmt_done(st);
+	mb_buf_release(&phrase);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	    idx_sqlerr(idx, rc, "search: a prefix's counted statistics", err);
+}
+
+int
+idx_prefix_stats_counted(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
+    struct mb_err *err)
+{
+	char *text, *prefix, **bounded = NULL;
+	int n_bounded = 0, rc = 0;
+	bool ok = false;
+
+	if (stats->known == NULL || stats->known->n < 1 || stats->known->hits[0] < 0 ||
+	    (text = idx_prefix_text(match)) == NULL)
+		return 0;	/* not counted: left unset */
+	prefix = prefix_token(idx, text);
+	free(text);
+	/* its bounded words: the first has rows, a cheap MATCH to start on */
+	if (prefix != NULL)
+		rc = prefix_bounded(idx, prefix, 0, 0, &bounded, &n_bounded, &ok, err);
+	if (rc == 0 && n_bounded > 0)
+		rc = stats_counted_on(idx, match, bounded[0], stats, err);
+	for (int i = 0; i < n_bounded; i++)
+		free(bounded[i]);
+	free(bounded);
 	free(prefix);
 	return rc;
 }

@@ -233,12 +233,22 @@ bool	idx_match_phrases(const char *match, char **texts, int *n_r);
 /*
  * For match's phrases that are one word syncd bounds, the rows that hold
  * it, added up from the bounds builder's counts (index_rank_counts.c), into
- * *known for mb_bm25's statistics; none when match has a column filter or
- * a prefix, or when this connection keeps match's statistics already.
- * -1 with err on a failure of SQLite's (known then holds none).
+ * *known for mb_bm25's statistics; for a match that is one prefix, its rows
+ * counted through its words (idx_prefix_rows()).  None when match has a
+ * column filter, when a prefix's words are not listed, or when this
+ * connection keeps match's statistics already.  -1 with err on a failure
+ * of SQLite's (known then holds none).
  */
 int	idx_rank_known_hits(struct mb_index *idx, const char *match,
 	    struct idx_rank_known *known, struct mb_err *err);
+/*
+ * The rows that hold token (a word of rank_terms) into *docs_r: its
+ * chunks' current counts and FTS5's count of the ids between them; -1
+ * when too many ranges would be left to FTS5, or the index keeps no
+ * counts.  -1 with err on a failure of SQLite's.
+ */
+int	idx_rank_token_rows(struct mb_index *idx, const char *token, int64_t *docs_r,
+	    struct mb_err *err);
 
 /* Ids lo to hi, both included. */
 struct idx_id_run {
@@ -384,6 +394,27 @@ char	*idx_prefix_text(const char *match);
 int	idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t max_id,
 	    struct idx_prefix *p, bool *ok_r, struct mb_err *err);
 void	idx_prefix_release(struct idx_prefix *p);
+/*
+ * When match (as query.c writes it) is one prefix phrase whose words the
+ * walk can list (idx_prefix_words()), the rows that hold any of them into
+ * *rows_r, which are the prefix's: the bounded words' (from the builder's
+ * counts for one word, else FTS5's count of their OR) and those of the
+ * other words that hold no bounded one, each counted by rowid without
+ * FTS5's merge of the prefix's doclists.  Else *rows_r is -1.  -1 with
+ * err on a failure of SQLite's.
+ */
+int	idx_prefix_rows(struct mb_index *idx, const char *match, int64_t *rows_r,
+	    struct mb_err *err);
+/*
+ * The statistics of match, one prefix phrase, into *stats (set when they
+ * were made) from its rows stats->known counted (idx_prefix_rows()), as
+ * mb_bm25 would rank it, and kept on the connection; without a MATCH of the
+ * prefix, whose doclists FTS5 merges to start any statement of it, but of
+ * one of its bounded words.  Left unset without a count, or when that word
+ * has no row now.  -1 with err on a failure of SQLite's.
+ */
+int	idx_prefix_stats_counted(struct mb_index *idx, const char *match,
+	    struct idx_rank_stats *stats, struct mb_err *err);
 /*
  * When match (as query.c writes it) is one prefix phrase, "..."*, that has
  * rows matches (-1: not known; then at least those of its most frequent

@@ -503,14 +503,15 @@ counts_used_by(struct mb_test_index *f, const char *text)
  * chunk's bounds but not its counts (the trigger clears RANK_CHUNK_COUNTED):
  * FTS5 counts that chunk until the builder builds it again.  Pages are
  * bm25()'s throughout.  A column's phrase, a phrase of two words, a word
- * not bounded and a prefix are counted by FTS5, and a query whose
- * statistics the connection keeps counts nothing.
+ * not bounded and a prefix with no bounded word are counted by FTS5 (a
+ * prefix with one: a_prefix_is_counted_through_its_words), and a query
+ * whose statistics the connection keeps counts nothing.
  */
 static void
 bounded_words_are_counted_by_chunk(void **state)
 {
 	static const char *const fts_counted[] = { "subject:beta", "\"mailing list\"",
-	    "epsilon", "gamm*" };
+	    "epsilon", "gammab*" };
 	struct mb_test_index *f = *state;
 	struct mb_err err = { 0 };
 
@@ -553,6 +554,119 @@ bounded_words_are_counted_by_chunk(void **state)
 	    "SELECT docs FROM rank_bounds WHERE term = 'alpha' AND chunk = 0"),
 	    fts_rows(f, "alpha", 0, 2047));
 	expect_all_exact(f);
+}
+
+/* bm25()'s score of row id for text, FTS5 counting its statistics itself. */
+static double
+bm25_of(struct mb_test_index *f, const char *text, int64_t id)
+{
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	sqlite3_stmt *st;
+	double score;
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx), "SELECT bm25(messages_fts, "
+	    IDX_RANK_WEIGHTS ") FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid = ?2",
+	    -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	score = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	mb_query_release(&q);
+	return score;
+}
+
+/*
+ * A search of text's first page: its counts taken (counts_used_by()) and
+ * each hit's score bm25()'s, bit for bit: a prefix's IDF is its row count's.
+ */
+static uint64_t
+counted_scores_exact(struct mb_test_index *f, const char *text)
+{
+	uint64_t before = idx_rank_known_used;
+	struct mb_search_page pg;
+	struct mb_query q;
+	struct mb_err err = { 0 };
+
+	mb_query_init(&q);
+	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+	if (mb_search_run(mb_test_index_reader(f), &q, 0, 20, &pg, &err) == -1)
+		fail_msg("search \"%s\": %s", text, err.msg);
+	mb_query_release(&q);
+	assert_true(pg.n > 0);
+	for (size_t i = 0; i < pg.n; i++)
+		if (pg.hits[i].score != bm25_of(f, text, pg.hits[i].id))
+			fail_msg("\"%s\": id %lld scored %.17g, bm25() %.17g", text,
+			    (long long)pg.hits[i].id, pg.hits[i].score,
+			    bm25_of(f, text, pg.hits[i].id));
+	mb_search_page_release(&pg);
+	return idx_rank_known_used - before;
+}
+
+/*
+ * A prefix's first search counts its rows through its words
+ * (idx_prefix_rows()): its bounded words' rows (the builder's counts for
+ * one word, FTS5's count of their OR for several) and the other words'
+ * rows that hold no bounded one, instead of FTS5 merging every doclist of
+ * the prefix, twice, to count it; a walk then starts its statistics on one
+ * word's MATCH.  The same count: every score is bm25()'s, bit for bit, and
+ * the pages and totals are bm25()'s.  Walked (gamm*: one bounded word and
+ * rarer ones, zeta*: one and 150 rarer, filler49*: 11 bounded words,
+ * alph*: one word only) and read whole (beside a filter, or with fewer
+ * matches than a walk takes); after a deletion the chunk's counts stand
+ * aside and FTS5 counts it.  A prefix with no bounded word is FTS5's to
+ * count, and a second search counts nothing.
+ */
+static void
+a_prefix_is_counted_through_its_words(void **state)
+{
+	static const char *const prefixes[] = { "gamm*", "zeta*", "filler49*", "alph*",
+	    "gam* -is:flagged", "zet* is:unread" };
+	static int64_t want[N_MSG];
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	uint64_t walks;
+
+	put_all(f);
+	assert_int_equal(build(f), 2);
+	for (size_t i = 0; i < MB_ARRAY_LEN(prefixes); i++) {
+		char *where = where_of(prefixes[i]);
+		size_t n = mb_test_bm25_order_where(f->idx, prefixes[i], where, want,
+		    MB_ARRAY_LEN(want));
+
+		sqlite3_free(where);
+		walks = idx_rank_prefix_walks;
+		if (counted_scores_exact(f, prefixes[i]) != 1)
+			fail_msg("\"%s\" was not counted through its words", prefixes[i]);
+		assert_int_equal(idx_rank_prefix_walks > walks, strchr(prefixes[i], ':') == NULL);
+		assert_int_equal(counted_scores_exact(f, prefixes[i]), 0);	/* kept */
+		expect_exact(f, prefixes[i], want, n, 7, 28);
+	}
+	assert_int_equal(counted_scores_exact(f, "gammab*"), 0);	/* no bounded word */
+	idx_rank_prefix_min_matches = INT64_MAX;	/* read whole */
+	walks = idx_rank_prefix_walks;
+	assert_int_equal(counted_scores_exact(f, "gammaf*"), 0);	/* no bounded word */
+	assert_int_equal(counted_scores_exact(f, "alp*"), 1);
+	assert_int_equal(idx_rank_prefix_walks, walks);
+	idx_rank_prefix_min_matches = 0;
+	/* rows deleted: chunk 0's counts are set aside, the statistics move */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= 40; uid++)
+		assert_int_equal(mb_index_delete(f->idx, f->inbox, 1, uid, &err), 0);
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	for (size_t i = 0; i < 4; i++) {
+		size_t n = mb_test_bm25_order(f->idx, prefixes[i], want, MB_ARRAY_LEN(want));
+
+		assert_int_equal(counted_scores_exact(f, prefixes[i]), 1);
+		expect_exact(f, prefixes[i], want, n, 7, 28);
+	}
+	/* counted statistics without a count would keep another phrase's: refused */
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "SELECT mb_bm25_stats(messages_fts, "
+	    "'\"gam\"*', NULL, 1) FROM messages_fts WHERE messages_fts MATCH 'gamma' LIMIT 1",
+	    NULL, NULL, NULL), SQLITE_ERROR);
 }
 
 /* FTS5's segments: one row a segment in its %_idx table at least. */
@@ -1135,6 +1249,8 @@ a_scope_in_runs_reads_only_its_runs(void **state)
 	put_runs(f);
 	assert_int_equal(build(f), 2);
 	idx_rank_min_matches = 0;
+	/* omeg*'s first search, over Notes's runs: counted through its words, bm25()'s scores */
+	assert_int_equal(counted_scores_exact(f, "omeg* in:Notes"), 1);
 	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
 		char *where = where_of(cases[i].text);
 		size_t n = mb_test_bm25_order_where(f->idx, cases[i].text, where, want,
@@ -1346,6 +1462,7 @@ main(void)
 		MB_TEST_INDEX(a_thread_beside_a_prefix_is_read_once),
 		MB_TEST_INDEX(a_filter_few_pass_is_read_through_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
+		MB_TEST_INDEX(a_prefix_is_counted_through_its_words),
 		MB_TEST_INDEX(deletions_after_bounds_keep_pages_exact),
 		MB_TEST_INDEX(a_changed_row_is_found_in_a_bounded_block),
 		MB_TEST_INDEX(a_reused_id_in_a_bounded_block_is_found),
