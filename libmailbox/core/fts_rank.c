@@ -105,15 +105,18 @@ count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *arg)
  * that is not positive (a phrase in more than half the rows).  n is
  * counted by walking the phrase's doclist, unless known (may be NULL) has
  * it for a phrase of one token: the rows the bounds builder counted
- * (index_rank_counts.c), the same number.
+ * (index_rank_counts.c), or a prefix's rows counted through its words,
+ * the same number.  Only for known's own MATCH text (key).
  */
 static int
 rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q,
-    const struct idx_rank_known *known)
+    const char *key, const struct idx_rank_known *known)
 {
 	sqlite3_int64 n_row = 0, n_token = 0;
 	int rc;
 
+	if (known != NULL && (known->match == NULL || key == NULL || strcmp(key, known->match) != 0))
+		known = NULL;	/* counts of another query's phrases */
 	atomic_fetch_add_explicit(&idx_rank_computed, 1, memory_order_relaxed);
 	rc = api->xRowCount(fts, &n_row);
 	if (rc == SQLITE_OK)
@@ -175,7 +178,7 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	    rank_view_current(v, sqlite3_context_db_handle(ctx));
 	/* q->idf and q->n_hit are one array of 2n, as the kept entries are */
 	kept = cacheable && rank_kept_get(v, key, n, n, &n_kept, &q->avgdl, q->idf);
-	if (!kept && (*rc_r = rank_compute(api, fts, q, known)) != SQLITE_OK) {
+	if (!kept && (*rc_r = rank_compute(api, fts, q, key, known)) != SQLITE_OK) {
 		sqlite3_free(q);
 		return NULL;
 	}
@@ -448,12 +451,12 @@ mb_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
  * NULL.  The block walk (index_search_blocks.c) bounds its blocks with them.
  *
  * COUNTED 1: MATCH is one phrase of one token (a prefix) whose rows STATS's
- * known holds (counted through its words, idx_prefix_rows()), and the
- * statement's own MATCH is another such phrase, which FTS5 starts without
- * merging the prefix's doclists.  The statistics of a query of one phrase
- * of one token are its rows, the index's rows and the index's tokens, so
- * they are MATCH's, kept as MATCH's.  Without a known count, an error: the
- * statement's own phrase would be counted for MATCH.
+ * known holds for MATCH (counted through its words, idx_prefix_rows()),
+ * and the statement's own MATCH is another such phrase, which FTS5 starts
+ * without merging the prefix's doclists.  The statistics of a query of one
+ * phrase of one token are its rows, the index's rows and the index's
+ * tokens, so they are MATCH's, kept as MATCH's.  Without a known count for
+ * MATCH, an error: the statement's own phrase would be counted for MATCH.
  */
 static void
 mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int n_val,
@@ -470,8 +473,10 @@ mb_bm25_stats(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ct
 	}
 	out = sqlite3_value_pointer(val[1], IDX_RANK_STATS);
 	if (n_val > 2 && sqlite3_value_int(val[2]) == 1 && (out == NULL || out->known == NULL ||
-	    out->known->n < 1 || out->known->hits[0] < 0 || api->xPhraseCount(fts) != 1 ||
-	    api->xPhraseSize(fts, 0) != 1)) {
+	    out->known->n < 1 || out->known->hits[0] < 0 || out->known->match == NULL ||
+	    sqlite3_value_text(val[0]) == NULL ||
+	    strcmp((const char *)sqlite3_value_text(val[0]), out->known->match) != 0 ||
+	    api->xPhraseCount(fts) != 1 || api->xPhraseSize(fts, 0) != 1)) {
 		sqlite3_result_error(ctx, "mb_bm25_stats: counted statistics without the count "
 		    "or for a MATCH of more than one token", -1);
 		return;

@@ -293,12 +293,16 @@ int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
  * their doclists (idx_rank_known_hits(), index_rank_counts.c): hits[i] >= 0
  * for phrase i (FTS5's numbering, a phrase of one token), -1 for one not
  * known, and every phrase from n on is not known.  mb_bm25 counts the
- * others itself when it computes a query's statistics (fts_rank.c).
+ * others itself when it computes a query's statistics (fts_rank.c), and
+ * all of them for a statement whose MATCH text is not match: the same
+ * floor also scores statements of a prefix's words, whose phrases are
+ * others.
  */
 #define IDX_RANK_PHRASES	64	/* phrases a query's statistics are kept for, at most */
 struct idx_rank_known {
-	int	n;
-	int64_t	hits[IDX_RANK_PHRASES];
+	const char	*match;		/* the MATCH text counted (not owned) */
+	int		 n;
+	int64_t		 hits[IDX_RANK_PHRASES];
 };
 
 struct idx_rank_floor {

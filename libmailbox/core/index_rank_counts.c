@@ -150,6 +150,7 @@ idx_rank_known_hits(struct mb_index *idx, const char *match, struct idx_rank_kno
 	Fts5Tokenizer *t = NULL;
 	fts5_tokenizer tk;
 
+	known->match = match;
 	known->n = 0;
 	if (match == NULL || strchr(match, '{') != NULL)
 		return 0;	/* a column's count is not the word's */

@@ -618,7 +618,8 @@ counted_scores_exact(struct mb_test_index *f, const char *text)
  * alph*: one word only) and read whole (beside a filter, or with fewer
  * matches than a walk takes); after a deletion the chunk's counts stand
  * aside and FTS5 counts it.  A prefix with no bounded word is FTS5's to
- * count, and a second search counts nothing.
+ * count, and a second search counts nothing.  A count is taken only for the
+ * MATCH it was made for.
  */
 static void
 a_prefix_is_counted_through_its_words(void **state)
@@ -628,6 +629,9 @@ a_prefix_is_counted_through_its_words(void **state)
 	static int64_t want[N_MSG];
 	struct mb_test_index *f = *state;
 	struct mb_err err = { 0 };
+	struct idx_rank_known other;
+	struct idx_rank_stats stats = { .set = false };
+	sqlite3_stmt *st;
 	uint64_t walks;
 
 	put_all(f);
@@ -663,6 +667,18 @@ a_prefix_is_counted_through_its_words(void **state)
 		assert_int_equal(counted_scores_exact(f, prefixes[i]), 1);
 		expect_exact(f, prefixes[i], want, n, 7, 28);
 	}
+	/* a count is taken only for its own MATCH: delta's statement counts delta */
+	other = (struct idx_rank_known){ .match = "\"gamm\"*", .n = 1, .hits = { 999 } };
+	stats.known = &other;
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx), "SELECT mb_bm25_stats("
+	    "messages_fts, ?1, ?2) FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT 1", -1, &st,
+	    NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, "\"delta\"", -1, SQLITE_STATIC);
+	sqlite3_bind_pointer(st, 2, &stats, IDX_RANK_STATS, NULL);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	sqlite3_finalize(st);
+	assert_true(stats.set);
+	assert_int_equal(stats.n_hit[0], fts_rows(f, "delta", 0, INT64_MAX));
 	/* counted statistics without a count would keep another phrase's: refused */
 	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "SELECT mb_bm25_stats(messages_fts, "
 	    "'\"gam\"*', NULL, 1) FROM messages_fts WHERE messages_fts MATCH 'gamma' LIMIT 1",
