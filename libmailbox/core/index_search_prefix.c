@@ -478,8 +478,9 @@ idx_prefix_stats_counted(struct mb_index *idx, const char *match, struct idx_ran
 	bool ok = false;
 
 	if (stats->known == NULL || stats->known->n < 1 || stats->known->hits[0] < 0 ||
+	    stats->known->match == NULL || strcmp(stats->known->match, match) != 0 ||
 	    (text = idx_prefix_text(match)) == NULL)
-		return 0;	/* not counted: left unset */
+		return 0;	/* not counted, or counted for another MATCH: left unset */
 	prefix = prefix_token(idx, text);
 	free(text);
 	/* its bounded words: the first has rows, a cheap MATCH to start on */

@@ -410,8 +410,8 @@ int	idx_prefix_rows(struct mb_index *idx, const char *match, int64_t *rows_r,
  * were made) from its rows stats->known counted (idx_prefix_rows()), as
  * mb_bm25 would rank it, and kept on the connection; without a MATCH of the
  * prefix, whose doclists FTS5 merges to start any statement of it, but of
- * one of its bounded words.  Left unset without a count, or when that word
- * has no row now.  -1 with err on a failure of SQLite's.
+ * one of its bounded words.  Left unset without a count for match, or when
+ * that word has no row now.  -1 with err on a failure of SQLite's.
  */
 int	idx_prefix_stats_counted(struct mb_index *idx, const char *match,
 	    struct idx_rank_stats *stats, struct mb_err *err);
