@@ -93,12 +93,19 @@ idx_prefix_text(const char *match)
 	return t;
 }
 
+/* Free the words prefix_bounded() listed, the walk's too (n of them). */
+static void
+words_free(char **words, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(words[i]);
+	free(words);
+}
+
 void
 idx_prefix_release(struct idx_prefix *p)
 {
-	for (int i = 0; i < p->n_bounded; i++)
-		free(p->bounded[i]);
-	free(p->bounded);
+	words_free(p->bounded, p->n_bounded);
 	free(p->bounded_match);
 	free(p->rare_any);
 	free(p->rare_both);
@@ -265,11 +272,13 @@ cover(struct lister *l, const char *pre, size_t len)
  * *words_r (owned by the caller, *n_r of them, even on failure); *ok_r
  * false when there are more than IDX_PREFIX_BOUNDED, or when none of them
  * holds about need rows now (its rows when chosen, scaled by how far the
- * ids have grown since to max_id).
+ * ids have grown since to max_id; 0: not scaled).  *most_r (may be NULL):
+ * the most rows one of them holds so (of the first IDX_PREFIX_BOUNDED + 1
+ * when there are more), 0 for none.
  */
 static int
 prefix_bounded(struct mb_index *idx, const char *prefix, int64_t need, int64_t max_id,
-    char ***words_r, int *n_r, bool *ok_r, struct mb_err *err)
+    char ***words_r, int *n_r, bool *ok_r, double *most_r, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, bounded_sql, err);
 	size_t len = strlen(prefix);
@@ -300,6 +309,8 @@ prefix_bounded(struct mb_index *idx, const char *prefix, int64_t need, int64_t m
 	}
 	idx_stmt_done(st);
 	free(end);
+	if (most_r != NULL)
+		*most_r = most;
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return idx_sqlerr(idx, rc, "search: a prefix's bounded words", err);
 	*ok_r = *n_r <= IDX_PREFIX_BOUNDED && most >= (double)need;
@@ -353,7 +364,8 @@ idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t m
 	}
 	mb_buf_init(&bounded_or, SIZE_MAX);
 	mb_buf_init(&rare, SIZE_MAX);
-	rc = prefix_bounded(idx, prefix, need, max_id, &p->bounded, &p->n_bounded, ok_r, err);
+	rc = prefix_bounded(idx, prefix, need, max_id, &p->bounded, &p->n_bounded, ok_r, NULL,
+	    err);
 	/* no bounded word: nothing to walk */
 	if (*ok_r && p->n_bounded > 0) {
 		l.bounded = p->bounded;
@@ -485,12 +497,10 @@ idx_prefix_stats_counted(struct mb_index *idx, const char *match, struct idx_ran
 	free(text);
 	/* its bounded words: the first has rows, a cheap MATCH to start on */
 	if (prefix != NULL)
-		rc = prefix_bounded(idx, prefix, 0, 0, &bounded, &n_bounded, &ok, err);
+		rc = prefix_bounded(idx, prefix, 0, 0, &bounded, &n_bounded, &ok, NULL, err);
 	if (rc == 0 && n_bounded > 0)
 		rc = stats_counted_on(idx, match, bounded[0], stats, err);
-	for (int i = 0; i < n_bounded; i++)
-		free(bounded[i]);
-	free(bounded);
+	words_free(bounded, n_bounded);
 	free(prefix);
 	return rc;
 }
@@ -517,25 +527,15 @@ static int
 prefix_rows_least(struct mb_index *idx, const char *prefix, int64_t *rows_r,
     struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(idx, bounded_sql, err);
-	size_t len = strlen(prefix);
-	char *end;
-	int rc;
+	char **words = NULL;
+	int n_words = 0, rc;
+	double most = 0.0;
+	bool ok = false;
 
-	*rows_r = 0;
-	if (st == NULL)
-		return -1;
-	end = mb_xmalloc(len + 1);
-	memcpy(end, prefix, len);
-	end[len] = '\xff';	/* past every word that starts with prefix */
-	sqlite3_bind_text(st, 1, prefix, (int)len, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, end, (int)len + 1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (sqlite3_column_int64(st, 1) > *rows_r)
-			*rows_r = sqlite3_column_int64(st, 1);
-	idx_stmt_done(st);
-	free(end);
-	return rc == SQLITE_DONE ? 0 : idx_sqlerr(idx, rc, "search: a prefix's bounded words", err);
+	rc = prefix_bounded(idx, prefix, 0, 0, &words, &n_words, &ok, &most, err);
+	words_free(words, n_words);
+	*rows_r = (int64_t)most;
+	return rc;
 }
 
 int
