@@ -364,7 +364,7 @@ rank_whole(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	const char *sql = q->msgid ? search_sql_rank_msgid :
 	    q->thread_id > 0 && scope->bits == NULL ? search_sql_rank_thread :
 	    !filtered ? search_sql_rank_nf : !idx_search_covered(q) ? search_sql_rank :
-	    scope->bits != NULL ? search_sql_rank_ix_span : search_sql_rank_ix;
+	    scope->bits != NULL || scope->wide ? search_sql_rank_ix_span : search_sql_rank_ix;
 	uint32_t *min_len = NULL;
 	struct idx_rank_prefix score = { 0 };
 	char *words = NULL;
@@ -470,18 +470,32 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	 * The block bounds, where they serve; not for a narrow scope, which
 	 * the best blocks' rows mostly fail.
 	 */
-	if (!narrow && idx_rank_blocks(idx, q, folder_id, filtered, &set, &blocks, &set.matches,
-	    &exact, err) == -1) {
+	if (!narrow && idx_rank_blocks(idx, q, folder_id, filtered, &scope, &set, &blocks,
+	    &set.matches, &exact, err) == -1) {
+		idx_narrow_ids_release(&scope);
 		free(set.rows);
 		return -1;
 	}
-	if (blocks)
+	if (blocks) {
+		idx_narrow_ids_release(&scope);
 		goto ranked;
-	/* a filter few messages pass with no index of its own, beside many matches */
-	if (!narrow && filtered &&
-	    idx_narrow_filter_ids(idx, q, folder_id, &scope, &narrow, err) == -1) {
-		free(set.rows);
-		return -1;
+	}
+	/*
+	 * a filter few messages pass with no index of its own, beside many
+	 * matches: its ids, rather than a wide folder's runs
+	 */
+	if (!narrow && filtered) {
+		struct idx_narrow_ids few = { 0 };
+
+		if (idx_narrow_filter_ids(idx, q, folder_id, &few, &narrow, err) == -1) {
+			idx_narrow_ids_release(&scope);
+			free(set.rows);
+			return -1;
+		}
+		if (narrow) {
+			idx_narrow_ids_release(&scope);
+			scope = few;
+		}
 	}
 	rc = rank_whole(idx, q, folder_id, filtered, &scope, &set, &memo, err);
 	idx_narrow_ids_release(&scope);

@@ -140,6 +140,7 @@ struct walk {
 	double			*term;		/* owned: one phrase's term per block, IDF aside */
 	double			*bound;		/* owned: per block, the best score it can hold */
 	const char		*range_match;	/* the ranges' MATCH (NULL: the query's) */
+	const struct idx_narrow_ids *wide;	/* a wide folder's runs (NULL: none) */
 };
 
 static void
@@ -666,7 +667,30 @@ filtered_total(struct walk *w, const struct mb_query *q, const struct idx_rank_s
 	int64_t cap = (int64_t)set->keep + 1 > MB_SEARCH_COUNT_CAP ? (int64_t)set->keep + 1 :
 	    MB_SEARCH_COUNT_CAP;
 
+	if (w->wide != NULL)	/* a wide folder: over its runs, from its first id */
+		return idx_search_count_runs(w->idx, q, w->folder_id, w->wide->runs,
+		    w->wide->n_runs, cap, matches_r, exact_r, err);
 	return idx_search_count(w->idx, q, w->folder_id, cap, matches_r, exact_r, err);
+}
+
+/*
+ * A wide folder's runs (w->wide): a block with no id in them holds no
+ * message of the folder, so no row of it passes; its bound is 0, which
+ * the walk never reads.
+ */
+static void
+blocks_outside_runs(struct walk *w)
+{
+	const struct idx_narrow_ids *d = w->wide;
+	int64_t b = 0;
+
+	for (size_t i = 0; i < d->n_runs; i++) {
+		for (; b < w->n_blocks && (b + 1) * RANK_BLOCK_IDS - 1 < d->runs[i].lo; b++)
+			w->bound[b] = 0.0;
+		b = d->runs[i].hi / RANK_BLOCK_IDS + 1;
+	}
+	for (; b < w->n_blocks; b++)
+		w->bound[b] = 0.0;
 }
 
 _Thread_local uint64_t idx_rank_prefix_walks;
@@ -800,10 +824,11 @@ out:
 
 int
 idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-    bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,
-    bool *exact_r, struct mb_err *err)
+    bool filtered, const struct idx_narrow_ids *wide, struct idx_rank_set *set, bool *used_r,
+    int64_t *matches_r, bool *exact_r, struct mb_err *err)
 {
-	struct walk w = { .idx = idx, .filtered = filtered, .folder_id = folder_id };
+	struct walk w = { .idx = idx, .filtered = filtered, .folder_id = folder_id,
+	    .wide = filtered && wide != NULL && wide->wide ? wide : NULL };
 	int64_t max_id = 0;
 	char *prefix;
 	bool ok = false, any = false;
@@ -874,6 +899,8 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)
 		goto out;
+	if (w.wide != NULL)
+		blocks_outside_runs(&w);
 	if (blocks_walk(&w, q, set, err) == -1)
 		goto out;
 	if (w.gave_up) {	/* the caller reads every match, into an empty set */

@@ -129,6 +129,14 @@ static const char *const few_ids_sql[] = { SEARCH_FEW_EACH(FEW_IDS_SQL) };
  */
 #define IDX_NARROW_GAP		2048
 #define IDX_NARROW_RUNS		64
+/*
+ * A wide folder's runs are read (idx_folder_runs) when the sample puts the
+ * folder's messages and their neighbours in at most one in
+ * IDX_FOLDER_SHARE of the samples: the walk and the count then skip the
+ * rest.  A folder spread over most of the ids would cost a seek a chunk
+ * (about 2 ms at 1,000,000 messages) and skip little.
+ */
+#define IDX_FOLDER_SHARE	2
 
 /*
  * A scan of messages_search_filter costs about 0.1 us an entry; a match
@@ -173,16 +181,11 @@ idx_narrow_ids_release(struct idx_narrow_ids *d)
 	memset(d, 0, sizeof(*d));
 }
 
-/* Ids after and before, in the scope, and none between them: a gap. */
-struct gap {
-	int64_t	after, before;
-};
-
 /* qsort: the longer gap first, then the earlier. */
 static int
 gap_longer(const void *a, const void *b)
 {
-	const struct gap *x = a, *y = b;
+	const struct idx_id_gap *x = a, *y = b;
 	int64_t lx = x->before - x->after, ly = y->before - y->after;
 
 	if (lx != ly)
@@ -194,9 +197,28 @@ gap_longer(const void *a, const void *b)
 static int
 gap_earlier(const void *a, const void *b)
 {
-	const struct gap *x = a, *y = b;
+	const struct idx_id_gap *x = a, *y = b;
 
 	return (x->after > y->after) - (x->after < y->after);
+}
+
+void
+idx_narrow_runs_set(struct idx_narrow_ids *d, int64_t lo, int64_t hi, struct idx_id_gap *gaps,
+    size_t n_gaps)
+{
+	if (n_gaps > IDX_NARROW_RUNS - 1) {
+		qsort(gaps, n_gaps, sizeof(*gaps), gap_longer);
+		n_gaps = IDX_NARROW_RUNS - 1;
+		qsort(gaps, n_gaps, sizeof(*gaps), gap_earlier);
+	}
+	d->runs = mb_xcalloc(n_gaps + 1, sizeof(*d->runs));
+	d->runs[0].lo = lo;
+	for (size_t i = 0; i < n_gaps; i++) {
+		d->runs[i].hi = gaps[i].after;
+		d->runs[i + 1].lo = gaps[i].before;
+	}
+	d->runs[n_gaps].hi = hi;
+	d->n_runs = n_gaps + 1;
 }
 
 /*
@@ -206,7 +228,7 @@ gap_earlier(const void *a, const void *b)
 static void
 scope_runs(struct idx_narrow_ids *d)
 {
-	struct gap *gaps = NULL;
+	struct idx_id_gap *gaps = NULL;
 	size_t n_gaps = 0, cap = 0;
 	int64_t lo = -1, prev = -1;
 
@@ -221,25 +243,12 @@ scope_runs(struct idx_narrow_ids *d)
 					cap = cap ? 2 * cap : 64;
 					gaps = mb_xrealloc(gaps, cap * sizeof(*gaps));
 				}
-				gaps[n_gaps++] = (struct gap){ prev, id };
+				gaps[n_gaps++] = (struct idx_id_gap){ prev, id };
 			}
 			prev = id;
 		}
-	if (lo < 0)
-		return;		/* nothing in the scope: no run to read */
-	if (n_gaps > IDX_NARROW_RUNS - 1) {
-		qsort(gaps, n_gaps, sizeof(*gaps), gap_longer);
-		n_gaps = IDX_NARROW_RUNS - 1;
-		qsort(gaps, n_gaps, sizeof(*gaps), gap_earlier);
-	}
-	d->runs = mb_xcalloc(n_gaps + 1, sizeof(*d->runs));
-	d->runs[0].lo = lo;
-	for (size_t i = 0; i < n_gaps; i++) {
-		d->runs[i].hi = gaps[i].after;
-		d->runs[i + 1].lo = gaps[i].before;
-	}
-	d->runs[n_gaps].hi = prev;
-	d->n_runs = n_gaps + 1;
+	if (lo >= 0)	/* else nothing in the scope: no run to read */
+		idx_narrow_runs_set(d, lo, prev, gaps, n_gaps);
 	free(gaps);
 }
 
@@ -299,16 +308,19 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 
 /*
  * How many of IDX_NARROW_SAMPLES messages spread over ids 1..max_id are in
- * each source's part of the scope, into in (N_SOURCES of them).
+ * each source's part of the scope, into in (N_SOURCES of them); and, when
+ * in_folder is not NULL, whether each is in the scope's folder.
  */
 static int
 sample_in_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int *in,
-    struct mb_err *err)
+    bool *in_folder, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, sample_sql, err);
 	int rc = SQLITE_DONE;
 
 	memset(in, 0, N_SOURCES * sizeof(*in));
+	if (in_folder != NULL)
+		memset(in_folder, 0, IDX_NARROW_SAMPLES * sizeof(*in_folder));
 	if (st == NULL)
 		return -1;
 	for (int i = 0; i < IDX_NARROW_SAMPLES && (rc == SQLITE_DONE || rc == SQLITE_ROW); i++) {
@@ -318,6 +330,8 @@ sample_in_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int
 		for (int src = 0; rc == SQLITE_ROW && src < N_SOURCES; src++)
 			if (has_source(s, (enum source)src) && in_source(s, (enum source)src, st))
 				in[src]++;
+		if (in_folder != NULL && rc == SQLITE_ROW)
+			in_folder[i] = sqlite3_column_int64(st, 0) == s->folder_id;
 	}
 	idx_stmt_done(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -429,6 +443,23 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 }
 
 /*
+ * How many of the samples are in the folder or next to one that is
+ * (in_folder, IDX_NARROW_SAMPLES of them): the share of the ids its runs
+ * would hold at least, since where a run starts or ends between two
+ * samples the sample cannot tell.
+ */
+static int
+samples_near(const bool *in_folder)
+{
+	int n = 0;
+
+	for (int i = 0; i < IDX_NARROW_SAMPLES; i++)
+		n += in_folder[i] || (i > 0 && in_folder[i - 1]) ||
+		    (i + 1 < IDX_NARROW_SAMPLES && in_folder[i + 1]);
+	return n;
+}
+
+/*
  * The source of the scope's part that holds the fewest of the samples in
  * (*in_r of them; the first in enum order on a tie), or N_SOURCES when
  * the scope has no part a source reads.
@@ -456,8 +487,9 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	    .labelled = idx_search_labelled(q) };
 	int64_t max_id = 0;
 	int in_each[N_SOURCES], in = 0;
+	bool in_folder[IDX_NARROW_SAMPLES];
 	enum source src;
-	bool many = false;
+	bool many = false, wide = false;
 
 	memset(d, 0, sizeof(*d));
 	*used_r = false;
@@ -468,11 +500,16 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 		return -1;
 	if (max_id < IDX_NARROW_SAMPLES)
 		return 0;	/* a few messages: their matches cost less than the bitmap */
-	if (sample_in_scope(idx, &s, max_id, in_each, err) == -1)
+	if (sample_in_scope(idx, &s, max_id, in_each, in_folder, err) == -1)
 		return -1;
 	src = narrowest(&s, in_each, &in);
-	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES)
-		return 0;	/* a wide scope: most matches pass, the block walk serves it */
+	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES) {
+		/* a wide scope: many matches pass; a folder in few stretches, its runs */
+		if (s.folder_id > 0 &&
+		    samples_near(in_folder) * IDX_FOLDER_SHARE <= IDX_NARROW_SAMPLES)
+			return idx_folder_runs(idx, s.folder_id, max_id, d, &wide, err);
+		return 0;
+	}
 	if (matches_at_least(idx, q, (in > 0 ? in : 1) * (max_id / IDX_NARROW_SAMPLES) /
 	    IDX_NARROW_PER_JOIN, &many, err) == -1)
 		return -1;
@@ -615,7 +652,7 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
 	if (!has_any_source(&s))
 		return 0;	/* none of is:flagged, is:unread, label:X */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
-	    sample_in_scope(idx, &s, max_id, in_each, err) == -1)
+	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;
 	src = narrowest(&s, in_each, &in);
 	if (in * IDX_NARROW_COUNT_SHARE <= IDX_NARROW_SAMPLES)

@@ -45,6 +45,14 @@ static const char count_sql_match_ix[] =
 	"JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE messages_fts MATCH ?1 AND " IDX_CURRENT("m", "f")
 	" AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED "LIMIT ?19)";
+/* The same over a run of ids (?22 to ?23), which FTS5 seeks to in each doclist. */
+static const char count_sql_match_ix_span[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages_fts "
+	"CROSS JOIN messages AS m INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
+	"JOIN folders AS f ON f.id = m.folder_id "
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND "
+	IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
+	"LIMIT ?19)";
 static const char count_sql_filter_ix[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS m INDEXED BY messages_search_filter "
 	"JOIN folders AS f ON f.id = m.folder_id "
@@ -237,8 +245,37 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 		*exact_r = *n_r < cap;
 	} else
 		idx_sqlerr(idx, rc, "search: total", err);
+	idx_total_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
 	idx_stmt_done(st);
 	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+_Thread_local uint64_t idx_total_steps;
+
+int
+idx_search_count_runs(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    const struct idx_id_run *runs, size_t n_runs, int64_t cap, int64_t *n_r, bool *exact_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, count_sql_match_ix_span, err);
+	int rc = SQLITE_ROW;
+
+	*n_r = 0;
+	if (st == NULL)
+		return -1;
+	idx_search_bind(st, q, folder_id);
+	for (size_t i = 0; i < n_runs && *n_r < cap && rc == SQLITE_ROW; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 19, cap - *n_r);
+		sqlite3_bind_int64(st, 22, runs[i].lo);
+		sqlite3_bind_int64(st, 23, runs[i].hi);
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			*n_r += sqlite3_column_int64(st, 0);
+	}
+	idx_total_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
+	idx_stmt_done(st);
+	*exact_r = *n_r < cap;
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: total", err);
 }
 
 /* "[ AND ]({column} : "a@x" OR {column} : "b@y")": one phrase per own address. */

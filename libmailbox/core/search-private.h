@@ -148,12 +148,32 @@ int	idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t fold
 	    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r,
 	    struct mb_err *err);
 
+/* Ids lo to hi, both included. */
+struct idx_id_run {
+	int64_t		 lo, hi;
+};
 /*
  * The current messages q matches, counted up to cap (at least 1), into
  * *n_r; *exact_r false when the count stopped at the cap.
  */
 int	idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    int64_t cap, int64_t *n_r, bool *exact_r, struct mb_err *err);
+/*
+ * The same for words and filters the index covers (idx_search_covered),
+ * over runs only (n_runs of them, in order, apart), which must hold every
+ * message that passes (a wide folder's: idx_folder_runs): a count in id
+ * order otherwise steps over every match before the folder's first id.
+ */
+int	idx_search_count_runs(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    const struct idx_id_run *runs, size_t n_runs, int64_t cap, int64_t *n_r,
+	    bool *exact_r, struct mb_err *err);
+/*
+ * How many steps of SQLite's machine this thread's counts of a search's
+ * total have taken (idx_search_count, idx_search_count_runs): for the
+ * tests, which check that a wide folder's total steps over no match
+ * outside its runs.
+ */
+extern _Thread_local uint64_t	idx_total_steps;
 
 /* One match of a ranked search. */
 struct idx_ranked {
@@ -250,9 +270,9 @@ int	idx_rank_known_hits(struct mb_index *idx, const char *match,
 int	idx_rank_token_rows(struct mb_index *idx, const char *token, int64_t *docs_r,
 	    struct mb_err *err);
 
-/* Ids lo to hi, both included. */
-struct idx_id_run {
-	int64_t		 lo, hi;
+/* Ids after and before, in a scope, and none of it between them: a gap. */
+struct idx_id_gap {
+	int64_t		 after, before;
 };
 /*
  * The ids a ranked search's scope (its folder, its dates, its flags)
@@ -260,20 +280,44 @@ struct idx_id_run {
  * (index_search_narrow.c): bit i of bits (owned, n bits) is set when id i
  * is in it.  Every such id is in one of runs (owned, n_runs of them, in
  * order, apart; none when the scope is empty), the stretches of ids the
- * read of every match seeks to one after the other.
+ * read of every match seeks to one after the other.  wide: a folder that
+ * holds many of the messages in a few long stretches of ids
+ * (index_search_folder.c): bits is NULL, and the runs hold every id of the
+ * folder (ids 0 to n - 1) and others besides, which the join tests.
  */
 struct idx_narrow_ids {
 	uint64_t		*bits;
 	int64_t			 n;
 	struct idx_id_run	*runs;
 	size_t			 n_runs;
+	bool			 wide;
 };
+/*
+ * d's runs: lo to hi split at the gaps (n_gaps of them, in order; sorted
+ * here), the IDX_NARROW_RUNS - 1 longest at most (a read restarts at each).
+ */
+void	idx_narrow_runs_set(struct idx_narrow_ids *d, int64_t lo, int64_t hi,
+	    struct idx_id_gap *gaps, size_t n_gaps);
+/*
+ * The runs of ids that hold every message of folder_id into *d (bits NULL,
+ * wide true; release it after either way), found by a seek a chunk of
+ * RANK_CHUNK_IDS ids into messages_folder_ids (migrations/0021), the ids
+ * up to max_id only.  *used_r false (d empty) for an index from before
+ * that migration, or a folder in no run.  -1 with err on a failure of
+ * SQLite's.
+ */
+int	idx_folder_runs(struct mb_index *idx, int64_t folder_id, int64_t max_id,
+	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
+/* How many times this thread has read a folder's runs (the tests check when). */
+extern _Thread_local uint64_t	idx_folder_runs_read;
 /*
  * The ids of q's scope (folder_id as idx_search_scope() found it, and q's
  * dates) into *d (release it after either way) when q has words and a
  * folder or a date range that a sample of the messages says is narrow,
- * and the read of them confirms it (*used_r); else d stays empty.  -1 with
- * err on a failure of SQLite's.
+ * and the read of them confirms it (*used_r).  Else, when the folder holds
+ * many of the sampled messages in a few stretches of them, the folder's
+ * runs (idx_folder_runs: d->wide, *used_r false); else d stays empty.  -1
+ * with err on a failure of SQLite's.
  */
 int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
@@ -341,7 +385,9 @@ extern bool	idx_narrow_ids_used;
  * the blocks of ids whose bound can reach set's floor are read (a prefix
  * through its words: index_search_prefix.c).  filtered: q has filters, or
  * some row is not current (folder_id as idx_search_scope() found it); the
- * blocks' rows are then tested against them.  *used_r false when the bounds
+ * blocks' rows are then tested against them; wide (NULL: none), a wide
+ * folder's runs (idx_folder_runs), outside which no block is read and no
+ * match counted.  *used_r false when the bounds
  * cannot serve q (no bounds, a prefix the walk does not take, too many
  * phrases, a filter messages_search_filter does not cover): set is
  * untouched and the caller reads every match.  Likewise when a filtered
@@ -352,8 +398,8 @@ extern bool	idx_narrow_ids_used;
  * set's keep), beyond which it is a lower bound (*exact_r false).
  */
 int	idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-	    bool filtered, struct idx_rank_set *set, bool *used_r, int64_t *matches_r,
-	    bool *exact_r, struct mb_err *err);
+	    bool filtered, const struct idx_narrow_ids *wide, struct idx_rank_set *set,
+	    bool *used_r, int64_t *matches_r, bool *exact_r, struct mb_err *err);
 
 /*
  * For a search of q read whole: per block of RANK_BLOCK_IDS ids, a length

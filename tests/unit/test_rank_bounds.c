@@ -1293,6 +1293,151 @@ a_scope_in_runs_reads_only_its_runs(void **state)
 }
 
 /*
+ * A wide folder in long stretches of ids (index_search_folder.c, migration
+ * 0021): a backfill indexes folder by folder, so a big folder's ids are a
+ * long run.  Lists is ids 2201-3800 (a third of the messages, one run),
+ * Old ids 301-1000 and 4301-4600 (two runs: none of it in the chunk of
+ * 2,048 ids between), INBOX the rest.  The folder's runs are found by a
+ * seek a chunk; the walk reads no block outside them and the total is
+ * counted over them, and the read of every match (two words, a prefix)
+ * reads only them: the same pages and totals as bm25() with the folder in
+ * SQL, and far fewer rows' hits read and steps counting the total than on
+ * the same index before the migration.  INBOX, spread over most of the
+ * ids, has its runs read not at all.
+ */
+static void
+put_wide(struct mb_test_index *f, int64_t *lists_r, int64_t *old_r)
+{
+	struct mb_err err = { 0 };
+	char body[1024];
+
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Lists", NULL, lists_r, &err), 0);
+	assert_int_equal(mb_index_folder_ensure(f->idx, "Old", NULL, old_r, &err), 0);
+	mb_test_folder_examined(f->idx, "Lists");
+	mb_test_folder_examined(f->idx, "Old");
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		bool in_lists = uid > 2200 && uid <= 3800;
+		bool in_old = (uid > 300 && uid <= 1000) || (uid > 4300 && uid <= 4600);
+		size_t len = 0;
+
+		for (uint32_t k = 0; k < 1 + uid * 7 % 5; k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "omega ");
+		for (uint32_t k = 0; k < uid % 40; k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "pad%u ", k);
+		mb_test_put(f->idx, in_lists ? *lists_r : in_old ? *old_r : f->inbox, uid,
+		    &(struct mb_test_msg){ .subject = "", .body = body,
+		    .date = T0 + (int64_t)(uid % 50) * 86400 });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+/* The runs idx_folder_runs() finds for folder: exactly want's (n_want of them). */
+static void
+expect_folder_runs(struct mb_test_index *f, int64_t folder, const struct idx_id_run *want,
+    size_t n_want)
+{
+	struct idx_narrow_ids d;
+	struct mb_err err = { 0 };
+	bool used = false;
+
+	assert_int_equal(idx_folder_runs(mb_test_index_reader(f), folder, N_MSG, &d, &used,
+	    &err), 0);
+	assert_true(used && d.wide && d.bits == NULL);
+	assert_int_equal(d.n_runs, n_want);
+	for (size_t i = 0; i < n_want; i++)
+		if (d.runs[i].lo != want[i].lo || d.runs[i].hi != want[i].hi)
+			fail_msg("folder %lld: run %zu is %lld-%lld, want %lld-%lld",
+			    (long long)folder, i, (long long)d.runs[i].lo, (long long)d.runs[i].hi,
+			    (long long)want[i].lo, (long long)want[i].hi);
+	idx_narrow_ids_release(&d);
+}
+
+static void
+a_wide_folder_reads_only_its_runs(void **state)
+{
+	struct mb_test_index *f = *state;
+	/*
+	 * The walked ones: the matches their total steps over outside the runs
+	 * before it reaches its cap (1,000: Lists's ids 2201-3200; all of
+	 * Old's 1,000 and every other match, 4,000).  The others are read
+	 * whole, their total counted as they are read.
+	 */
+	static const struct {
+		const char	*text;
+		uint64_t	 outside;
+	} cases[] = {
+		{ "omega in:Lists", 2200 }, { "omega in:Old", 4000 },	/* walked */
+		{ "omega pad1 in:Lists", 0 },				/* two words */
+		{ "omeg* in:Lists", 0 }, { "pad* in:Lists", 0 },	/* prefixes */
+	};
+	static const struct idx_id_run lists_runs[] = { { 2201, 3800 } };
+	static const struct idx_id_run old_runs[] = { { 301, 1000 }, { 4301, 4600 } };
+	uint64_t hits[2][MB_ARRAY_LEN(cases)], steps[2][MB_ARRAY_LEN(cases)];
+	int64_t want[N_MSG], lists = 0, old = 0;
+
+	put_wide(f, &lists, &old);
+	assert_int_equal(build(f), 2);
+	idx_rank_min_matches = 0;
+	/* before migration 0021: no runs */
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "DROP INDEX messages_folder_ids",
+	    NULL, NULL, NULL), SQLITE_OK);
+	for (int with = 0; with < 2; with++) {
+		uint64_t runs_read = idx_folder_runs_read;
+
+		if (with)
+			assert_int_equal(sqlite3_exec(mb_index_db(f->idx),
+			    "CREATE INDEX messages_folder_ids ON messages(folder_id)", NULL, NULL,
+			    NULL), SQLITE_OK);
+		for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+			const char *text = cases[i].text;
+			char *where = where_of(text);
+			size_t n = mb_test_bm25_order_where(f->idx, text, where, want,
+			    MB_ARRAY_LEN(want));
+			uint64_t total_steps = idx_total_steps;
+
+			sqlite3_free(where);
+			assert_true(n > 28);
+			/* four pages of 7 */
+			hits[with][i] = counted(f, &idx_rank_hits_read, text, want, n);
+			steps[with][i] = idx_total_steps - total_steps;
+			expect_exact(f, text, want, n, 1, 5);
+			expect_exact(f, text, want, n, 50, 150);
+		}
+		/* each search reads the runs, four pages and five and three more of each */
+		assert_int_equal(idx_folder_runs_read - runs_read,
+		    with ? MB_ARRAY_LEN(cases) * (4 + 5 + 3) : 0);
+	}
+	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
+		/* walked: half the rows read at most; read whole: three quarters */
+		bool read_less = cases[i].outside > 0 ? hits[1][i] * 2 <= hits[0][i] :
+		    hits[1][i] * 4 <= hits[0][i] * 3;
+		/* a step at least for each match outside the runs, on each of the four pages */
+		bool counted_less = steps[1][i] + 4 * cases[i].outside <= steps[0][i];
+
+		if (!read_less || !counted_less)
+			fail_msg("\"%s\": %llu rows' hits read and %llu steps counting the total "
+			    "over the folder's runs, %llu and %llu without", cases[i].text,
+			    (unsigned long long)hits[1][i], (unsigned long long)steps[1][i],
+			    (unsigned long long)hits[0][i], (unsigned long long)steps[0][i]);
+	}
+	expect_folder_runs(f, lists, lists_runs, MB_ARRAY_LEN(lists_runs));
+	expect_folder_runs(f, old, old_runs, MB_ARRAY_LEN(old_runs));
+	/* INBOX: the sample finds it near most of the ids, and its runs are not read */
+	{
+		const char *text = "omega in:INBOX";
+		char *where = where_of(text);
+		size_t n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
+		uint64_t runs_read = idx_folder_runs_read;
+
+		sqlite3_free(where);
+		expect_exact(f, text, want, n, 7, 28);
+		assert_int_equal(idx_folder_runs_read, runs_read);
+	}
+	idx_rank_min_matches = 3000;
+}
+
+/*
  * thread:N beside words looks each message of the thread up in FTS5; for a
  * prefix FTS5 merges its words' doclists at each lookup (`thread:N list*`
  * with 272 messages: 1.9 s at 100,000 messages).  With a prefix the
@@ -1475,6 +1620,7 @@ main(void)
 		MB_TEST_INDEX(a_few_flagged_unread_or_labelled_read_only_their_ids),
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
+		MB_TEST_INDEX(a_wide_folder_reads_only_its_runs),
 		MB_TEST_INDEX(a_thread_beside_a_prefix_is_read_once),
 		MB_TEST_INDEX(a_filter_few_pass_is_read_through_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),

@@ -1,0 +1,11 @@
+-- 0021_folder_ids: a folder's ids in id order.
+--
+-- An index on folder_id alone holds each message's rowid after it, so its
+-- entries are (folder_id, id) in order: one seek finds a folder's first
+-- message at or after any id.  A search in a folder that holds many of the
+-- messages in a few long stretches of ids (a backfill indexes folder by
+-- folder) finds those stretches with a seek a chunk of 2,048 ids, and the
+-- ranked walk and the count of what passes read only them
+-- (libmailbox/core/index_search_folder.c; docs/index.md, "A wide folder").
+-- messages_folder_sort_date cannot: it is in date order within a folder.
+CREATE INDEX messages_folder_ids ON messages(folder_id);
