@@ -116,6 +116,18 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
  * again then, at 100,000 and 1,000,000 messages, and was no better.
  */
 #define RANK_RANGE_ROWS_FILTERED	20
+/*
+ * A range takes at most this many unread neighbours on each side of its
+ * block.  They are taken while their bound can reach the page's floor as
+ * it is, and early in a walk that floor can be weak: in a folder of 30% of
+ * 1,000,000 messages in one run, after the folder's first block it was the
+ * twentieth of that block's rows, below nearly every block's bound, and
+ * `the in:Lists` read the whole folder, 2,300 blocks, as one range (54 ms
+ * of CPU, 12 with a reach of a chunk; docs/benchmarks.md, "A wide folder
+ * read over its runs").  The tests lower it to show the same on a small
+ * index.
+ */
+int64_t idx_rank_range_reach = RANK_CHUNK_BLOCKS;
 
 /* One phrase of the query: its tokens as the query tokenizer makes them. */
 struct phrase {
@@ -636,11 +648,11 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			}
 		}
 		reach = set->floor.set ? set->floor.score : w->bound[b];
-		while (lo > 0 && !read[lo - 1] && w->bound[lo - 1] < 0.0 &&
-		    w->bound[lo - 1] <= reach)
+		while (lo > 0 && b - lo < idx_rank_range_reach && !read[lo - 1] &&
+		    w->bound[lo - 1] < 0.0 && w->bound[lo - 1] <= reach)
 			lo--;
-		while (hi + 1 < w->n_blocks && !read[hi + 1] && w->bound[hi + 1] < 0.0 &&
-		    w->bound[hi + 1] <= reach)
+		while (hi + 1 < w->n_blocks && hi - b < idx_rank_range_reach && !read[hi + 1] &&
+		    w->bound[hi + 1] < 0.0 && w->bound[hi + 1] <= reach)
 			hi++;
 		for (int64_t i = lo; i <= hi; i++) {
 			read[i] = true;

@@ -207,6 +207,12 @@ extern int64_t	idx_rank_prefix_min_share;
  */
 extern int64_t	idx_rank_min_matches;
 /*
+ * The most unread neighbours a range of the walk takes on each side of its
+ * block (index_search_blocks.c); the tests lower it to show, on a small
+ * index, what it saves on a large one.
+ */
+extern int64_t	idx_rank_range_reach;
+/*
  * Whether a search read whole takes lengths from a word's fronts
  * (idx_rank_min_lengths); the tests turn it off to compare.
  */

@@ -1438,6 +1438,76 @@ a_wide_folder_reads_only_its_runs(void **state)
 }
 
 /*
+ * A range of the walk takes its block's unread neighbours while their
+ * bound can reach the floor as it is, and early in a walk the floor can be
+ * weak: here the newest ids (read first: no bounds) hold kappa in long
+ * bodies and one shorter body a block, every bounded block one shorter
+ * body too, and blocks 3, 10, 17, 24 and 31 ten short bodies of kappa
+ * kappa kappa each.  After the newest ids the
+ * floor is the twentieth of their weak rows, which every bounded block's
+ * bound reaches, so a range around block 3 took every block there is
+ * (at 1,000,000 messages: a folder's 2,300).  A range takes at most
+ * idx_rank_range_reach neighbours a side (a chunk's blocks; 2 here, for an
+ * index of 40 blocks): after blocks 1-5 and 8-12 the page holds twenty
+ * strong rows and the walk stops at blocks 17 and 24, reading less than
+ * half the rows (without the reach all of them); the page is bm25()'s
+ * either way.
+ */
+static void
+put_floors(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	char body[2048];
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		uint32_t block = uid / 128, at = uid % 128;
+		bool strong = block % 7 == 3 && block < 32 && at >= 2 && at <= 20 && at % 2 == 0;
+		size_t len = 0;
+
+		if (strong)
+			len = (size_t)snprintf(body, sizeof(body), "kappa kappa kappa lorem");
+		else if (uid % 2 == 0)
+			len = (size_t)snprintf(body, sizeof(body), "kappa ");
+		/* a weak row: a long body; one a block shorter (a medium row) */
+		for (uint32_t k = 0; !strong && k < (at == 64 ? 10u : 200u); k++)
+			len += (size_t)snprintf(body + len, sizeof(body) - len, "lorem ");
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = "",
+		    .body = body, .date = T0 + (int64_t)uid * 60 });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+static void
+a_range_takes_few_neighbours_on_a_weak_floor(void **state)
+{
+	struct mb_test_index *f = *state;
+	int64_t want[N_MSG];
+	uint64_t hits[2];
+	size_t n;
+
+	put_floors(f);
+	assert_int_equal(build(f), 2);
+	n = mb_test_bm25_order(f->idx, "kappa", want, MB_ARRAY_LEN(want));
+	assert_true(n > N_MSG / 3);
+	idx_rank_min_matches = 0;
+	for (int capped = 0; capped < 2; capped++) {
+		uint64_t walks = idx_rank_walks;
+
+		idx_rank_range_reach = capped ? 2 : N_MSG;
+		hits[capped] = counted(f, &idx_rank_hits_read, "kappa", want, n);
+		assert_true(idx_rank_walks > walks);
+		expect_exact(f, "kappa", want, n, 1, 5);
+		expect_exact(f, "kappa", want, n, 50, 150);
+	}
+	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
+	idx_rank_min_matches = 3000;
+	if (hits[1] * 2 > hits[0])
+		fail_msg("kappa: %llu rows' hits read with ranges of 5 blocks at most, %llu without",
+		    (unsigned long long)hits[1], (unsigned long long)hits[0]);
+}
+
+/*
  * thread:N beside words looks each message of the thread up in FTS5; for a
  * prefix FTS5 merges its words' doclists at each lookup (`thread:N list*`
  * with 272 messages: 1.9 s at 100,000 messages).  With a prefix the
@@ -1621,6 +1691,7 @@ main(void)
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
 		MB_TEST_INDEX(a_wide_folder_reads_only_its_runs),
+		MB_TEST_INDEX(a_range_takes_few_neighbours_on_a_weak_floor),
 		MB_TEST_INDEX(a_thread_beside_a_prefix_is_read_once),
 		MB_TEST_INDEX(a_filter_few_pass_is_read_through_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
