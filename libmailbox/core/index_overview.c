@@ -102,6 +102,28 @@ static const char *const count_sql[][2][2] = {
 };
 
 /*
+ * Words in a folder or a date range, covered, over one run of ids (?22 to
+ * ?23) that the scope's messages lie in (idx_narrow_ids: a narrow scope's,
+ * read from its ids, or a wide folder's, found by seeks): FTS5 seeks its
+ * doclists to the run, and the count runs once a run.  Over every id it
+ * joined every match to test the folder: `linux in:Lists` at 1,000,000
+ * messages, a folder of 30% in one run, joined all 158,306 matches of
+ * linux.  [grouping].
+ */
+#define COUNT_SPAN_MATCH 	" AND m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 " 	"AND rowid BETWEEN ?22 AND ?23)"
+#define COUNT_SPAN_SQL(what, key) what(key, COUNT_FROM_COVERED COUNT_SPAN_MATCH)
+
+static const char *const count_span_sql[] = {
+	[MB_COUNT_FOLDER] = COUNT_SPAN_SQL(GROUP_SQL, "f.name"),
+	[MB_COUNT_YEAR] = COUNT_SPAN_SQL(ROW_SQL, SEARCH_DATE_COVERED),
+	[MB_COUNT_MONTH] = COUNT_SPAN_SQL(ROW_SQL, SEARCH_DATE_COVERED),
+	[MB_COUNT_DAY] = COUNT_SPAN_SQL(ROW_SQL, SEARCH_DATE_COVERED),
+	[MB_COUNT_SENDER] = COUNT_SPAN_SQL(ROW_SQL, "m.from_addr"),
+	[MB_COUNT_SENDER_DOMAIN] = COUNT_SPAN_SQL(ROW_SQL, "m.from_addr"),
+	[MB_COUNT_LABEL] = COUNT_SPAN_SQL(GROUP_SQL, "m.keywords"),
+};
+
+/*
  * Filters alone with is:flagged, is:unread or a label that few messages
  * have (idx_narrow_few, migrations 0019 and 0020): the ids of that flag or
  * of the labelled messages, each looked up in messages_search_filter, where
@@ -347,33 +369,19 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
 	return 0;
 }
 
-/* Every group of q by g into gs, with the totals into page. */
+_Thread_local uint64_t idx_count_steps;
+
+/* Every group st (bound) gives into gs, with the totals into page; finishes st. */
 static int
-count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
-    struct groups *gs, struct mb_count_page *page, struct mb_err *err)
+read_groups(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struct groups *gs,
+    struct mb_count_page *page, struct mb_err *err)
 {
 	struct mb_buf lower = MB_BUF_INIT(64 * 1024);
-	int64_t fid = 0, last_day = 0;
+	int64_t last_day = 0;
 	size_t last_len = 0;
 	char datebuf[16];
-	sqlite3_stmt *st;
 	int rc;
 
-	if (idx_search_scope(idx, q, &fid, err) == -1)
-		return -1;
-	if (q->match == NULL && !idx_search_filtered(q))
-		st = idx_stmt_sql(idx, summary_sql[g], err);
-	else {
-		if (few_stmt(idx, q, g, &st, err) == -1)
-			return -1;
-		if (st == NULL)
-			st = idx_stmt_sql(idx, count_sql[g][idx_search_covered(q)][q->match != NULL],
-			    err);
-		if (st != NULL)
-			idx_search_bind(st, q, fid);
-	}
-	if (st == NULL)
-		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 0);
 		int64_t count = sqlite3_column_int64(st, 1);
@@ -392,8 +400,70 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 	mb_buf_release(&lower);
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "count", err);
+	idx_count_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
 	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/*
+ * The groups of q's words in its scope's runs of ids (scope: idx_narrow_ids),
+ * a statement a run; the groups add up, a key seen in two runs once.
+ */
+static int
+count_runs(struct mb_index *idx, const struct mb_query *q, int64_t fid, enum mb_count_group g,
+    const struct idx_narrow_ids *scope, struct groups *gs, struct mb_count_page *page,
+    struct mb_err *err)
+{
+	for (size_t i = 0; i < scope->n_runs; i++) {
+		sqlite3_stmt *st = idx_stmt_sql(idx, count_span_sql[g], err);
+
+		if (st == NULL)
+			return -1;
+		idx_search_bind(st, q, fid);
+		sqlite3_bind_int64(st, 22, scope->runs[i].lo);
+		sqlite3_bind_int64(st, 23, scope->runs[i].hi);
+		if (read_groups(idx, st, g, gs, page, err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every group of q by g into gs, with the totals into page. */
+static int
+count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
+    struct groups *gs, struct mb_count_page *page, struct mb_err *err)
+{
+	struct idx_narrow_ids scope = { 0 };
+	int64_t fid = 0;
+	sqlite3_stmt *st;
+	bool narrow = false;
+	int rc;
+
+	if (idx_search_scope(idx, q, &fid, err) == -1)
+		return -1;
+	/* words in a narrow scope, or a wide folder in few stretches: over its runs */
+	if (q->match != NULL && idx_search_covered(q) && q->msgid == NULL && q->thread_id <= 0 &&
+	    idx_narrow_ids(idx, q, fid, &scope, &narrow, err) == -1)
+		return -1;
+	if (scope.runs != NULL || narrow) {	/* a narrow scope of nothing has no run */
+		rc = count_runs(idx, q, fid, g, &scope, gs, page, err);
+		idx_narrow_ids_release(&scope);
+		return rc;
+	}
+	if (q->match == NULL && !idx_search_filtered(q))
+		st = idx_stmt_sql(idx, summary_sql[g], err);
+	else {
+		if (few_stmt(idx, q, g, &st, err) == -1)
+			return -1;
+		if (st == NULL)
+			st = idx_stmt_sql(idx, count_sql[g][idx_search_covered(q)][q->match != NULL],
+			    err);
+		if (st != NULL)
+			idx_search_bind(st, q, fid);
+	}
+	if (st == NULL)
+		return -1;
+	return read_groups(idx, st, g, gs, page, err);
 }
 
 int

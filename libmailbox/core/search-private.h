@@ -174,6 +174,11 @@ int	idx_search_count_runs(struct mb_index *idx, const struct mb_query *q, int64_
  * outside its runs.
  */
 extern _Thread_local uint64_t	idx_total_steps;
+/*
+ * The same for count_messages' counts (index_overview.c): the tests check
+ * that words in a folder are counted over its runs of ids.
+ */
+extern _Thread_local uint64_t	idx_count_steps;
 
 /* One match of a ranked search. */
 struct idx_ranked {

@@ -29,6 +29,7 @@
 #include "mailbox/index.h"
 #include "mailbox/index_raw.h"
 #include "mailbox/msg.h"
+#include "mailbox/overview.h"
 #include "mailbox/query.h"
 #include "mailbox/search.h"
 #include "mailbox/util.h"
@@ -1199,6 +1200,64 @@ a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
 	idx_rank_min_matches = 3000;
 }
 
+/* count_messages' groupings the tests of a scope's runs compare. */
+static const enum mb_count_group count_groups[] = {
+	MB_COUNT_MONTH, MB_COUNT_FOLDER, MB_COUNT_SENDER,
+};
+
+/*
+ * count_messages of text by each of count_groups (every group) into pages;
+ * the steps SQLite took counting them (idx_count_steps).
+ */
+static uint64_t
+count_pages(struct mb_test_index *f, const char *text, struct mb_count_page *pages)
+{
+	uint64_t before = idx_count_steps;
+
+	for (size_t g = 0; g < MB_ARRAY_LEN(count_groups); g++) {
+		struct mb_query q;
+		struct mb_err err = { 0 };
+
+		mb_query_init(&q);
+		assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
+		if (mb_overview_count(mb_test_index_reader(f), &q, count_groups[g], 0,
+		    MB_OVERVIEW_MAX_LIMIT, &pages[g], &err) == -1)
+			fail_msg("count \"%s\": %s", text, err.msg);
+		mb_query_release(&q);
+	}
+	return idx_count_steps - before;
+}
+
+/*
+ * got and want (count_pages()) the same groups, their total n; the steps
+ * counting got at least outside fewer than want's (a step at least for each
+ * match outside the scope's runs, in each grouping).  Releases both.
+ */
+static void
+expect_counts(const char *text, struct mb_count_page *got, uint64_t got_steps,
+    struct mb_count_page *want, uint64_t want_steps, size_t n, uint64_t outside)
+{
+	for (size_t g = 0; g < MB_ARRAY_LEN(count_groups); g++) {
+		if (got[g].total != (int64_t)n || want[g].total != (int64_t)n ||
+		    got[g].n != want[g].n || got[g].ungrouped != want[g].ungrouped)
+			fail_msg("count \"%s\" by %s: %lld in %zu groups, want %zu in %zu", text,
+			    mb_count_group_name(count_groups[g]), (long long)got[g].total,
+			    got[g].n, n, want[g].n);
+		for (size_t k = 0; k < want[g].n; k++)
+			if (strcmp(got[g].rows[k].key, want[g].rows[k].key) != 0 ||
+			    got[g].rows[k].count != want[g].rows[k].count)
+				fail_msg("count \"%s\" by %s: group %zu is %s %lld, want %s %lld",
+				    text, mb_count_group_name(count_groups[g]), k,
+				    got[g].rows[k].key, (long long)got[g].rows[k].count,
+				    want[g].rows[k].key, (long long)want[g].rows[k].count);
+		mb_count_page_release(&got[g]);
+		mb_count_page_release(&want[g]);
+	}
+	if (got_steps + MB_ARRAY_LEN(count_groups) * outside > want_steps)
+		fail_msg("count \"%s\": %llu steps over the scope's runs, %llu over every id", text,
+		    (unsigned long long)got_steps, (unsigned long long)want_steps);
+}
+
 /*
  * A scope in runs of ids (index_search_narrow.c): a backfill indexes
  * folder by folder, so a folder's ids are a run from its backfill and a
@@ -1289,6 +1348,21 @@ a_scope_in_runs_reads_only_its_runs(void **state)
 			    (unsigned long long)(idx_rank_joined - joined), n);
 		expect_exact(f, cases[i].text, want, n, 50, 150);
 	}
+	/* count_messages over the runs too: Small's ids outside its runs hold 4,224 matches */
+	{
+		const char *text = "omega in:Small";
+		struct mb_count_page got[MB_ARRAY_LEN(count_groups)], base[MB_ARRAY_LEN(count_groups)];
+		char *where = where_of(text);
+		size_t n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
+		uint64_t base_steps, got_steps;
+
+		sqlite3_free(where);
+		idx_narrow_ids_used = false;
+		base_steps = count_pages(f, text, base);
+		idx_narrow_ids_used = true;
+		got_steps = count_pages(f, text, got);
+		expect_counts(text, got, got_steps, base, base_steps, n, N_MSG - 200 - 576);
+	}
 	idx_rank_min_matches = 3000;
 }
 
@@ -1374,6 +1448,16 @@ a_wide_folder_reads_only_its_runs(void **state)
 	static const struct idx_id_run lists_runs[] = { { 2201, 3800 } };
 	static const struct idx_id_run old_runs[] = { { 301, 1000 }, { 4301, 4600 } };
 	uint64_t hits[2][MB_ARRAY_LEN(cases)], steps[2][MB_ARRAY_LEN(cases)];
+	/* count_messages of them over the runs, against every id */
+	static const struct {
+		const char	*text;
+		uint64_t	 outside;	/* matches outside the runs */
+	} counts[] = {
+		{ "omega in:Lists", N_MSG - 1600 }, { "omega in:Old", N_MSG - 1000 },
+		{ "pad3 in:Old", 0 },
+	};
+	struct mb_count_page pages[2][MB_ARRAY_LEN(counts)][MB_ARRAY_LEN(count_groups)];
+	uint64_t count_steps[2][MB_ARRAY_LEN(counts)];
 	int64_t want[N_MSG], lists = 0, old = 0;
 
 	put_wide(f, &lists, &old);
@@ -1407,6 +1491,17 @@ a_wide_folder_reads_only_its_runs(void **state)
 		/* each search reads the runs, four pages and five and three more of each */
 		assert_int_equal(idx_folder_runs_read - runs_read,
 		    with ? MB_ARRAY_LEN(cases) * (4 + 5 + 3) : 0);
+		for (size_t i = 0; i < MB_ARRAY_LEN(counts); i++)
+			count_steps[with][i] = count_pages(f, counts[i].text, pages[with][i]);
+	}
+	for (size_t i = 0; i < MB_ARRAY_LEN(counts); i++) {
+		char *where = where_of(counts[i].text);
+		size_t n = mb_test_bm25_order_where(f->idx, counts[i].text, where, want,
+		    MB_ARRAY_LEN(want));
+
+		sqlite3_free(where);
+		expect_counts(counts[i].text, pages[1][i], count_steps[1][i], pages[0][i],
+		    count_steps[0][i], n, counts[i].outside);
 	}
 	for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
 		/* walked: half the rows read at most; read whole: three quarters */
