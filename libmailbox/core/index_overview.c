@@ -148,15 +148,19 @@ static const char *const count_few_sql[][MB_ARRAY_LEN(group_names)] = {
 };
 
 /*
- * Without a query (no words, no filter) the counts come from the summary
- * rows of migration 0011 instead: per folder generation and day, sender or
- * keywords text, a few thousand rows at most, grouped here exactly as the
- * per-message rows are (a day as its first second; '' and the undated day
- * are no key).  Their folders are tested with IDX_CURRENT like messages.
+ * Without a query (no words, no filter but a folder) the counts come from
+ * the summary rows of migration 0011 instead: per folder generation and
+ * day, sender or keywords text, a few thousand rows at most, grouped here
+ * exactly as the per-message rows are (a day as its first second; '' and
+ * the undated day are no key).  Their folders are tested with IDX_CURRENT
+ * like messages, and with the folder of in: or a role (?2, as
+ * SEARCH_FILTERS_ROW tests it) when there is one: `in:Lists` by month at
+ * 1,000,000 messages read every entry of messages_search_filter (136 ms of
+ * CPU) for what a folder's summary rows hold.
  */
 #define SUMMARY_SQL(key, table, group) \
 	"SELECT " key ", sum(c.n) FROM " table " AS c JOIN folders AS f ON f.id = c.folder_id " \
-	"WHERE " IDX_CURRENT("c", "f") " GROUP BY " group
+	"WHERE " IDX_CURRENT("c", "f") " AND (?2 IS NULL OR c.folder_id = ?2) GROUP BY " group
 #define SUMMARY_DAYS \
 	SUMMARY_SQL("nullif(c.day, -2147483648) * 86400", "count_days", "c.day")
 #define SUMMARY_SENDERS	SUMMARY_SQL("nullif(c.sender, '')", "count_senders", "c.sender")
@@ -428,6 +432,17 @@ count_runs(struct mb_index *idx, const struct mb_query *q, int64_t fid, enum mb_
 	return 0;
 }
 
+/* Whether q has a filter other than a folder (in: or a role). */
+static bool
+filtered_besides_folder(const struct mb_query *q)
+{
+	struct mb_query rest = *q;	/* shallow: only read */
+
+	rest.folder = NULL;
+	rest.role = NULL;
+	return idx_search_filtered(&rest);
+}
+
 /* Every group of q by g into gs, with the totals into page. */
 static int
 count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
@@ -450,9 +465,10 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		idx_narrow_ids_release(&scope);
 		return rc;
 	}
-	if (q->match == NULL && !idx_search_filtered(q))
-		st = idx_stmt_sql(idx, summary_sql[g], err);
-	else {
+	if (q->match == NULL && !filtered_besides_folder(q)) {
+		if ((st = idx_stmt_sql(idx, summary_sql[g], err)) != NULL && (q->folder || q->role))
+			sqlite3_bind_int64(st, 2, fid);
+	} else {
 		if (few_stmt(idx, q, g, &st, err) == -1)
 			return -1;
 		if (st == NULL)
