@@ -158,15 +158,26 @@ static const char *const count_few_sql[][MB_ARRAY_LEN(group_names)] = {
  * 1,000,000 messages read every entry of messages_search_filter (136 ms of
  * CPU) for what a folder's summary rows hold.
  */
-#define SUMMARY_SQL(key, table, group) \
+#define SUMMARY_SQL_WHERE(key, table, where, group) \
 	"SELECT " key ", sum(c.n) FROM " table " AS c JOIN folders AS f ON f.id = c.folder_id " \
-	"WHERE " IDX_CURRENT("c", "f") " AND (?2 IS NULL OR c.folder_id = ?2) GROUP BY " group
+	"WHERE " IDX_CURRENT("c", "f") " AND (?2 IS NULL OR c.folder_id = ?2) " where \
+	"GROUP BY " group
+#define SUMMARY_SQL(key, table, group)	SUMMARY_SQL_WHERE(key, table, "", group)
+/*
+ * The days' rows also take a date range of whole UTC days (?3, ?4: the
+ * query language's dates are; summary_serves() checks): a day's messages
+ * are all in it or all out, and an undated message fails either bound.
+ */
+#define SUMMARY_DAYS_WHERE(key, group) \
+	SUMMARY_SQL_WHERE(key, "count_days", "AND (?3 IS NULL OR (c.day <> -2147483648 AND " \
+	    "c.day >= ?3 / 86400)) AND (?4 IS NULL OR (c.day <> -2147483648 AND " \
+	    "c.day < ?4 / 86400)) ", group)
 #define SUMMARY_DAYS \
-	SUMMARY_SQL("nullif(c.day, -2147483648) * 86400", "count_days", "c.day")
+	SUMMARY_DAYS_WHERE("nullif(c.day, -2147483648) * 86400", "c.day")
 #define SUMMARY_SENDERS	SUMMARY_SQL("nullif(c.sender, '')", "count_senders", "c.sender")
 
 static const char *const summary_sql[] = {
-	[MB_COUNT_FOLDER] = SUMMARY_SQL("f.name", "count_days", "f.id"),
+	[MB_COUNT_FOLDER] = SUMMARY_DAYS_WHERE("f.name", "f.id"),
 	[MB_COUNT_YEAR] = SUMMARY_DAYS,
 	[MB_COUNT_MONTH] = SUMMARY_DAYS,
 	[MB_COUNT_DAY] = SUMMARY_DAYS,
@@ -432,15 +443,25 @@ count_runs(struct mb_index *idx, const struct mb_query *q, int64_t fid, enum mb_
 	return 0;
 }
 
-/* Whether q has a filter other than a folder (in: or a role). */
+/*
+ * Whether the summary rows answer q by g: no words, no filter but a folder
+ * (in: or a role) and, grouped by folder or date, a range of whole UTC days.
+ */
 static bool
-filtered_besides_folder(const struct mb_query *q)
+summary_serves(const struct mb_query *q, enum mb_count_group g)
 {
 	struct mb_query rest = *q;	/* shallow: only read */
+	bool by_day = g == MB_COUNT_FOLDER || g == MB_COUNT_YEAR || g == MB_COUNT_MONTH ||
+	    g == MB_COUNT_DAY;
 
 	rest.folder = NULL;
 	rest.role = NULL;
-	return idx_search_filtered(&rest);
+	if (by_day && (q->since == INT64_MIN || q->since % 86400 == 0) &&
+	    (q->until == INT64_MAX || q->until % 86400 == 0)) {
+		rest.since = INT64_MIN;
+		rest.until = INT64_MAX;
+	}
+	return q->match == NULL && !idx_search_filtered(&rest);
 }
 
 /* Every group of q by g into gs, with the totals into page. */
@@ -465,9 +486,13 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		idx_narrow_ids_release(&scope);
 		return rc;
 	}
-	if (q->match == NULL && !filtered_besides_folder(q)) {
+	if (summary_serves(q, g)) {
 		if ((st = idx_stmt_sql(idx, summary_sql[g], err)) != NULL && (q->folder || q->role))
 			sqlite3_bind_int64(st, 2, fid);
+		if (st != NULL && q->since != INT64_MIN)
+			sqlite3_bind_int64(st, 3, q->since);
+		if (st != NULL && q->until != INT64_MAX)
+			sqlite3_bind_int64(st, 4, q->until);
 	} else {
 		if (few_stmt(idx, q, g, &st, err) == -1)
 			return -1;

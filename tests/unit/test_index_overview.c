@@ -433,16 +433,21 @@ test_count_few_flags_and_labels(void **state)
 /*
  * A folder alone (in:NAME or a role) is counted from the summary rows of
  * migration 0011, as all mail is, instead of every message of
- * messages_search_filter: every grouping gives the same rows as the scan
- * (the same folder with larger:0, a filter every message passes, which
- * the summaries do not hold), the stale row of an old UIDVALIDITY in
+ * messages_search_filter, and so is a range of days grouped by folder or
+ * date: every grouping gives the same rows as the scan (the same query
+ * with larger:0, a filter every message passes, which the summaries do not
+ * hold), the stale row of an old UIDVALIDITY and the undated messages in
  * neither, in far fewer steps: 600 messages more on 30 days, from 21
  * senders, are some 30 summary rows a folder.
  */
 static void
 test_count_a_folder_from_its_summaries(void **state)
 {
-	static const char *const folders[] = { "in:INBOX", "in:sent", "in:Sent" };
+	/* and a range of days, which the days' rows answer by folder or date */
+	static const char *const folders[] = {
+		"in:INBOX", "in:sent", "in:Sent", "after:2024-01-10",
+		"in:INBOX before:2024-01-21", "in:sent after:2024-01-05 before:2024-01-26",
+	};
 	struct fx *f = *state;
 	char from[64];
 
@@ -464,8 +469,13 @@ test_count_a_folder_from_its_summaries(void **state)
 			snprintf(scan, sizeof(scan), "%s larger:0", folders[i]);
 			steps = idx_count_steps;
 			count(f, scan, (enum mb_count_group)g, 0, 100, &want);
+			/* senders and labels have no days: a range of days is scanned */
+			bool summary = strstr(folders[i], "after:") == NULL &&
+			    strstr(folders[i], "before:") == NULL ? true : g <= MB_COUNT_DAY;
+
 			if (got.total != want.total || got.ungrouped != want.ungrouped ||
-			    got.n != want.n || got.total < 100 || got_steps * 2 > idx_count_steps - steps)
+			    got.n != want.n || got.total < 50 ||
+			    (summary && got_steps * 2 > idx_count_steps - steps))
 				fail_msg("%s by %s: %lld in %zu groups in %llu steps; "
 				    "the scan %lld in %zu in %llu", folders[i],
 				    mb_count_group_name((enum mb_count_group)g), (long long)got.total,
