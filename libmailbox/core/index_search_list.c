@@ -35,6 +35,26 @@ static const char search_sql_filter_dated[] =
 	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
 
 /*
+ * The same in one folder (in: or a role), with or without a date range:
+ * "?2 IS NULL OR m.folder_id = ?2" hides the folder from the planner too,
+ * which then walked every message newest first through messages_sort_date,
+ * reading each row to test its folder: `in:Notes`, a folder of 40
+ * messages, read all 1,000,000 rows (about 520 ms of CPU).  Said outright,
+ * the folder's own entries of messages_folder_sort_date are walked newest
+ * first, in the page's order (the date, then the id), the dates a range of
+ * them.
+ */
+static const char search_sql_filter_folder[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_folder_sort_date "
+	"WHERE m.folder_id = ?2 AND " SEARCH_FILTERS "AND " SEARCH_DATES
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+static const char search_sql_filter_folder_dated[] =
+	"SELECT m.id FROM messages AS m INDEXED BY messages_folder_sort_date "
+	"WHERE m.folder_id = ?2 AND " SEARCH_FILTERS
+	"AND " SEARCH_DATE " >= ?3 AND " SEARCH_DATE " < ?4 "
+	"ORDER BY " SEARCH_DATE " DESC, m.id DESC LIMIT ?8 OFFSET ?9";
+
+/*
  * Filters alone that few messages pass (sparse_filters), covered by
  * messages_search_filter: the whole narrow index is read (a hundred rows a
  * page) and the page's rows picked by a top-N sort, instead of walking
@@ -105,6 +125,7 @@ sparse_filters(const struct mb_query *q)
 }
 
 _Thread_local uint64_t idx_list_scans;
+_Thread_local uint64_t idx_list_steps;
 
 /*
  * Whether the first message at or after id ?30 passes the filters (?2-?18,
@@ -200,6 +221,8 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	    q->thread_id > 0 ? search_sql_filter_thread :
 	    q->match ? search_sql_filter_me :
 	    scan ? search_sql_filter_ix :
+	    q->folder || q->role ? (dated ? search_sql_filter_folder_dated :
+	    search_sql_filter_folder) :
 	    dated ? search_sql_filter_dated : search_sql_filter;
 	if (st == NULL)
 		st = idx_stmt_sql(idx, sql, err);
@@ -207,7 +230,8 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		return -1;
 	idx_list_scans += sql == search_sql_filter_ix;
 	idx_search_bind(st, q, folder_id);
-	if (sql == search_sql_filter_dated) {	/* both ends bound: see search_sql_filter_dated */
+	/* both ends bound: see search_sql_filter_dated */
+	if (sql == search_sql_filter_dated || sql == search_sql_filter_folder_dated) {
 		sqlite3_bind_int64(st, 3, q->since);
 		sqlite3_bind_int64(st, 4, q->until);
 	}
@@ -223,6 +247,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	}
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "search: filter", err);
+	idx_list_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
 	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
 }

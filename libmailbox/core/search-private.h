@@ -380,6 +380,12 @@ extern _Thread_local uint64_t	idx_few_reads;
  * filter on much of the mail is walked newest first instead.
  */
 extern _Thread_local uint64_t	idx_list_scans;
+/*
+ * How many steps of SQLite's machine this thread's pages of filters alone
+ * have taken (idx_search_list): the tests check that a small folder's page
+ * reads that folder's messages, not every message.
+ */
+extern _Thread_local uint64_t	idx_list_steps;
 /* Whether q tests a label that must be there (label:X), which messages_labelled holds. */
 bool	idx_search_labelled(const struct mb_query *q);
 /* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */
