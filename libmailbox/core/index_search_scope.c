@@ -248,6 +248,7 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
 	enum idx_few few = IDX_FEW_NONE;
 	sqlite3_stmt *st = NULL;
+	const char *sql;
 	int rc;
 
 	/* filters alone with a flag or label few messages have: through those ids */
@@ -256,15 +257,17 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	if (few != IDX_FEW_NONE)
 		st = idx_few_stmt(idx, count_sql_few[few]);
 
+	sql = !q->match ? (!ix ? count_sql_filter : !q->folder && !q->role ? count_sql_filter_ix :
+	    dated ? count_sql_folder_dated_ix : count_sql_folder_ix) :
+	    ix ? count_sql_match_ix : count_sql_match;
 	if (st == NULL)	/* no index of few to read, or none before migrations 0019, 0020 */
-		st = idx_stmt_sql(idx, !q->match ? (!ix ? count_sql_filter :
-		    !q->folder && !q->role ? count_sql_filter_ix :
-		    dated ? count_sql_folder_dated_ix : count_sql_folder_ix) :
-		    ix ? count_sql_match_ix : count_sql_match, err);
+		st = idx_stmt_sql(idx, sql, err);
+	else
+		sql = NULL;
 	if (st == NULL)
 		return -1;
 	idx_search_bind(st, q, folder_id);
-	if (!q->match && ix && (q->folder || q->role) && dated) {	/* both ends bound */
+	if (sql == count_sql_folder_dated_ix) {	/* both ends bound */
 		sqlite3_bind_int64(st, 3, q->since);
 		sqlite3_bind_int64(st, 4, q->until);
 	}
