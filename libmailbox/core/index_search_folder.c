@@ -1,7 +1,9 @@
 /*
  * A wide folder's runs of ids (search-private.h, idx_folder_runs): the
  * stretches of ids that hold every message of a folder that holds many of
- * the messages, found without reading its ids.
+ * the messages, found without reading its ids.  Also a folder's first and
+ * last id and its size, which a list of filters uses to choose its read
+ * (index_search_list.c).
  *
  * A backfill indexes folder by folder, so a big folder's ids are one long
  * run from its backfill and a scattering among the mail that came after.
@@ -127,5 +129,54 @@ out:
 	if (last != NULL)
 		idx_stmt_done(last);
 	free(gaps);
+	return 0;
+}
+
+int
+idx_folder_span(struct mb_index *idx, int64_t folder_id, int64_t *lo_r, int64_t *hi_r,
+    struct mb_err *err)
+{
+	sqlite3_stmt *first = folder_stmt(idx, first_sql), *last = NULL;
+	int rc = SQLITE_OK;
+
+	*lo_r = *hi_r = -1;
+	if (first == NULL || (last = folder_stmt(idx, last_sql)) == NULL)
+		goto out;	/* no messages_folder_ids */
+	if ((rc = seek(first, folder_id, 0, lo_r)) == SQLITE_OK)
+		rc = seek(last, folder_id, INT64_MAX, hi_r);
+out:
+	if (first != NULL)
+		idx_stmt_done(first);
+	if (last != NULL)
+		idx_stmt_done(last);
+	if (rc != SQLITE_OK) {
+		*lo_r = *hi_r = -1;
+		return idx_sqlerr(idx, rc, "search: the folder's ids", err);
+	}
+	return 0;
+}
+
+/* The folder's (?1) messages, every generation, from its summary rows by day. */
+static const char size_sql[] =
+	"SELECT coalesce(sum(n), 0) FROM count_days WHERE folder_id = ?1";
+
+int
+idx_folder_small(struct mb_index *idx, int64_t folder_id, bool *small_r, struct mb_err *err)
+{
+	sqlite3_stmt *st;
+	int64_t max_id = 0, n = 0;
+	int rc;
+
+	*small_r = false;
+	if (idx_max_id(idx, "search: the folder's size", &max_id, err) == -1 ||
+	    (st = idx_stmt_sql(idx, size_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, folder_id);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW)
+		return idx_sqlerr(idx, rc, "search: the folder's size", err);
+	*small_r = n * IDX_LIST_ROW_COST <= max_id;
 	return 0;
 }

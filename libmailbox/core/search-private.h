@@ -316,6 +316,28 @@ int	idx_folder_runs(struct mb_index *idx, int64_t folder_id, int64_t max_id,
 /* How many times this thread has read a folder's runs (the tests check when). */
 extern _Thread_local uint64_t	idx_folder_runs_read;
 /*
+ * The folder's first and last id into *lo_r and *hi_r, from
+ * messages_folder_ids (migrations/0021): both -1 for a folder without
+ * messages, or an index from before that migration.  -1 with err on a
+ * failure of SQLite's.
+ */
+int	idx_folder_span(struct mb_index *idx, int64_t folder_id, int64_t *lo_r, int64_t *hi_r,
+	    struct mb_err *err);
+/*
+ * What a list's walk pays a row against what a read of a whole narrow index
+ * pays an entry (index_search_list.c says how it was measured).
+ */
+#define IDX_LIST_ROW_COST	20
+/*
+ * Whether folder_id holds so few messages (every generation: the entries
+ * of messages_folder_sort_date) that walking all of them costs less than
+ * reading a whole narrow index: fewer than the largest id over
+ * IDX_LIST_ROW_COST, counted from the summary rows of migration 0011
+ * (count_days).  -1 with err on a failure of SQLite's.
+ */
+int	idx_folder_small(struct mb_index *idx, int64_t folder_id, bool *small_r,
+	    struct mb_err *err);
+/*
  * The ids of q's scope (folder_id as idx_search_scope() found it, and q's
  * dates) into *d (release it after either way) when q has words and a
  * folder or a date range that a sample of the messages says is narrow,
