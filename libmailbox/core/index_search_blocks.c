@@ -64,24 +64,8 @@ static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHE
 static const char range_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
 	"FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?22 AND ?23";
-/*
- * The same with the query's filters (SEARCH_FILTERS_COVERED, bound by
- * idx_search_bind) tested in messages_search_filter, the date spelled over
- * its columns so that the index alone is read (search_sql_rank_ix).  The
- * score is asked in WHERE too: a term of messages_fts alone is tested before
- * the join, so a row that cannot reach the page (most of them, once it is
- * full) costs no seek into that index, about 0.6 us a match; the second
- * call takes the first's answer (struct idx_rank_memo).  At 1,000,000
- * messages that cut `linux after:2002-09-01` by a third (docs/benchmarks.md,
- * "Filtered ranges scored before the join").
- */
-static const char range_sql_filtered[] =
-	"SELECT messages_fts.rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS "), "
-	SEARCH_DATE_COVERED " FROM messages_fts CROSS JOIN messages AS m "
-	"INDEXED BY messages_search_filter ON m.id = messages_fts.rowid "
-	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND "
-	"mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") IS NOT NULL AND "
-	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
+/* The same with the query's filters (search-private.h says how they are tested). */
+static const char range_sql_filtered[] = SEARCH_RANK_RANGE_FILTERED;
 /* The total of a query of several phrases (one phrase's is its row count). */
 static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
 
@@ -536,10 +520,9 @@ range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
 		return -1;
 	set->floor.memo = w->filtered ? &memo : NULL;
 	if (w->filtered)
-		idx_search_bind(st, q, w->folder_id);	/* ?1 too */
-	else
-		sqlite3_bind_text(st, 1, w->range_match != NULL ? w->range_match : q->match, -1,
-		    SQLITE_STATIC);
+		idx_search_bind(st, q, w->folder_id);	/* ?1 too: a prefix's words below */
+	sqlite3_bind_text(st, 1, w->range_match != NULL ? w->range_match : q->match, -1,
+	    SQLITE_STATIC);
 	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
 	sqlite3_bind_int64(st, 22, lo);
 	sqlite3_bind_int64(st, 23, hi);
@@ -771,15 +754,16 @@ few_matches(const struct walk *w, int64_t max_id)
  */
 static int
 prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct idx_rank_set *set,
-    bool *used_r, int64_t *matches_r, struct mb_err *err)
+    bool *used_r, int64_t *matches_r, bool *exact_r, struct mb_err *err)
 {
 	const struct idx_rank_known *known = w->stats.known;
 	bool counted = known != NULL && known->n == 1 && known->hits[0] >= 0;
 	struct idx_prefix words = { 0 };
 	struct idx_rank_prefix score = { 0 };
+	struct idx_prefix_filters filters = { 0 };
 	struct idx_ids rare = { 0 };
 	int64_t max_id = 0, rows;
-	bool kept = false, any = true, served = false;
+	bool kept = false, any = true, served = false, common = true;
 	int rc = -1;
 
 	if (idx_prefix_stats_kept(w->idx, q->match, &w->stats, &kept, err) == -1)
@@ -794,6 +778,16 @@ prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct i
 	}
 	if (rows < 0 || rows < idx_rank_prefix_min_matches)
 		return 0;	/* few matches: FTS5's read of the prefix is cheaper */
+	/*
+	 * Beside filters few messages pass, the page fills late or never: the
+	 * rarer words' rows would all be joined, and the total read every match
+	 * through the words (`list* larger:100000` at 1,000,000 messages, 495
+	 * passing: 793 ms of CPU against 197 read whole)
+	 */
+	if (w->filtered && idx_narrow_filters_common(w->idx, q, w->folder_id, &common, err) == -1)
+		return -1;
+	if (w->filtered && !common)
+		return 0;
 	if (idx_max_id(w->idx, "search: rank blocks", &max_id, err) == -1)
 		return -1;
 	if (idx_prefix_words(w->idx, text, rows * idx_rank_prefix_min_share / 100,
@@ -817,14 +811,37 @@ prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct i
 	score.idf = w->stats.idf[0];
 	score.avgdl = w->stats.avgdl;
 	set->floor.prefix = &score;
-	if (idx_prefix_rank_rare(w->idx, &words, set, &score, &rare, err) == -1)
+	if (w->wide != NULL)
+		blocks_outside_runs(w);
+	if (w->filtered) {
+		filters.q = q;
+		filters.folder_id = w->folder_id;
+		filters.runs = w->wide != NULL ? w->wide->runs : NULL;
+		filters.n_runs = w->wide != NULL ? w->wide->n_runs : 0;
+	}
+	if (idx_prefix_rank_rare(w->idx, &words, w->filtered ? &filters : NULL, set, &score,
+	    &rare, err) == -1)
 		goto out;
 	w->range_match = words.bounded_match;
 	w->n_tokens = words.n_bounded;
 	if (blocks_walk(w, q, set, err) == -1)
 		goto out;
+	if (w->gave_up) {	/* the caller reads every match, into an empty set */
+		set->n = 0;
+		set->matches = 0;
+		set->floor.set = false;
+		rc = 0;
+		goto out;
+	}
 	idx_rank_prefix_walks++;
-	*matches_r = w->stats.n_hit[0];
+	if (w->filtered) {	/* counted through its words: FTS5 would merge them first */
+		struct mb_query by_words = *q;
+
+		by_words.match = words.every;
+		if (filtered_total(w, &by_words, set, matches_r, exact_r, err) == -1)
+			goto out;
+	} else
+		*matches_r = w->stats.n_hit[0];
 	*used_r = true;
 	rc = 0;
 out:
@@ -859,9 +876,9 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		return -1;
 	if (!ok)
 		return 0;
-	/* one prefix, unfiltered: through its words */
-	if (!filtered && (prefix = idx_prefix_text(q->match)) != NULL) {
-		rc = prefix_walk(&w, q, prefix, set, used_r, matches_r, err);
+	/* one prefix: through its words */
+	if ((prefix = idx_prefix_text(q->match)) != NULL) {
+		rc = prefix_walk(&w, q, prefix, set, used_r, matches_r, exact_r, err);
 		free(prefix);
 		goto out;
 	}

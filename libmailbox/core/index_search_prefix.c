@@ -67,6 +67,8 @@ static const char kept_sql[] = "SELECT mb_bm25_kept(?1, ?2)";
 static const char rank_sql[] =
 	"SELECT rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") "
 	"FROM messages_fts WHERE messages_fts MATCH ?1";
+/* The same with the query's filters, over ids ?22 to ?23 (a wide folder's run, or all). */
+static const char rank_sql_filtered[] = SEARCH_RANK_RANGE_FILTERED;
 
 char *
 idx_prefix_text(const char *match)
@@ -109,6 +111,7 @@ idx_prefix_release(struct idx_prefix *p)
 	free(p->bounded_match);
 	free(p->rare_any);
 	free(p->rare_both);
+	free(p->every);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -382,8 +385,10 @@ idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t m
 		p->bounded_match = mb_buf_detach(&bounded_or, NULL);
 		if (rare.len > 0) {
 			p->rare_both = match_join(rare.data, "AND", p->bounded_match);
+			p->every = match_join(rare.data, "OR", p->bounded_match);
 			p->rare_any = mb_buf_detach(&rare, NULL);
-		}
+		} else
+			p->every = mb_xstrdup(p->bounded_match);
 	} else {
 		*ok_r = false;
 		idx_prefix_release(p);
@@ -653,18 +658,43 @@ ids_cmp(const void *pa, const void *pb)
 	return (a > b) - (a < b);
 }
 
-/* Rank the rows of one of a prefix's statements into set. */
+/*
+ * Rank the rows of one of a prefix's statements into set, with filters
+ * when not NULL (over each of their runs).
+ */
 static int
-rank_rare(struct mb_index *idx, const char *match, struct idx_rank_set *set, struct mb_err *err)
+rank_rare(struct mb_index *idx, const char *match, const struct idx_prefix_filters *filters,
+    struct idx_rank_set *set, struct mb_err *err)
 {
-	sqlite3_stmt *st = idx_stmt_sql(idx, rank_sql, err);
-	int rc;
+	sqlite3_stmt *st = idx_stmt_sql(idx, filters != NULL ? rank_sql_filtered : rank_sql, err);
+	struct idx_id_run every = { 0, INT64_MAX };
+	const struct idx_id_run *runs = &every;
+	size_t n_runs = 1;
+	int rc = SQLITE_OK;
 
 	if (st == NULL)
 		return -1;
+	if (filters != NULL) {
+		idx_search_bind(st, filters->q, filters->folder_id);
+		if (filters->n_runs > 0) {
+			runs = filters->runs;
+			n_runs = filters->n_runs;
+		}
+	}
 	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
 	sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
-	rc = idx_rank_collect(st, false, set);
+	for (size_t i = 0; i < n_runs && rc == SQLITE_OK; i++) {
+		struct idx_rank_memo memo = { 0 };	/* a statement's own */
+
+		sqlite3_reset(st);
+		if (filters != NULL) {
+			sqlite3_bind_int64(st, 22, runs[i].lo);
+			sqlite3_bind_int64(st, 23, runs[i].hi);
+		}
+		set->floor.memo = filters != NULL ? &memo : NULL;
+		rc = idx_rank_collect(st, filters != NULL, set);
+		set->floor.memo = NULL;
+	}
 	idx_stmt_done(st);
 	if (rc == SQLITE_OK && set->n > set->keep)
 		idx_rank_trim(set);
@@ -673,8 +703,8 @@ rank_rare(struct mb_index *idx, const char *match, struct idx_rank_set *set, str
 
 int
 idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
-    struct idx_rank_set *set, struct idx_rank_prefix *score, struct idx_ids *both,
-    struct mb_err *err)
+    const struct idx_prefix_filters *filters, struct idx_rank_set *set,
+    struct idx_rank_prefix *score, struct idx_ids *both, struct mb_err *err)
 {
 	bool sorted = true;
 	int rc;
@@ -683,7 +713,7 @@ idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
 		return 0;	/* every word is bounded */
 	/* the rows with a bounded word too: their ids are the walk's to skip */
 	set->seen = both;
-	rc = rank_rare(idx, p->rare_both, set, err);
+	rc = rank_rare(idx, p->rare_both, filters, set, err);
 	set->seen = NULL;
 	if (rc == -1)
 		return -1;
@@ -700,5 +730,5 @@ idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
 	 * spam*'s 11,444 such rows took 16 ms that way (docs/benchmarks.md,
 	 * "The rarer words' rows without NOT").
 	 */
-	return rank_rare(idx, p->rare_any, set, err);
+	return rank_rare(idx, p->rare_any, filters, set, err);
 }

@@ -104,6 +104,27 @@ struct mb_query;
 	"(?3 IS NULL OR " date " >= ?3) AND (?4 IS NULL OR " date " < ?4) "
 #define SEARCH_DATES		SEARCH_DATES_AS(SEARCH_DATE)
 #define SEARCH_DATES_COVERED	SEARCH_DATES_AS(SEARCH_DATE_COVERED)
+/*
+ * The rows of MATCH ?1 with ids ?22 to ?23, each with its score
+ * (mb_bm25_top() with the floor ?9) and its date, the query's filters
+ * (SEARCH_FILTERS_COVERED, bound by idx_search_bind) tested in
+ * messages_search_filter, the date spelled over its columns so that the
+ * index alone is read (search_sql_rank_ix).  The score is asked in WHERE
+ * too: a term of messages_fts alone is tested before the join, so a row
+ * that cannot reach the page (most of them, once it is full) costs no seek
+ * into that index, about 0.6 us a match; the second call takes the first's
+ * answer (struct idx_rank_memo).  At 1,000,000 messages that cut `linux
+ * after:2002-09-01` by a third (docs/benchmarks.md, "Filtered ranges
+ * scored before the join").  The block walk's ranges and a prefix's rarer
+ * words read through it.
+ */
+#define SEARCH_RANK_RANGE_FILTERED \
+	"SELECT messages_fts.rowid, mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS "), " \
+	SEARCH_DATE_COVERED " FROM messages_fts CROSS JOIN messages AS m " \
+	"INDEXED BY messages_search_filter ON m.id = messages_fts.rowid " \
+	"WHERE messages_fts MATCH ?1 AND messages_fts.rowid BETWEEN ?22 AND ?23 AND " \
+	"mb_bm25_top(messages_fts, ?1, ?9, " IDX_RANK_WEIGHTS ") IS NOT NULL AND " \
+	SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 /* Bind the query text and the filters (?1-?7, ?11-?18) of SEARCH_FILTERS and SEARCH_DATES. */
 void	idx_search_bind(sqlite3_stmt *st, const struct mb_query *q, int64_t folder_id);
 
@@ -373,6 +394,13 @@ int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
  * none answered: every one of its 900,000 matches joined).  -1 with err on
  * a failure of SQLite's.
  */
+/*
+ * Whether more than one in IDX_NARROW_COUNT_SHARE of a sample of the
+ * messages (as idx_narrow_filter_ids samples them) passes q's filters, into
+ * *common_r.  -1 with err on a failure of SQLite's.
+ */
+int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
+	    int64_t folder_id, bool *common_r, struct mb_err *err);
 int	idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
 /* How many such scans this thread has made (the tests check when they are). */
@@ -457,6 +485,7 @@ struct idx_prefix {
 	char	*bounded_match;	/* owned: the bounded words ORed */
 	char	*rare_any;	/* owned: rows with another word (the other words ORed); NULL: none */
 	char	*rare_both;	/* owned: rows with another word and a bounded one */
+	char	*every;		/* owned: every word ORed, the prefix's rows without FTS5's merge */
 };
 /*
  * The text of match (as query.c writes it) when it is one prefix phrase,
@@ -545,13 +574,28 @@ int	idx_prefix_stats_kept(struct mb_index *idx, const char *match,
 int	idx_rank_query_stats(struct mb_index *idx, const char *match,
 	    struct idx_rank_stats *stats, bool *any_r, struct mb_err *err);
 /*
+ * A query's filters for idx_prefix_rank_rare(): q's, bound with folder_id
+ * as idx_search_bind() binds them, and the runs of ids (a wide folder's,
+ * n_runs of them in order; none: every id) that hold every row passing.
+ */
+struct idx_prefix_filters {
+	const struct mb_query		*q;
+	int64_t				 folder_id;
+	const struct idx_id_run		*runs;
+	size_t				 n_runs;
+};
+/*
  * Rank every row holding one of p's words that are not bounded into set
  * (set->floor.prefix is score, which scores them): first those holding a
  * bounded word too, their ids sorted into both (the caller frees
  * both->ids) and set as score's skip, then the others, skipping those.
- * The walk over the bounded words skips them too.
+ * The walk over the bounded words skips them too.  With filters (not
+ * NULL), only the rows that pass and can reach the page are ranked, and
+ * noted in both: a row that fails them fails the walk's too, and one
+ * below the floor stays below it there, scored by its bounded words alone.
  */
 int	idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
+	    const struct idx_prefix_filters *filters,
 	    struct idx_rank_set *set, struct idx_rank_prefix *score, struct idx_ids *both,
 	    struct mb_err *err);
 #endif
