@@ -718,6 +718,35 @@ bool idx_rank_whole_bounds_used = true;
 _Thread_local uint64_t idx_rank_walks;
 
 /*
+ * Several words are walked when, were they independent, a 25th of the
+ * messages at least would hold them all.  Their bounds add up loosely
+ * (each word at its best in another row), so the walk reads many blocks,
+ * and reading every match costs less while the matches are few: at
+ * 1,000,000 messages of the corpus, the walk won from about 77,000
+ * matches (`for version`: 28 ms of CPU read whole, 19 walked; `http
+ * taint`, 354,755: 82 and 32) and lost below 60,000 (`free money`,
+ * 58,274: 20 and 28; `linux kernel` 9 and 16), the same at 100,000.  The
+ * guess from the words' rows is low for words that come together, which
+ * only leaves such a search read whole (docs/benchmarks.md, "Several
+ * words walked through their bounds").
+ */
+#define IDX_RANK_WORDS_SHARE	25
+bool idx_rank_words_walked = true;
+
+/*
+ * Whether w's phrases are words the walk takes several of: each one word,
+ * every match holding all of them (match).
+ */
+static bool
+several_words(const struct walk *w, const char *match)
+{
+	for (int i = 0; i < w->n_ph; i++)
+		if (w->ph[i].n != 1)
+			return false;
+	return match_all_of(match);
+}
+
+/*
  * Whether w's word or phrase has too few matches to walk (the index's ids
  * reach max_id).  The walk pays a statement for each range of blocks, and
  * when the matches are few the page fills late or never, the floor stays
@@ -736,10 +765,16 @@ static bool
 few_matches(const struct walk *w, int64_t max_id)
 {
 	int64_t min = idx_rank_min_matches;
+	double n = (double)w->stats.n_hit[0];
 
 	if (min > 0 && w->ph[0].n > 1 && max_id / 32 > min)
 		min = max_id / 32;
-	return w->stats.n_hit[0] < min;
+	/* several words: the rows holding them all, were they independent */
+	for (int i = 1; i < w->stats.n_phrase; i++)
+		n = n * (double)w->stats.n_hit[i] / (double)(max_id > 0 ? max_id : 1);
+	if (min > 0 && w->stats.n_phrase > 1 && max_id / IDX_RANK_WORDS_SHARE > min)
+		min = max_id / IDX_RANK_WORDS_SHARE;
+	return n < (double)min;
 }
 
 /*
@@ -892,12 +927,11 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		goto out;
 	}
 	/*
-	 * One phrase only: for several, the sum of their bounds is loose (each
-	 * at its best in another row), few blocks fall below the floor, and the
-	 * ranges cost more than reading every match (`free money`: 4.5 ms of
-	 * CPU read whole, 5.9 through the blocks; docs/benchmarks.md).
+	 * Several phrases: only words that every match holds all of (no OR, no
+	 * NOT, no phrase of several words), and only when many messages hold
+	 * them (few_matches)
 	 */
-	if (w.n_ph != 1) {
+	if (w.n_ph > 1 && (!idx_rank_words_walked || !several_words(&w, q->match))) {
 		rc = 0;
 		goto out;
 	}

@@ -198,6 +198,11 @@ extern int64_t	idx_rank_prefix_min_matches;
  * set it to 0 to walk prefixes of their own, or raise it.
  */
 extern int64_t	idx_rank_prefix_min_share;
+/*
+ * Whether a search of several words may be walked (index_search_blocks.c,
+ * IDX_RANK_WORDS_SHARE); the tests clear it to read such a search whole.
+ */
+extern bool	idx_rank_words_walked;
 
 /*
  * The fewest matches (the statistics' rows) for which a word or a phrase is

@@ -200,7 +200,11 @@ static const char *const filtered_queries[] = {
 	"gamma is:flagged", "alpha is:flagged", "delta is:read", "epsilon is:unread",
 	"\"mailing list\" after:2023-11-15", "alpha beta in:INBOX", "beta in:INBOX",
 	"gamma -is:flagged before:2023-11-16",
-	/* prefixes with filters: read whole, scored before the join past the count's cap */
+	/*
+	 * prefixes with filters: walked through their words when most messages
+	 * pass (a_prefix_beside_filters_is_walked), else read whole, scored
+	 * before the join past the count's cap
+	 */
 	"gamm* after:2023-11-15", "alph* after:2023-11-15", "alph* before:2023-11-15",
 	"fill* is:unread", "alph* is:flagged",
 };
@@ -934,6 +938,7 @@ a_read_whole_takes_lengths_from_the_fronts(void **state)
 
 	put_all(f);
 	assert_int_equal(build(f), 2);
+	idx_rank_words_walked = false;	/* alpha beta read whole */
 	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
 		n = mb_test_bm25_order(f->idx, texts[i], want, MB_ARRAY_LEN(want));
 		assert_true(n > 100);
@@ -950,6 +955,7 @@ a_read_whole_takes_lengths_from_the_fronts(void **state)
 	without = counted(f, &idx_rank_sized, "subject:gamma OR beta", want, n);
 	idx_rank_min_len_used = true;
 	assert_int_equal(counted(f, &idx_rank_sized, "subject:gamma OR beta", want, n), without);
+	idx_rank_words_walked = true;
 }
 
 /*
@@ -1738,7 +1744,7 @@ a_filter_few_pass_is_read_through_its_ids(void **state)
 		bool		 scanned;
 	} cases[] = {
 		{ "omeg* is:answered", true },
-		{ "omega pad1 is:answered", true },
+		{ "omega \"pad1 pad2\" is:answered", true },
 		{ "omeg* has:attachment", true },	/* none */
 		{ "omeg* -is:answered", false },
 		{ "pad39* is:answered", false },	/* 125 matches */
@@ -1838,6 +1844,28 @@ few_matches_are_read_whole(void **state)
 	assert_false(walked(f, "\"gamma delta\"", want, n));
 	idx_rank_min_matches = 0;
 	assert_true(walked(f, "\"gamma delta\"", want, n));
+
+	/*
+	 * Several words: walked when, were they independent, a 25th of the
+	 * messages would hold them all (alpha beta: 90% and 40%, 1,800 of
+	 * 5,000), read whole when fewer would (gamma mailing: 15% and 10%, 75);
+	 * never with a NOT or an OR, nor with a phrase of several words
+	 */
+	idx_rank_min_matches = 1;
+	n = mb_test_bm25_order(f->idx, "alpha beta", want, MB_ARRAY_LEN(want));
+	assert_true(walked(f, "alpha beta", want, n));
+	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
+	assert_true(n > 28);
+	assert_false(walked(f, "gamma mailing", want, n));
+	n = mb_test_bm25_order(f->idx, "alpha -beta", want, MB_ARRAY_LEN(want));
+	assert_false(walked(f, "alpha -beta", want, n));
+	n = mb_test_bm25_order(f->idx, "alpha OR beta", want, MB_ARRAY_LEN(want));
+	assert_false(walked(f, "alpha OR beta", want, n));
+	n = mb_test_bm25_order(f->idx, "alpha \"mailing list\"", want, MB_ARRAY_LEN(want));
+	assert_false(walked(f, "alpha \"mailing list\"", want, n));
+	idx_rank_min_matches = 0;
+	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
+	assert_true(walked(f, "gamma mailing", want, n));
 }
 
 int
