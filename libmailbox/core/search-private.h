@@ -394,6 +394,10 @@ int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
  * none answered: every one of its 900,000 matches joined).  -1 with err on
  * a failure of SQLite's.
  */
+int	idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
+/* How many such scans this thread has made (the tests check when they are). */
+extern _Thread_local uint64_t	idx_filter_scans;
 /*
  * Whether more than one in IDX_NARROW_COUNT_SHARE of a sample of the
  * messages (as idx_narrow_filter_ids samples them) passes q's filters, into
@@ -401,10 +405,6 @@ int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
  */
 int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
 	    int64_t folder_id, bool *common_r, struct mb_err *err);
-int	idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
-/* How many such scans this thread has made (the tests check when they are). */
-extern _Thread_local uint64_t	idx_filter_scans;
 /*
  * For filters alone: which of the partial indexes of migrations 0019 and
  * 0020 holds few of the messages and a part of q's scope (is:flagged,
