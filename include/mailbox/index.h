@@ -249,8 +249,10 @@ int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
  * are complete (a higher id exists) and not bounded, oldest first, each in
  * its own unit of work (a savepoint inside the caller's transaction); when
  * the index has doubled since the frequent terms were chosen, chooses them
- * again first (a read of FTS5's whole vocabulary).  *built_r: the chunks
- * built.  syncd calls it after a commit and when idle; a search is exact
+ * again first (a read of FTS5's whole vocabulary).  Also keeps the rows'
+ * lengths of up to 16 times max_chunks chunks built before migration 0022
+ * (0022_rank_lengths.sql).  *built_r: the chunks built or given their
+ * lengths.  syncd calls it after a commit and when idle; a search is exact
  * with or without them, only faster with.
  */
 int	mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,

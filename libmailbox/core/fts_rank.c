@@ -244,7 +244,9 @@ phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int n_val,
  * 3,399, `the` 408 instead of 2,249; docs/benchmarks.md, "Lengths the hits
  * prove").  A search read whole may also know a length every match of the
  * row's block has (floor->block_min_len, from a word's fronts): the longer
- * of the two is the bound (docs/index.md, "Lengths from the fronts").
+ * of the two is the bound (docs/index.md, "Lengths from the fronts").  The
+ * length is taken from the block's kept lengths when the builder kept them
+ * (floor->lengths, index_rank_lengths.c), else FTS5 reads it.
  */
 static void
 rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
@@ -266,7 +268,9 @@ rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 	}
 	if (rc == SQLITE_OK) {
 		idx_rank_sized++;
-		rc = api->xColumnSize(fts, -1, &n_tok);
+		if (floor == NULL ||
+		    !idx_rank_lengths_get(floor->lengths, api->xRowid(fts), &n_tok))
+			rc = api->xColumnSize(fts, -1, &n_tok);
 	}
 	if (rc == SQLITE_OK) {
 		double score = rank_score(q, (double)n_tok);

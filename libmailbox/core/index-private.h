@@ -305,6 +305,8 @@ struct idx_rank_known {
 	int64_t		 hits[IDX_RANK_PHRASES];
 };
 
+struct idx_rank_lengths;
+
 struct idx_rank_floor {
 	bool	set;
 	double	score;
@@ -341,6 +343,8 @@ struct idx_rank_floor {
 	struct idx_rank_memo		*memo;
 	/* Rows known to hold the query's phrases, for its statistics (may be NULL). */
 	const struct idx_rank_known	*known;
+	/* The rows' lengths kept by chunk (index_rank_lengths.c; NULL: FTS5's). */
+	struct idx_rank_lengths		*lengths;
 };
 
 /*

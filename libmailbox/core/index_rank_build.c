@@ -47,11 +47,16 @@
 static const char state_sql[] = "SELECT weights, terms_rows, gen FROM rank_state";
 static const char state_put_sql[] =
 	"INSERT OR REPLACE INTO rank_state (id, weights, terms_rows, gen) VALUES (1, ?1, ?2, ?3)";
-static const char chunks_sql[] = "SELECT chunk, blocks FROM rank_chunks";
+/* each chunk, and whether its rows' lengths are kept (migration 0022: all or none) */
+static const char chunks_sql[] =
+	"SELECT c.chunk, c.blocks, EXISTS (SELECT 1 FROM rank_lengths AS l "
+	"WHERE l.block = c.chunk * 16) FROM rank_chunks AS c";	/* RANK_CHUNK_BLOCKS */
 static const char terms_sql[] = "SELECT term FROM rank_terms";
 static const char term_put_sql[] = "INSERT INTO rank_terms (term, docs) VALUES (?1, ?2)";
 static const char chunk_put_sql[] =
 	"INSERT OR REPLACE INTO rank_chunks (chunk, blocks, gen) VALUES (?1, ?2, ?3)";
+static const char lengths_put_sql[] =
+	"INSERT OR REPLACE INTO rank_lengths (block, lengths) VALUES (?1, ?2)";
 static const char bounds_put_sql[] =
 	"INSERT OR REPLACE INTO rank_bounds (term, chunk, gen, bounds, docs) "
 	"VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -254,6 +259,36 @@ rank_lengths(struct build *b, int64_t c, uint32_t len[RANK_CHUNK_IDS], struct mb
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(b->idx, rc, "rank bounds: lengths", err);
 }
 
+/*
+ * Chunk c's lengths (len, rank_lengths()') into rank_lengths, a row a
+ * block: 16 bits each, little-endian, 0 for a length that does not fit (a
+ * search asks FTS5 for that row).
+ */
+static int
+lengths_put(struct build *b, int64_t c, const uint32_t *len, struct mb_err *err)
+{
+	sqlite3_stmt *put = idx_stmt_sql(b->idx, lengths_put_sql, err);
+	uint8_t blob[RANK_LENGTHS_BYTES];
+
+	if (put == NULL)
+		return -1;
+	for (size_t k = 0; k < RANK_CHUNK_BLOCKS; k++) {
+		for (size_t i = 0; i < RANK_BLOCK_IDS; i++) {
+			uint32_t v = len[k * RANK_BLOCK_IDS + i];
+
+			v = v <= RANK_LENGTH_MAX ? v : 0;
+			blob[2 * i] = (uint8_t)(v & 0xff);
+			blob[2 * i + 1] = (uint8_t)(v >> 8);
+		}
+		sqlite3_reset(put);
+		sqlite3_bind_int64(put, 1, c * RANK_CHUNK_BLOCKS + (int64_t)k);
+		sqlite3_bind_blob(put, 2, blob, sizeof(blob), SQLITE_STATIC);
+		if (idx_step_done(b->idx, put, "rank bounds: a block's lengths", err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /* One term's fronts and rows in chunk c into rank_bounds; len: rank_lengths()'. */
 static int
 term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
@@ -333,7 +368,33 @@ chunk_build(struct build *b, int64_t c, struct mb_err *err)
 		rc = idx_step_done(b->idx, chunk, "rank bounds: a chunk", err);
 	}
 	if (rc == 0)
+		rc = lengths_put(b, c, len, err);
+	if (rc == 0)
 		rc = state_put(b, err);
+	if (idx_unit_end(b->idx, &u, rc == 0, err) == -1)
+		rc = -1;
+	free(len);
+	return rc;
+}
+
+/*
+ * The lengths of chunk c, built before migration 0022, into rank_lengths
+ * without building it again: the rows' lengths now, which are what a
+ * search would measure.
+ */
+static int
+lengths_fill(struct build *b, int64_t c, struct mb_err *err)
+{
+	uint32_t *len = mb_xcalloc(RANK_CHUNK_IDS, sizeof(*len));
+	struct idx_unit u;
+	int rc = -1;
+
+	if (idx_unit_begin(b->idx, &u, err) == -1) {
+		free(len);
+		return -1;
+	}
+	if (rank_lengths(b, c, len, err) == 0 && lengths_put(b, c, len, err) == 0)
+		rc = 0;
 	if (idx_unit_end(b->idx, &u, rc == 0, err) == -1)
 		rc = -1;
 	free(len);
@@ -343,39 +404,50 @@ chunk_build(struct build *b, int64_t c, struct mb_err *err)
 /*
  * The complete chunks below max_id whose bounds or counts are not built
  * whole (a row inserted, changed or deleted since: RANK_CHUNK_BUILT), into
- * *unbuilt_r (owned by the caller, *n_r of them, oldest first).
+ * *unbuilt_r, and those built whole without their lengths (built before
+ * migration 0022) into *unfilled_r (both owned by the caller, *n_r and
+ * *n_unfilled_r of them, oldest first).
  */
 static int
 chunks_unbuilt(struct build *b, int64_t max_id, int64_t **unbuilt_r, size_t *n_r,
-    struct mb_err *err)
+    int64_t **unfilled_r, size_t *n_unfilled_r, struct mb_err *err)
 {
 	int64_t n_complete = (max_id + 1) / RANK_CHUNK_IDS;
 	bool *done = mb_xcalloc((size_t)n_complete + 1, sizeof(*done));
+	bool *filled = mb_xcalloc((size_t)n_complete + 1, sizeof(*filled));
 	sqlite3_stmt *st = idx_stmt_sql(b->idx, chunks_sql, err);
 	int rc;
 
-	*unbuilt_r = NULL;
-	*n_r = 0;
+	*unbuilt_r = *unfilled_r = NULL;
+	*n_r = *n_unfilled_r = 0;
 	if (st == NULL) {
 		free(done);
+		free(filled);
 		return -1;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t c = sqlite3_column_int64(st, 0);
 
-		if (c >= 0 && c < n_complete)
+		if (c >= 0 && c < n_complete) {
 			done[c] = sqlite3_column_int64(st, 1) == RANK_CHUNK_BUILT;
+			filled[c] = sqlite3_column_int(st, 2) != 0;
+		}
 	}
 	idx_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		free(done);
+		free(filled);
 		return idx_sqlerr(b->idx, rc, "rank bounds: chunks", err);
 	}
 	*unbuilt_r = mb_xcalloc((size_t)n_complete + 1, sizeof(**unbuilt_r));
+	*unfilled_r = mb_xcalloc((size_t)n_complete + 1, sizeof(**unfilled_r));
 	for (int64_t c = 0; c < n_complete; c++)
 		if (!done[c])
 			(*unbuilt_r)[(*n_r)++] = c;
+		else if (!filled[c])
+			(*unfilled_r)[(*n_unfilled_r)++] = c;
 	free(done);
+	free(filled);
 	return 0;
 }
 
@@ -385,8 +457,8 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 {
 	struct build b = { .idx = idx };
 	struct idx_unit u;
-	int64_t max_id = 0, *unbuilt = NULL;
-	size_t n_unbuilt = 0;
+	int64_t max_id = 0, *unbuilt = NULL, *unfilled = NULL;
+	size_t n_unbuilt = 0, n_unfilled = 0, fills;
 	int rc = -1;
 
 	*built_r = 0;
@@ -402,11 +474,19 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 	if (idx_unit_end(idx, &u, rc == 0, err) == -1 || rc == -1)
 		goto out;
 	rc = -1;
-	if (chunks_unbuilt(&b, max_id, &unbuilt, &n_unbuilt, err) == -1 ||
+	if (chunks_unbuilt(&b, max_id, &unbuilt, &n_unbuilt, &unfilled, &n_unfilled, err) == -1 ||
 	    (n_unbuilt > 0 && terms_load(&b, err) == -1))
 		goto out;
 	for (size_t i = 0; i < n_unbuilt && *built_r < max_chunks; i++) {
 		if (chunk_build(&b, unbuilt[i], err) == -1)
+			goto out;
+		(*built_r)++;
+	}
+	/* a chunk's lengths alone cost about a term's statement: many to a call */
+	fills = max_chunks < SIZE_MAX / RANK_LENGTHS_FILLS ? max_chunks * RANK_LENGTHS_FILLS :
+	    SIZE_MAX;
+	for (size_t i = 0; i < n_unfilled && i < fills; i++) {
+		if (lengths_fill(&b, unfilled[i], err) == -1)
 			goto out;
 		(*built_r)++;
 	}
@@ -416,5 +496,6 @@ out:
 		free(b.terms[i]);
 	free(b.terms);
 	free(unbuilt);
+	free(unfilled);
 	return rc;
 }

@@ -23,6 +23,7 @@
 #include "mailbox/util.h"
 
 #include "index-private.h"
+#include "rank-private.h"
 #include "search-private.h"
 
 /*
@@ -449,12 +450,16 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    .join_until = set.keep + 1 > MB_SEARCH_COUNT_CAP ? (int64_t)set.keep + 1 :
 	    MB_SEARCH_COUNT_CAP };
 	struct idx_rank_known known;
+	struct idx_rank_lengths lengths;
 
 	set.trim_at = 2 * set.keep;
 	/* the bounded words' rows from the builder's counts, for the statistics */
 	if (idx_rank_known_hits(idx, q->match, &known, err) == -1)
 		return -1;
 	set.floor.known = &known;
+	/* the rows' lengths from the builder's, a chunk at a time */
+	idx_rank_lengths_init(&lengths, idx);
+	set.floor.lengths = &lengths;
 	/*
 	 * a narrow folder or date range, few flagged, unread or labelled
 	 * messages, or a thread beside a prefix: the ids it lets through, for
@@ -462,10 +467,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	 */
 	if (filtered && q->msgid == NULL && (q->thread_id > 0 ?
 	    idx_narrow_thread_ids(idx, q, &scope, &narrow, err) :
-	    idx_narrow_ids(idx, q, folder_id, &scope, &narrow, err)) == -1) {
-		free(set.rows);
-		return -1;
-	}
+	    idx_narrow_ids(idx, q, folder_id, &scope, &narrow, err)) == -1)
+		goto fail;
 	/*
 	 * The block bounds, where they serve; not for a narrow scope, which
 	 * the best blocks' rows mostly fail.
@@ -473,8 +476,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	if (!narrow && idx_rank_blocks(idx, q, folder_id, filtered, &scope, &set, &blocks,
 	    &set.matches, &exact, err) == -1) {
 		idx_narrow_ids_release(&scope);
-		free(set.rows);
-		return -1;
+		goto fail;
 	}
 	if (blocks) {
 		idx_narrow_ids_release(&scope);
@@ -489,8 +491,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 
 		if (idx_narrow_filter_ids(idx, q, folder_id, &few, &narrow, err) == -1) {
 			idx_narrow_ids_release(&scope);
-			free(set.rows);
-			return -1;
+			goto fail;
 		}
 		if (narrow) {
 			idx_narrow_ids_release(&scope);
@@ -499,10 +500,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	}
 	rc = rank_whole(idx, q, folder_id, filtered, &scope, &set, &memo, err);
 	idx_narrow_ids_release(&scope);
-	if (rc == -1) {
-		free(set.rows);
-		return -1;
-	}
+	if (rc == -1)
+		goto fail;
 	/* past the count's cap, rows that could not reach the page went uncounted */
 	if (memo.dropped > 0) {
 		set.matches = memo.join_until;
@@ -513,10 +512,8 @@ ranked:
 		qsort(set.rows, set.n, sizeof(*set.rows), ranked_cmp);
 	lo = (uint64_t)offset < set.n ? (size_t)offset : set.n;
 	hi = set.n - lo > limit ? lo + limit : set.n;
-	if (rank_break_ties(idx, set.rows, set.n, lo, hi, err) == -1) {
-		free(set.rows);
-		return -1;
-	}
+	if (rank_break_ties(idx, set.rows, set.n, lo, hi, err) == -1)
+		goto fail;
 	for (size_t i = lo; i < hi; i++) {
 		pg->scores[pg->n] = set.rows[i].score;
 		pg->ids[pg->n++] = set.rows[i].id;
@@ -524,8 +521,14 @@ ranked:
 	pg->more = set.matches > (int64_t)hi;
 	pg->matches = set.matches;
 	pg->matches_exact = exact;
+	rc = 0;
+	goto out;
+fail:
+	rc = -1;
+out:
+	idx_rank_lengths_release(&lengths);
 	free(set.rows);
-	return 0;
+	return rc;
 }
 
 /* ---- the page's rows and snippets */

@@ -147,6 +147,7 @@ mb_index_reset(struct mb_index *idx, struct mb_err *err)
 		"DELETE FROM rank_bounds",
 		"DELETE FROM rank_terms",
 		"DELETE FROM rank_state",
+		"DELETE FROM rank_lengths",
 		/* ids from 1 again: the next merge is due at the first caught-up tick */
 		"DELETE FROM fts_merge_state",
 	};

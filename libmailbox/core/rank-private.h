@@ -16,6 +16,9 @@
 #include "mailbox/buf.h"
 #include "mailbox/err.h"
 
+struct mb_index;
+struct rank_block_lengths;
+
 /* The triggers of migration 0014 spell these numbers out: change both or neither. */
 #define RANK_BLOCK_IDS		128	/* ids in a block */
 #define RANK_CHUNK_BLOCKS	16	/* blocks in a chunk: one bit each in rank_chunks.blocks */
@@ -29,6 +32,15 @@
 #define RANK_CHUNK_COUNTED	(1 << RANK_CHUNK_BLOCKS)
 #define RANK_CHUNK_BUILT	(RANK_CHUNK_FULL | RANK_CHUNK_COUNTED)
 #define RANK_FRONT_MAX		16	/* points a front keeps before merging two */
+/*
+ * rank_lengths.lengths (migration 0022): a block's ids' lengths in tokens,
+ * 16 bits little-endian, 0 where there is no row or the length is above
+ * RANK_LENGTH_MAX.  The builder fills RANK_LENGTHS_FILLS chunks built
+ * before 0022 for each chunk it may build in a call.
+ */
+#define RANK_LENGTHS_BYTES	(2 * RANK_BLOCK_IDS)
+#define RANK_LENGTH_MAX		0xffff
+#define RANK_LENGTHS_FILLS	16
 
 /*
  * The Pareto front of one term's rows in one block: points (f, d) such that
@@ -228,5 +240,33 @@ extern bool	idx_rank_min_len_used;
  */
 extern bool	idx_rank_whole_bounds_used;
 extern _Thread_local uint64_t	idx_rank_walks;
+
+/*
+ * The rows' lengths of the blocks a search has asked for, read from
+ * rank_lengths (index_rank_lengths.c; docs/index.md, "Lengths kept by
+ * block").  One a search, on its connection: idx_rank_lengths_init()
+ * before, idx_rank_lengths_release() after.
+ */
+struct idx_rank_lengths {
+	struct mb_index		 *idx;		/* borrowed */
+	struct rank_block_lengths **block;	/* owned: per block, NULL until asked */
+	int64_t			  n_block;
+	bool			  off;		/* no such table: ask FTS5 for all */
+};
+
+void	idx_rank_lengths_init(struct idx_rank_lengths *l, struct mb_index *idx);
+void	idx_rank_lengths_release(struct idx_rank_lengths *l);
+/*
+ * Row id's length in tokens into *n_tok, from its block's lengths when they
+ * are kept (no insert or text change in the block since); false when they
+ * are not, and the caller asks FTS5.
+ */
+bool	idx_rank_lengths_get(struct idx_rank_lengths *l, int64_t id, int *n_tok);
+/*
+ * Whether a search takes lengths from rank_lengths (the tests clear it to
+ * compare), and how many it took on this thread.
+ */
+extern bool			idx_rank_lengths_used;
+extern _Thread_local uint64_t	idx_rank_lengths_served;
 
 #endif

@@ -217,3 +217,39 @@ mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t 
 {
 	return mb_test_bm25_order_where(idx, text, "1", ids, max);
 }
+
+size_t
+mb_test_rank_build(struct mb_test_index *t)
+{
+	struct mb_err err = { 0 };
+	size_t built = 0;
+
+	if (mb_index_rank_build(t->idx, 1000, &built, &err) == -1)
+		mb_fatalx("test index: rank build: %s", err.msg);
+	return built;
+}
+
+double
+mb_test_bm25_of(struct mb_index *idx, const char *text, int64_t id)
+{
+	struct mb_query q;
+	struct mb_err err = { 0 };
+	sqlite3_stmt *st;
+	double score;
+
+	mb_query_init(&q);
+	if (mb_query_compile(text, strlen(text), &q, &err) == -1)
+		mb_fatalx("test index: query \"%s\": %s", text, err.msg);
+	if (sqlite3_prepare_v2(mb_index_db(idx), "SELECT bm25(messages_fts, 10.0, 4.0, 2.0, 1.0, "
+	    "4.0, 1.0) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid = ?2", -1, &st,
+	    NULL) != SQLITE_OK)
+		mb_fatalx("test index: %s", sqlite3_errmsg(mb_index_db(idx)));
+	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		mb_fatalx("test index: \"%s\" does not match id %lld", text, (long long)id);
+	score = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	mb_query_release(&q);
+	return score;
+}

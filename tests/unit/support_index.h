@@ -82,6 +82,10 @@ void	mb_test_put(struct mb_index *idx, int64_t folder, uint32_t uid,
  * first), into ids (room for max); returns how many.  Exits on failure.
  */
 size_t	mb_test_bm25_order(struct mb_index *idx, const char *text, int64_t *ids, size_t max);
+/* FTS5's bm25() of row id for text (the query language's), as mcpd weighs the columns. */
+double	mb_test_bm25_of(struct mb_index *idx, const char *text, int64_t id);
+/* mb_index_rank_build() on t, up to 1,000 chunks: how many it built; exits on failure. */
+size_t	mb_test_rank_build(struct mb_test_index *t);
 
 /*
  * The same over the matches for which where, an SQL condition on messages

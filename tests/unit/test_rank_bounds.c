@@ -130,17 +130,6 @@ put_all(struct mb_test_index *f)
 	free(subject);
 }
 
-static size_t
-build(struct mb_test_index *f)
-{
-	struct mb_err err = { 0 };
-	size_t built = 0;
-
-	if (mb_index_rank_build(f->idx, 1000, &built, &err) == -1)
-		fail_msg("rank build: %s", err.msg);
-	return built;
-}
-
 /* Pages of text from offset 0 to below upto: exactly want's (n_want), totals too. */
 static void
 expect_exact(struct mb_test_index *f, const char *text, const int64_t *want, size_t n_want, size_t limit,
@@ -358,8 +347,8 @@ pages_with_bounds_are_bm25s(void **state)
 	struct mb_test_index *f = *state;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
-	assert_int_equal(build(f), 0);	/* nothing left to bound */
+	assert_int_equal(mb_test_rank_build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 0);	/* nothing left to bound */
 	assert_int_equal(mb_test_index_int(f, "SELECT count(*) FROM rank_chunks"), 2);
 	/* alpha, beta, gamma, filler words: frequent; epsilon (1%) is not */
 	assert_int_equal(mb_test_index_int(f,
@@ -393,7 +382,7 @@ deletions_after_bounds_keep_pages_exact(void **state)
 	struct mb_err err = { 0 };
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_int_equal(mb_index_begin(f->idx, &err), 0);
 	for (uint32_t uid = 1; uid <= N_MSG; uid += uid < 100 ? 1 : 7)
 		assert_int_equal(mb_index_delete(f->idx, f->inbox, 1, uid, &err), 0);
@@ -416,7 +405,7 @@ a_changed_row_is_found_in_a_bounded_block(void **state)
 	struct mb_err err = { 0 };
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	mb_test_put(f->idx, f->inbox, 3000, &(struct mb_test_msg){
 	    .subject = "beta beta beta beta", .body = "beta beta", .date = T0 });
 	assert_int_not_equal(mb_test_index_int(f,
@@ -430,7 +419,7 @@ a_changed_row_is_found_in_a_bounded_block(void **state)
 	    "SELECT id FROM messages WHERE uid = 3000"));
 	mb_search_page_release(&pg);
 	mb_query_release(&q);
-	assert_int_equal(build(f), 1);	/* chunk 1 again */
+	assert_int_equal(mb_test_rank_build(f), 1);	/* chunk 1 again */
 	expect_all_exact(f);
 }
 
@@ -446,7 +435,7 @@ a_reused_id_in_a_bounded_block_is_found(void **state)
 	int64_t id;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_int_equal(mb_index_begin(f->idx, &err), 0);
 	for (uint32_t uid = 3901; uid <= N_MSG; uid++)
 		assert_int_equal(mb_index_delete(f->idx, f->inbox, 1, uid, &err), 0);
@@ -521,7 +510,7 @@ bounded_words_are_counted_by_chunk(void **state)
 	struct mb_err err = { 0 };
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	for (int64_t c = 0; c < 2; c++)
 		for (size_t i = 0; i < 3; i++) {
 			char *sql = sqlite3_mprintf("SELECT docs FROM rank_bounds WHERE term = %Q "
@@ -552,36 +541,13 @@ bounded_words_are_counted_by_chunk(void **state)
 	    RANK_CHUNK_BUILT);
 	assert_int_equal(counts_used_by(f, "alpha"), 1);
 	expect_all_exact(f);
-	assert_int_equal(build(f), 1);	/* chunk 0 again, counted */
+	assert_int_equal(mb_test_rank_build(f), 1);	/* chunk 0 again, counted */
 	assert_int_equal(mb_test_index_int(f, "SELECT blocks FROM rank_chunks WHERE chunk = 0"),
 	    RANK_CHUNK_BUILT);
 	assert_int_equal(mb_test_index_int(f,
 	    "SELECT docs FROM rank_bounds WHERE term = 'alpha' AND chunk = 0"),
 	    fts_rows(f, "alpha", 0, 2047));
 	expect_all_exact(f);
-}
-
-/* bm25()'s score of row id for text, FTS5 counting its statistics itself. */
-static double
-bm25_of(struct mb_test_index *f, const char *text, int64_t id)
-{
-	struct mb_query q;
-	struct mb_err err = { 0 };
-	sqlite3_stmt *st;
-	double score;
-
-	mb_query_init(&q);
-	assert_int_equal(mb_query_compile(text, strlen(text), &q, &err), 0);
-	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx), "SELECT bm25(messages_fts, "
-	    IDX_RANK_WEIGHTS ") FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid = ?2",
-	    -1, &st, NULL), SQLITE_OK);
-	sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, id);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	score = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	mb_query_release(&q);
-	return score;
 }
 
 /*
@@ -603,10 +569,10 @@ counted_scores_exact(struct mb_test_index *f, const char *text)
 	mb_query_release(&q);
 	assert_true(pg.n > 0);
 	for (size_t i = 0; i < pg.n; i++)
-		if (pg.hits[i].score != bm25_of(f, text, pg.hits[i].id))
+		if (pg.hits[i].score != mb_test_bm25_of(f->idx, text, pg.hits[i].id))
 			fail_msg("\"%s\": id %lld scored %.17g, bm25() %.17g", text,
 			    (long long)pg.hits[i].id, pg.hits[i].score,
-			    bm25_of(f, text, pg.hits[i].id));
+			    mb_test_bm25_of(f->idx, text, pg.hits[i].id));
 	mb_search_page_release(&pg);
 	return idx_rank_known_used - before;
 }
@@ -641,7 +607,7 @@ a_prefix_is_counted_through_its_words(void **state)
 	uint64_t walks;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	for (size_t i = 0; i < MB_ARRAY_LEN(prefixes); i++) {
 		char *where = where_of(prefixes[i]);
 		size_t n = mb_test_bm25_order_where(f->idx, prefixes[i], where, want,
@@ -713,7 +679,7 @@ merged_into_one_segment_pages_stay_exact(void **state)
 	bool due = false, done = false;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_true(segments(f) > 1);
 	assert_int_equal(mb_index_fts_merge_due(f->idx, &due, &err), 0);
 	assert_true(due);
@@ -752,7 +718,7 @@ a_merge_gives_the_freed_pages_back(void **state)
 
 	assert_int_equal(mb_test_index_int(f, "SELECT auto_vacuum FROM pragma_auto_vacuum"), 2);
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_true(segments(f) > 1);
 	assert_int_equal(mb_index_fts_merge(f->idx, &err), 0);
 	assert_int_equal(segments(f), 1);
@@ -778,7 +744,7 @@ an_older_index_merges_and_keeps_its_free_pages(void **state)
 	    NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(mb_test_index_int(f, "SELECT auto_vacuum FROM pragma_auto_vacuum"), 0);
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_int_equal(mb_index_fts_merge(f->idx, &err), 0);
 	assert_int_equal(segments(f), 1);
 	assert_true(mb_test_index_int(f, "SELECT freelist_count FROM pragma_freelist_count") > 0);
@@ -843,7 +809,7 @@ a_prefix_is_walked_through_its_words(void **state)
 	put_all(f);
 	assert_false(prefix_walked(f, "gamm*", &first));	/* no bounds yet */
 	assert_int_equal(first, 3);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_true(prefix_walked(f, "gamm*", &first));
 	assert_int_equal(first, 3);
 	assert_true(prefix_walked(f, "gam*", &first));
@@ -887,7 +853,7 @@ a_prefix_share_scales_with_the_index(void **state)
 	int64_t first;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	idx_rank_prefix_min_share = 30;	/* zeta: a third of zeta*'s rows */
 	assert_true(prefix_walked(f, "zeta*", &first));
 	/* as many rows again, zeta in a third of them, and the words not chosen again */
@@ -937,7 +903,7 @@ a_read_whole_takes_lengths_from_the_fronts(void **state)
 	uint64_t without, with;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	idx_rank_words_walked = false;	/* alpha beta read whole */
 	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
 		n = mb_test_bm25_order(f->idx, texts[i], want, MB_ARRAY_LEN(want));
@@ -1013,7 +979,7 @@ a_walk_that_gives_up_lends_its_bounds_to_the_whole_read(void **state)
 	size_t n;
 
 	put_few_best_failing(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
 	sqlite3_free(where);
 	assert_true(n > MB_SEARCH_COUNT_CAP);
@@ -1129,7 +1095,7 @@ a_narrow_date_range_reads_only_its_ids(void **state)
 	};
 
 	put_days(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	expect_narrow(f, texts, MB_ARRAY_LEN(texts), "omega after:2023-11-18");
 }
 
@@ -1150,7 +1116,7 @@ a_small_folder_reads_only_its_ids(void **state)
 	};
 
 	put_days(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	expect_narrow(f, texts, MB_ARRAY_LEN(texts), "omega in:INBOX");
 }
 
@@ -1181,7 +1147,7 @@ a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
 	};
 
 	put_days(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	expect_narrow(f, texts, MB_ARRAY_LEN(texts), "omega is:read");
 	idx_rank_min_matches = 0;
 	for (size_t i = 0; i < MB_ARRAY_LEN(mixed); i++) {
@@ -1329,7 +1295,7 @@ a_scope_in_runs_reads_only_its_runs(void **state)
 	int64_t want[N_MSG];
 
 	put_runs(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	idx_rank_min_matches = 0;
 	/* omeg*'s first search, over Notes's runs: counted through its words, bm25()'s scores */
 	assert_int_equal(counted_scores_exact(f, "omeg* in:Notes"), 1);
@@ -1493,7 +1459,7 @@ a_wide_folder_reads_only_its_runs(void **state)
 	int64_t want[N_MSG], lists = 0, old = 0;
 
 	put_wide(f, &lists, &old);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	idx_rank_min_matches = 0;
 	/* before migration 0021: no runs */
 	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "DROP INDEX messages_folder_ids",
@@ -1584,7 +1550,7 @@ a_prefix_beside_filters_is_walked(void **state)
 	char move[256];
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_int_equal(mb_index_folder_ensure(f->idx, "Lists", NULL, &lists, &err), 0);
 	mb_test_folder_examined(f->idx, "Lists");
 	snprintf(move, sizeof(move), "UPDATE messages SET folder_id = %lld WHERE id = 3 OR "
@@ -1663,7 +1629,7 @@ a_range_takes_few_neighbours_on_a_weak_floor(void **state)
 	size_t n;
 
 	put_floors(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	n = mb_test_bm25_order(f->idx, "kappa", want, MB_ARRAY_LEN(want));
 	assert_true(n > N_MSG / 3);
 	idx_rank_min_matches = 0;
@@ -1700,7 +1666,7 @@ a_thread_beside_a_prefix_is_read_once(void **state)
 	int64_t want[N_MSG], thread;
 
 	put_runs(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	thread = mb_test_index_int(f, "SELECT thread_id FROM messages WHERE message_id = 'root@runs'");
 	assert_true(thread > 0);
 	assert_int_equal(mb_test_index_int(f, "SELECT count(*) FROM messages WHERE thread_id = "
@@ -1752,7 +1718,7 @@ a_filter_few_pass_is_read_through_its_ids(void **state)
 	int64_t want[N_MSG];
 
 	put_runs(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE messages SET flags = flags | 2 "
 	    "WHERE id % 250 = 17", NULL, NULL, NULL), SQLITE_OK);
 	idx_rank_min_matches = 0;
@@ -1790,7 +1756,7 @@ a_flag_without_its_index_joins_every_match(void **state)
 	size_t n;
 
 	put_days(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	n = mb_test_bm25_order_where(f->idx, text, where, want, MB_ARRAY_LEN(want));
 	sqlite3_free(where);
 	assert_true(n > 28);
@@ -1830,7 +1796,7 @@ few_matches_are_read_whole(void **state)
 	size_t n;
 
 	put_all(f);
-	assert_int_equal(build(f), 2);
+	assert_int_equal(mb_test_rank_build(f), 2);
 	n = mb_test_bm25_order(f->idx, "alpha", want, MB_ARRAY_LEN(want));
 	assert_true(n > N_MSG / 32);
 	idx_rank_min_matches = (int64_t)n + 1;
