@@ -343,7 +343,7 @@ struct idx_rank_floor {
 	struct idx_rank_memo		*memo;
 	/* Rows known to hold the query's phrases, for its statistics (may be NULL). */
 	const struct idx_rank_known	*known;
-	/* The rows' lengths kept by chunk (index_rank_lengths.c; NULL: FTS5's). */
+	/* The rows' lengths kept by block (index_rank_lengths.c; NULL: FTS5's). */
 	struct idx_rank_lengths		*lengths;
 };
 

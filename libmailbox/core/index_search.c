@@ -457,7 +457,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	if (idx_rank_known_hits(idx, q->match, &known, err) == -1)
 		return -1;
 	set.floor.known = &known;
-	/* the rows' lengths from the builder's, a chunk at a time */
+	/* the rows' lengths the builder kept, a block at a time */
 	idx_rank_lengths_init(&lengths, idx);
 	set.floor.lengths = &lengths;
 	/*
