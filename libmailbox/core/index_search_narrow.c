@@ -584,14 +584,12 @@ words_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool c
 
 int
 idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-    bool *common_r, struct mb_err *err)
+    int64_t max_id, bool *common_r, struct mb_err *err)
 {
-	int64_t max_id = 0;
 	int in = 0;
 
 	*common_r = false;
-	if (idx_max_id(idx, "search: the filters", &max_id, err) == -1 ||
-	    sample_filters(idx, q, folder_id, max_id, &in, err) == -1)
+	if (sample_filters(idx, q, folder_id, max_id, &in, err) == -1)
 		return -1;
 	*common_r = in * IDX_NARROW_COUNT_SHARE > IDX_NARROW_SAMPLES;
 	return 0;

@@ -400,11 +400,12 @@ int	idx_narrow_filter_ids(struct mb_index *idx, const struct mb_query *q, int64_
 extern _Thread_local uint64_t	idx_filter_scans;
 /*
  * Whether more than one in IDX_NARROW_COUNT_SHARE of a sample of the
- * messages (as idx_narrow_filter_ids samples them) passes q's filters, into
- * *common_r.  -1 with err on a failure of SQLite's.
+ * messages up to max_id (the highest id, as idx_narrow_filter_ids samples
+ * them) passes q's filters, into *common_r.  -1 with err on a failure of
+ * SQLite's.
  */
 int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
-	    int64_t folder_id, bool *common_r, struct mb_err *err);
+	    int64_t folder_id, int64_t max_id, bool *common_r, struct mb_err *err);
 /*
  * For filters alone: which of the partial indexes of migrations 0019 and
  * 0020 holds few of the messages and a part of q's scope (is:flagged,
