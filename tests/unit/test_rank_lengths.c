@@ -6,8 +6,9 @@
  * score is bm25()'s, bit for bit, with them and without; a row inserted or
  * changed since its chunk was built is measured by FTS5 (its block's
  * lengths are dropped by the triggers); a chunk built before the migration
- * is given its lengths by the builder without being built again; an index
- * without the table ranks as before.  The fixture is 5,000 messages (two chunks of 2,048 ids bounded,
+ * is given its lengths by the builder without being built again; a row
+ * too long for 16 bits is measured by FTS5; an index without the table
+ * ranks as before.  The fixture is 5,000 messages (two chunks of 2,048 ids bounded,
  * a tail that is not) of lengths from 3 to about 250 tokens.
  */
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "mailbox/buf.h"
 #include "mailbox/index.h"
 #include "mailbox/index_raw.h"
 #include "mailbox/query.h"
@@ -252,6 +254,40 @@ a_chunk_built_before_gets_its_lengths(void **state)
 	assert_int_equal(mb_test_rank_build(f), 0);
 }
 
+/*
+ * A row longer than 16 bits hold (65,535 tokens: a long attachment's text
+ * beside the body) keeps 0, and FTS5 measures it: the best lambda row, all
+ * lambda, scores as bm25() does.  Its length cut to 16 bits would score it
+ * otherwise.
+ */
+static void
+a_length_past_16_bits_is_measured_by_fts5(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_buf body = MB_BUF_INIT(1 << 20);
+	int64_t id;
+	char *sql;
+
+	put_all(f);
+	for (unsigned k = 0; k < 70000; k++)
+		assert_int_equal(mb_buf_add(&body, "lambda ", 7), 0);
+	assert_int_equal(mb_buf_addc(&body, '\0'), 0);
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	mb_test_put(f->idx, f->inbox, 40, &(struct mb_test_msg){ .subject = "",
+	    .body = body.data, .date = T0 });
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	mb_buf_release(&body);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	id = mb_test_index_int(f, "SELECT id FROM messages WHERE uid = 40");
+	sql = sqlite3_mprintf("SELECT hex(substr(lengths, %lld, 2)) = '0000' FROM rank_lengths "
+	    "WHERE block = %lld", (long long)(2 * (id % RANK_BLOCK_IDS) + 1),
+	    (long long)(id / RANK_BLOCK_IDS));
+	assert_int_equal(mb_test_index_int(f, sql), 1);
+	sqlite3_free(sql);
+	assert_true(expect_bm25(f, "lambda") > 0);
+}
+
 /* An index without rank_lengths (from before 0022, read by a newer mcpd): as before. */
 static void
 an_index_without_lengths_ranks_as_before(void **state)
@@ -276,6 +312,7 @@ main(void)
 		MB_TEST_INDEX(lengths_are_kept_by_block_and_score_as_bm25),
 		MB_TEST_INDEX(a_row_changed_since_is_measured_by_fts5),
 		MB_TEST_INDEX(a_chunk_built_before_gets_its_lengths),
+		MB_TEST_INDEX(a_length_past_16_bits_is_measured_by_fts5),
 		MB_TEST_INDEX(an_index_without_lengths_ranks_as_before),
 	};
 
