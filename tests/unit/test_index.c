@@ -362,6 +362,48 @@ stored_fields(void **state)
 	assert_int_equal(hits(f->idx, "from_text:alice"), 1);
 }
 
+/* m with one more To address (name may be NULL). */
+static struct mb_msg *
+with_to(struct mb_msg *m, const char *name, const char *addr)
+{
+	m->to = mb_xrealloc(m->to, (m->n_to + 1) * sizeof(*m->to));
+	m->to[m->n_to++] = (struct mb_addr){ .name = name ? mb_xstrdup(name) : NULL,
+	    .addr = mb_xstrdup(addr) };
+	return m;
+}
+
+/*
+ * A message that names one address twice (its From in To too, as a
+ * reply-to-all does) fetched again with other recipients: the second
+ * upsert is the stage's ON CONFLICT DO UPDATE, and SQLite runs the
+ * triggers of an upsert's update under its ABORT rule, overriding the
+ * OR IGNORE that folds the second naming into the first.  The update
+ * must go through, and the contact rows follow it.
+ */
+static void
+an_address_named_twice_survives_a_second_upsert(void **state)
+{
+	struct fx *f = *state;
+	int64_t a, b;
+
+	a = put(f, 9, with_to(msg("Re: plans", "see you", "t9@x", NULL, NULL),
+	    "Alice", "alice@example.org"), 0);
+	b = put(f, 9, with_to(with_to(msg("Re: plans", "see you", "t9@x", NULL, NULL),
+	    "Alice", "alice@example.org"), "Bob", "bob@example.org"), 0);
+	assert_int_equal(a, b);
+	assert_int_equal(q_int(f->idx, "SELECT count(*) FROM message_addrs WHERE msg = ?1",
+	    NULL, a), 2);
+	/* the first naming keeps its role: From */
+	assert_int_equal(q_int(f->idx, "SELECT role FROM message_addrs WHERE addr = ?1",
+	    "alice@example.org", 0), 0);
+	assert_int_equal(q_int(f->idx, "SELECT role FROM message_addrs WHERE addr = ?1",
+	    "bob@example.org", 0), 1);
+	assert_int_equal(q_int(f->idx, "SELECT n FROM contact_stats WHERE addr = ?1",
+	    "bob@example.org", 0), 1);
+	assert_int_equal(q_int(f->idx, "SELECT n FROM contact_stats WHERE addr = ?1",
+	    "alice@example.org", 0), 1);
+}
+
 static void
 fts_follows_updates_and_deletes(void **state)
 {
@@ -1053,6 +1095,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(ro_reader_is_not_blocked_by_the_writer, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(second_upsert_updates_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_address_named_twice_survives_a_second_upsert,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(stored_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_follows_updates_and_deletes, setup, teardown),
 		cmocka_unit_test_setup_teardown(flag_updates_do_not_reindex, setup, teardown),
