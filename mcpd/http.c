@@ -37,7 +37,7 @@ struct mcp_http {
 	struct mcp_server	*srv;
 	char			**hosts;	/* owned, NULL-terminated: allowed Host values */
 	char			**origins;	/* owned, NULL-terminated: allowed Origin values */
-	int			 unix_fd;	/* -1 unless listening on a unix socket */
+	int			 listen_fd;	/* ours until the daemon takes it, else -1 */
 	struct mcp_deadlines	*deadlines;	/* owned; MCP_REQUEST_TIMEOUT */
 };
 
@@ -473,62 +473,52 @@ open_unix(const char *path, struct mb_err *err)
 	return fd;
 }
 
-struct mcp_http *
-mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
+/*
+ * A TCP listener on the address in ss (len bytes), bound and listening, and
+ * its port (the one asked for, or the kernel's choice for port 0) in
+ * *port_r: the descriptor, which MHD_start_daemon() then owns, or -1.
+ * Bound here rather than by libmicrohttpd so that the port is known before
+ * the daemon's threads start: the allowed Host values name it, and a list a
+ * running thread could read while it grows is a data race (a request that
+ * arrives as the daemon starts could read the array realloc() just freed).
+ */
+static int
+open_tcp(const struct sockaddr_storage *ss, socklen_t len, const char *listen_at,
+    unsigned *port_r, struct mb_err *err)
 {
-	const struct mcp_config *conf = srv->conf;
-	struct mcp_http *h = mb_xcalloc(1, sizeof(*h));
-	struct sockaddr_storage ss;
-	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	const union MHD_DaemonInfo *info;
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	int one = 1, saved;
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd == -1) {
+		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s: %s", listen_at, strerror(errno));
+		return -1;
+	}
+	/* as libmicrohttpd sets its own: a restart may bind at once, v6 is v6 only */
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1 || listen(fd, SOMAXCONN) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&bound, &blen) == -1) {
+		saved = errno;
+		close(fd);
+		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s: %s", listen_at, strerror(saved));
+		return -1;
+	}
+	*port_r = ntohs(bound.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&bound)->sin6_port : ((struct sockaddr_in *)&bound)->sin_port);
+	return fd;
+}
+
+/* The allowed Host and Origin values (h->hosts, h->origins) for port. */
+static void
+allowed_lists(struct mcp_http *h, const struct mcp_config *conf, unsigned port)
+{
 	size_t nh = 0, no = 0;
 	char buf[300];
-	unsigned port = 0;
 
-	h->srv = srv;
-	h->unix_fd = -1;
-	if ((h->deadlines = mcp_deadlines_start(conf->request_timeout, err)) == NULL)
-		goto fail;
-	memset(&ss, 0, sizeof(ss));
-	if (conf->listen_unix) {
-		h->unix_fd = open_unix(conf->unix_path, err);
-		if (h->unix_fd == -1)
-			goto fail;
-	} else if (inet_pton(AF_INET, conf->host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)conf->port);
-	} else if (inet_pton(AF_INET6, conf->host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)conf->port);
-		flags |= MHD_USE_IPv6;
-	} else {
-		mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: '%s' is not an IP address", conf->host);
-		goto fail;
-	}
-	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h,
-	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-	    conf->listen_unix ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-	    conf->listen_unix ? (void *)(intptr_t)h->unix_fd : (void *)&ss,
-	    MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
-	    MHD_OPTION_CONNECTION_LIMIT, conf->max_connections,
-	    MHD_OPTION_CONNECTION_TIMEOUT, conf->timeout,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->listen_unix ? 0u : conf->max_per_address,
-	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
-	    MHD_OPTION_NOTIFY_CONNECTION, mcp_deadline_notify, h->deadlines,
-	    MHD_OPTION_END);
-	if (h->daemon == NULL) {
-		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
-		goto fail;
-	}
-	h->unix_fd = -1;	/* the daemon owns (and closes) a socket it was given */
-	if (!conf->listen_unix) {
-		info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-		port = info ? info->port : conf->port;
-	}
-	/* Allowed Host values: loopback names on our port, plus MCP_ALLOWED_HOSTS. */
+	/* loopback names on our port, plus MCP_ALLOWED_HOSTS and MCP_ALLOWED_ORIGINS */
 	if (conf->listen_unix)
 		list_add(&h->hosts, &nh, "localhost");
 	else {
@@ -547,6 +537,63 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 		list_add(&h->origins, &no, conf->allowed_origins[i]);
 	if (h->origins == NULL)
 		h->origins = mb_xcalloc(1, sizeof(*h->origins));
+}
+
+/*
+ * The listener first, then everything a request reads (the allowed lists),
+ * then the daemon: its threads start with the state they share complete,
+ * and never see it change.
+ */
+struct mcp_http *
+mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
+{
+	const struct mcp_config *conf = srv->conf;
+	struct mcp_http *h = mb_xcalloc(1, sizeof(*h));
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned port = 0;
+
+	h->srv = srv;
+	h->listen_fd = -1;
+	if ((h->deadlines = mcp_deadlines_start(conf->request_timeout, err)) == NULL)
+		goto fail;
+	memset(&ss, 0, sizeof(ss));
+	if (conf->listen_unix)
+		h->listen_fd = open_unix(conf->unix_path, err);
+	else if (inet_pton(AF_INET, conf->host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)conf->port);
+		h->listen_fd = open_tcp(&ss, sizeof(*sin), conf->listen, &port, err);
+	} else if (inet_pton(AF_INET6, conf->host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)conf->port);
+		flags |= MHD_USE_IPv6;
+		h->listen_fd = open_tcp(&ss, sizeof(*sin6), conf->listen, &port, err);
+	} else {
+		mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: '%s' is not an IP address", conf->host);
+		goto fail;
+	}
+	if (h->listen_fd == -1)
+		goto fail;
+	allowed_lists(h, conf, port);
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+	    MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+	    MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
+	    MHD_OPTION_CONNECTION_LIMIT, conf->max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, conf->timeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->listen_unix ? 0u : conf->max_per_address,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, mcp_deadline_notify, h->deadlines,
+	    MHD_OPTION_END);
+	if (h->daemon == NULL) {
+		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
+		goto fail;
+	}
+	h->listen_fd = -1;	/* the daemon owns (and closes) a socket it was given */
 	*port_r = port;
 	return h;
 fail:
@@ -564,8 +611,8 @@ mcp_http_stop(struct mcp_http **hp)
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
 	mcp_deadlines_stop(&h->deadlines);	/* after the daemon: no more notifications */
-	if (h->unix_fd != -1)
-		close(h->unix_fd);
+	if (h->listen_fd != -1)
+		close(h->listen_fd);
 	if (h->srv->conf->listen_unix && h->daemon)
 		unlink(h->srv->conf->unix_path);
 	list_free(&h->hosts);
