@@ -246,8 +246,15 @@ mcp_args_check(json_t *schema, json_t *args, struct mb_err *err)
 				json_decref(out);
 				return NULL;
 			}
+			/*
+			 * A copy, not a reference: the schema is shared by every
+			 * thread, and jansson's json_incref() reads the count it
+			 * then adds to atomically without a lock (ThreadSanitizer,
+			 * tests/threads/mcpd_threads.sh).  A request owns what it
+			 * builds.
+			 */
 			if ((v = json_object_get(p, "default")) != NULL)
-				json_object_set(out, key, v);
+				json_object_set_new(out, key, json_deep_copy(v));
 			continue;
 		}
 		if (check_one(key, p, v, out, err) == -1) {
