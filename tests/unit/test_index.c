@@ -404,6 +404,26 @@ an_address_named_twice_survives_a_second_upsert(void **state)
 	    "alice@example.org", 0), 1);
 }
 
+/*
+ * No trigger statement may rely on an OR conflict rule of its own: inside
+ * the triggers of an upsert's DO UPDATE (the stage's flush) SQLite replaces
+ * it with ABORT (an_address_named_twice_survives_a_second_upsert).  A
+ * trigger handles a key it may meet with an upsert clause instead.
+ */
+static void
+no_trigger_leans_on_a_conflict_rule(void **state)
+{
+	struct fx *f = *state;
+
+	/* the statement's words with one space between (?1 is "  ": two) */
+	assert_int_equal(q_int(f->idx, "WITH t(s) AS (SELECT ' ' || upper(replace(replace(replace("
+	    "sql, char(10), ' '), char(9), ' '), ?1, ' ')) || ' ' FROM sqlite_master"
+	    " WHERE type = 'trigger')"
+	    " SELECT count(*) FROM t WHERE s GLOB '* OR IGNORE *' OR s GLOB '* OR REPLACE *'"
+	    " OR s GLOB '* OR ABORT *' OR s GLOB '* OR FAIL *' OR s GLOB '* OR ROLLBACK *'"
+	    " OR s GLOB '*[ ;]REPLACE INTO *'", "  ", 0), 0);
+}
+
 static void
 fts_follows_updates_and_deletes(void **state)
 {
@@ -1097,6 +1117,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(second_upsert_updates_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_address_named_twice_survives_a_second_upsert,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(no_trigger_leans_on_a_conflict_rule, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(stored_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(fts_follows_updates_and_deletes, setup, teardown),
 		cmocka_unit_test_setup_teardown(flag_updates_do_not_reindex, setup, teardown),
