@@ -415,7 +415,7 @@ no_trigger_leans_on_a_conflict_rule(void **state)
 {
 	struct fx *f = *state;
 
-	/* the statement's words with one space between (?1 is "  ": two) */
+	/* each trigger's SQL upper-cased, tabs and newlines as spaces, runs of two halved (?1) */
 	assert_int_equal(q_int(f->idx, "WITH t(s) AS (SELECT ' ' || upper(replace(replace(replace("
 	    "sql, char(10), ' '), char(9), ' '), ?1, ' ')) || ' ' FROM sqlite_master"
 	    " WHERE type = 'trigger')"
