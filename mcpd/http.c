@@ -553,6 +553,7 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	socklen_t len;
 	unsigned port = 0;
 
 	h->srv = srv;
@@ -561,20 +562,22 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 		goto fail;
 	memset(&ss, 0, sizeof(ss));
 	if (conf->listen_unix)
-		h->listen_fd = open_unix(conf->unix_path, err);
+		len = 0;	/* open_unix() */
 	else if (inet_pton(AF_INET, conf->host, &sin->sin_addr) == 1) {
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons((uint16_t)conf->port);
-		h->listen_fd = open_tcp(&ss, sizeof(*sin), conf->listen, &port, err);
+		len = sizeof(*sin);
 	} else if (inet_pton(AF_INET6, conf->host, &sin6->sin6_addr) == 1) {
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons((uint16_t)conf->port);
 		flags |= MHD_USE_IPv6;
-		h->listen_fd = open_tcp(&ss, sizeof(*sin6), conf->listen, &port, err);
+		len = sizeof(*sin6);
 	} else {
 		mb_err_set(err, MB_E_CONFIG, "MCP_LISTEN: '%s' is not an IP address", conf->host);
 		goto fail;
 	}
+	h->listen_fd = conf->listen_unix ? open_unix(conf->unix_path, err) :
+	    open_tcp(&ss, len, conf->listen, &port, err);
 	if (h->listen_fd == -1)
 		goto fail;
 	allowed_lists(h, conf, port);
