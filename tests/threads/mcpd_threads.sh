@@ -6,8 +6,9 @@
 # get_thread of the hits) while a writer commits new and changed messages
 # to the same index, so that the statistics kept for the process, the
 # index's mapping and the statement caches are used and renewed under
-# load; then a clean shutdown.  Fails on any report of ThreadSanitizer and
-# on any request that did not get its answer.
+# load; then a clean shutdown.  Fails on any report of ThreadSanitizer, on
+# any request that did not get its answer, and on a page of a frequent word
+# that is not full.
 #
 #   tests/threads/mcpd_threads.sh TSAN_BUILD PLAIN_BUILD
 #
@@ -46,6 +47,7 @@ H = {"Content-Type": "application/json", "Accept": "application/json, text/event
 QUERIES = ["the", "money", "linux", "razor", "free money", '"click here"', "spam*", "list*",
            "from:yahoo.com", "subject:razor", "linux after:2002-09-01", "the is:unread",
            "after:2002-08-01 before:2002-09-01", "zzzzteana", "spam* in:Corpus"]
+FULL = {"the", "money", "linux", "spam*", "list*"}
 errors = []
 calls = [0] * 8
 
@@ -74,6 +76,8 @@ def client(n):
             k += 1
             for j, q in enumerate(QUERIES[n % 3:] + QUERIES[:n % 3]):
                 hits = call(j, "search_messages", {"query": q, "limit": 20}).get("results", [])
+                if q in FULL and len(hits) != 20:   # every index state the writer leaves holds 20
+                    raise RuntimeError(f"{q!r}: {len(hits)} hits, want a full page of 20")
                 if j % 4 == 0 and hits:
                     call(j, "get_message", {"id": hits[0]["id"]})
                     call(j, "get_thread", {"id": hits[-1]["id"]})
