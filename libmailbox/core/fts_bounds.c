@@ -54,18 +54,39 @@ rank_front_add(struct rank_front *fr, uint32_t f, uint32_t d)
 	fr->n++;
 }
 
+/* BM25's term, IDF aside, of a row of f weighted hits and length d. */
+static double
+bm25_term(double f, double d, double avgdl)
+{
+	const double k1 = 1.2, b = 0.75;	/* as rank_score() in fts_rank.c */
+
+	return (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * d / avgdl));
+}
+
+/* Which of p[0..n-1] has the best term (-1: none), that term into *best_r (0: none). */
+static int
+points_best(const struct rank_point *p, int n, double avgdl, double *best_r)
+{
+	int at = -1;
+
+	*best_r = 0.0;
+	for (int i = 0; i < n; i++) {
+		double t = bm25_term(p[i].f, p[i].d, avgdl);
+
+		if (t > *best_r) {
+			*best_r = t;
+			at = i;
+		}
+	}
+	return at;
+}
+
 double
 rank_front_max(const struct rank_front *fr, double avgdl)
 {
-	const double k1 = 1.2, b = 0.75;	/* as rank_score() in fts_rank.c */
-	double best = 0.0;
+	double best;
 
-	for (int i = 0; i < fr->n; i++) {
-		double f = fr->p[i].f;
-		double t = (f * (k1 + 1.0)) / (f + k1 * (1 - b + b * fr->p[i].d / avgdl));
-
-		best = t > best ? t : best;
-	}
+	points_best(fr->p, fr->n, avgdl, &best);
 	return best;
 }
 
@@ -78,6 +99,17 @@ front_at(const struct rank_front *fr, uint32_t d)
 	for (int i = 0; i < fr->n; i++)
 		if (fr->p[i].d <= d && fr->p[i].f > f)
 			f = fr->p[i].f;
+	return f;
+}
+
+/* The most f of s's steps of length d at most (0: none). */
+static uint32_t
+stair_at(const struct rank_stair *s, uint32_t d)
+{
+	uint32_t f = 0;
+
+	for (int i = 0; i < s->n && s->p[i].d <= d; i++)
+		f = s->p[i].f;
 	return f;
 }
 
@@ -98,6 +130,112 @@ rank_front_sum(struct rank_front *sum, const struct rank_front *fr)
 		}
 	}
 	*sum = out;
+}
+
+/* fr's points by length, each with more hits than every shorter one (the
+ * others add nothing to front_at()), into st: how many. */
+static int
+front_stair(const struct rank_front *fr, struct rank_point *st)
+{
+	int n = 0, k = 0;
+
+	for (int i = 0; i < fr->n; i++) {
+		int j = n++;
+
+		for (; j > 0 && st[j - 1].d > fr->p[i].d; j--)
+			st[j] = st[j - 1];
+		st[j] = fr->p[i];
+	}
+	for (int i = 0; i < n; i++)
+		if (k == 0 || st[i].f > st[k - 1].f)
+			st[k++] = st[i];
+	return k;
+}
+
+/*
+ * The steps of s met with the steps st[0..m-1] into out (room for cap): at
+ * each length where either steps, the smaller of the two there, kept when
+ * above the step before.  Past cap the last step rises instead (looser,
+ * still a bound).  How many.
+ */
+static int
+stairs_meet(const struct rank_stair *s, const struct rank_point *st, int m,
+    struct rank_point *out, int cap)
+{
+	int n = 0, i = 0, j = 0;
+	uint32_t a = 0, b = 0;	/* s's and st's most at the length reached */
+
+	while (i < s->n || j < m) {
+		uint32_t len = j >= m || (i < s->n && s->p[i].d <= st[j].d) ? s->p[i].d : st[j].d;
+		uint32_t low;
+
+		for (; i < s->n && s->p[i].d <= len; i++)
+			a = s->p[i].f;
+		for (; j < m && st[j].d <= len; j++)
+			b = st[j].f;
+		low = a < b ? a : b;
+		if (low <= (n > 0 ? out[n - 1].f : 0))
+			continue;	/* not above the step before: adds nothing */
+		if (n == cap)
+			out[n - 1].f = low;
+		else
+			out[n++] = (struct rank_point){ low, len };
+	}
+	return n;
+}
+
+void
+rank_stair_meet(struct rank_stair *s, const struct rank_front *fr, bool first)
+{
+	struct rank_point st[RANK_FRONT_MAX], out[RANK_STAIR_MAX];
+	int m;
+
+	if (!first && s->n == 0)
+		return;		/* no row holds the words met so far */
+	m = front_stair(fr, st);
+	if (first || m == 0) {
+		memcpy(s->p, st, (size_t)m * sizeof(st[0]));
+		s->n = m;
+		return;
+	}
+	s->n = stairs_meet(s, st, m, out, RANK_STAIR_MAX);
+	memcpy(s->p, out, (size_t)s->n * sizeof(out[0]));
+}
+
+double
+rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr, double avgdl)
+{
+	struct rank_point st[RANK_FRONT_MAX], out[RANK_STAIR_MAX + RANK_FRONT_MAX];
+	double best_s, best_fr, best;
+	int at_s = points_best(s->p, s->n, avgdl, &best_s);
+	int at_fr = points_best(fr->p, fr->n, avgdl, &best_fr);
+	int m;
+
+	if (at_s < 0 || at_fr < 0)
+		return 0.0;	/* no row holds both */
+	/*
+	 * The meet is below both; where the other holds at least as much at
+	 * the length of one's best, it keeps that best: the usual case, which
+	 * costs no walk of the steps.
+	 */
+	if (best_s <= best_fr && front_at(fr, s->p[at_s].d) >= s->p[at_s].f)
+		return best_s;
+	if (best_fr <= best_s && stair_at(s, fr->p[at_fr].d) >= fr->p[at_fr].f)
+		return best_fr;
+	m = front_stair(fr, st);
+	/* every step kept: at most one a point of either */
+	points_best(out, stairs_meet(s, st, m, out, RANK_STAIR_MAX + RANK_FRONT_MAX), avgdl,
+	    &best);
+	return best;
+}
+
+double
+rank_stair_max(const struct rank_stair *s, double avgdl)
+{
+	double best;
+
+	points_best(s->p, s->n, avgdl, &best);
+	return best;
 }
 
 static int

@@ -49,11 +49,14 @@ struct rank_block_lengths;
  * tokens.  BM25's term grows with f and shrinks with d, so the largest
  * value over the points bounds every row, at any IDF and average length.
  */
+/* A point of a front: f weighted hits at length d. */
+struct rank_point {
+	uint32_t	f, d;
+};
+
 struct rank_front {
-	int	n;
-	struct {
-		uint32_t	f, d;
-	} p[RANK_FRONT_MAX];
+	int			n;
+	struct rank_point	p[RANK_FRONT_MAX];
 };
 
 /* Add a row of f weighted hits and length d to fr (merging two points when full). */
@@ -70,6 +73,32 @@ double	rank_front_max(const struct rank_front *fr, double avgdl);
  * those at each point's d bounds every row holding any of the terms.
  */
 void	rank_front_sum(struct rank_front *sum, const struct rank_front *fr);
+
+/*
+ * A phrase's words' fronts met in one block: a row of length d holds no
+ * more hits of the phrase than of any of its words (every hit of a phrase
+ * is a hit of each word, in the same row and column), so at most the least
+ * of the words' fronts' most f at length d or less.  Kept as steps: by
+ * length, each step more f than the one before.
+ */
+#define RANK_STAIR_MAX	(2 * RANK_FRONT_MAX)
+struct rank_stair {
+	int			n;
+	struct rank_point	p[RANK_STAIR_MAX];
+};
+
+/* Meet s with fr (first: s becomes fr's steps), in time linear in the points. */
+void	rank_stair_meet(struct rank_stair *s, const struct rank_front *fr, bool first);
+
+/*
+ * rank_stair_max() of s met with fr, s unchanged: for a phrase's last word,
+ * whose steps no other word meets after it.
+ */
+double	rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr,
+	    double avgdl);
+
+/* rank_front_max() of the steps of s. */
+double	rank_stair_max(const struct rank_stair *s, double avgdl);
 
 /* Append block (0..RANK_CHUNK_BLOCKS-1) and its front to a chunk's bounds blob. */
 int	rank_front_put(struct mb_buf *out, unsigned block, const struct rank_front *fr);
@@ -234,6 +263,12 @@ extern int64_t	idx_rank_range_reach;
  * (idx_rank_min_lengths); the tests turn it off to compare.
  */
 extern bool	idx_rank_min_len_used;
+/*
+ * Whether a phrase of several words is bounded by its words' fronts met
+ * (rank_stair_meet) rather than by the least of their bests; the tests
+ * turn it off to compare.
+ */
+extern bool	idx_rank_phrase_met;
 /*
  * Whether a filtered walk that gives up hands its blocks' bounds to the
  * read of every match (idx_rank_blocks); the tests turn it off to compare.

@@ -1834,6 +1834,80 @@ few_matches_are_read_whole(void **state)
 	assert_true(walked(f, "gamma mailing", want, n));
 }
 
+/*
+ * Click and here: the best rows of the phrase "click here" are short, all
+ * in the first block; after them, every block holds short rows of click
+ * alone (three times) and long rows of here (thirteen times) with the
+ * phrase once.  Each word alone bounds those blocks above the page's
+ * floor (click's short rows, here's many hits); met, a long row holds at
+ * most three of the phrase and a short row none, below the floor, so the
+ * walk reads the first block and the newest ids (not bounded) only, with
+ * one neighbour a side: a range's reach beyond that is what the floor
+ * allows when it is read, and the newest ids, read first, leave it weak.
+ * Same pages either way, and a third of the rows' hits read at most.
+ */
+static void
+put_click_here(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	char body[1024];
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		size_t n = 0;
+
+		if (uid <= 40)
+			n += (size_t)snprintf(body, sizeof(body), "click here click here f1 f2 f3");
+		else if (uid % 2 == 0)
+			n += (size_t)snprintf(body, sizeof(body), "click click click q%u q%u",
+			    uid % 7, uid % 11);
+		else {
+			for (int i = 0; i < 13; i++)
+				n += (size_t)snprintf(body + n, sizeof(body) - n, "here ");
+			n += (size_t)snprintf(body + n, sizeof(body) - n, "click here");
+			for (int i = 0; i < 90; i++)
+				n += (size_t)snprintf(body + n, sizeof(body) - n, " w%u",
+				    (uid + (uint32_t)i) % 400);
+		}
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = "note",
+		    .body = body, .date = T0 + (int64_t)uid * 60 });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+static void
+a_phrase_is_bounded_by_its_words_met(void **state)
+{
+	struct mb_test_index *f = *state;
+	static int64_t want[N_MSG];
+	size_t n;
+	uint64_t apart, met;
+
+	put_click_here(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	idx_rank_range_reach = 1;
+	n = mb_test_bm25_order(f->idx, "\"click here\"", want, MB_ARRAY_LEN(want));
+	assert_int_equal(n, 40 + (N_MSG - 40) / 2);
+	idx_rank_phrase_met = false;
+	apart = counted(f, &idx_rank_hits_read, "\"click here\"", want, n);
+	idx_rank_phrase_met = true;
+	met = counted(f, &idx_rank_hits_read, "\"click here\"", want, n);
+	if (!(met * 3 < apart))
+		fail_msg("\"click here\": %llu rows' hits read with the fronts met, %llu apart",
+		    (unsigned long long)met, (unsigned long long)apart);
+	/* one word, and several words: bounded as before */
+	for (int i = 0; i < 2; i++) {
+		const char *text = i == 0 ? "click" : "click here";
+
+		n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
+		idx_rank_phrase_met = false;
+		apart = counted(f, &idx_rank_hits_read, text, want, n);
+		idx_rank_phrase_met = true;
+		assert_int_equal(counted(f, &idx_rank_hits_read, text, want, n), apart);
+	}
+	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
+}
+
 int
 main(void)
 {
@@ -1848,6 +1922,7 @@ main(void)
 		MB_TEST_INDEX(a_prefix_share_scales_with_the_index),
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
+		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
