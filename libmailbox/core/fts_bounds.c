@@ -90,27 +90,22 @@ rank_front_max(const struct rank_front *fr, double avgdl)
 	return best;
 }
 
-/* The most f of fr's points of length d at most: what a row of length d can have (0: none). */
+/* The most f of p[0..n-1] (in any order) of length d at most: what a row of length d can have (0: none). */
 static uint32_t
-front_at(const struct rank_front *fr, uint32_t d)
+points_at(const struct rank_point *p, int n, uint32_t d)
 {
 	uint32_t f = 0;
 
-	for (int i = 0; i < fr->n; i++)
-		if (fr->p[i].d <= d && fr->p[i].f > f)
-			f = fr->p[i].f;
+	for (int i = 0; i < n; i++)
+		if (p[i].d <= d && p[i].f > f)
+			f = p[i].f;
 	return f;
 }
 
-/* The most f of s's steps of length d at most (0: none). */
 static uint32_t
-stair_at(const struct rank_stair *s, uint32_t d)
+front_at(const struct rank_front *fr, uint32_t d)
 {
-	uint32_t f = 0;
-
-	for (int i = 0; i < s->n && s->p[i].d <= d; i++)
-		f = s->p[i].f;
-	return f;
+	return points_at(fr->p, fr->n, d);
 }
 
 void
@@ -132,48 +127,53 @@ rank_front_sum(struct rank_front *sum, const struct rank_front *fr)
 	*sum = out;
 }
 
-/* fr's points by length, each with more hits than every shorter one (the
- * others add nothing to front_at()), into st: how many. */
+/*
+ * p[0..n-1] in place as steps: by length, each with more hits than every
+ * shorter point (the others add nothing to points_at()).  How many are left.
+ * Insertion: a front has at most a few dozen points, and steps already
+ * sorted cost one pass.
+ */
 static int
-front_stair(const struct rank_front *fr, struct rank_point *st)
+points_steps(struct rank_point *p, int n)
 {
-	int n = 0, k = 0;
+	int k = 0;
 
-	for (int i = 0; i < fr->n; i++) {
-		int j = n++;
+	for (int i = 1; i < n; i++) {
+		struct rank_point t = p[i];
+		int j = i;
 
-		for (; j > 0 && st[j - 1].d > fr->p[i].d; j--)
-			st[j] = st[j - 1];
-		st[j] = fr->p[i];
+		for (; j > 0 && p[j - 1].d > t.d; j--)
+			p[j] = p[j - 1];
+		p[j] = t;
 	}
 	for (int i = 0; i < n; i++)
-		if (k == 0 || st[i].f > st[k - 1].f)
-			st[k++] = st[i];
+		if (k == 0 || p[i].f > p[k - 1].f)
+			p[k++] = p[i];
 	return k;
 }
 
 /*
- * The steps of s met with the steps st[0..m-1] into out (room for cap): at
- * each length where either steps, the smaller of the two there, kept when
- * above the step before.  Past cap the last step rises instead (looser,
- * still a bound).  How many.
+ * Steps a[0..na-1] and b[0..nb-1] met into out (room for cap): at each
+ * length where either steps, the smaller of the two there, kept when above
+ * the step before.  Past cap the last step rises instead (looser, still a
+ * bound).  How many.
  */
 static int
-stairs_meet(const struct rank_stair *s, const struct rank_point *st, int m,
+steps_meet(const struct rank_point *a, int na, const struct rank_point *b, int nb,
     struct rank_point *out, int cap)
 {
 	int n = 0, i = 0, j = 0;
-	uint32_t a = 0, b = 0;	/* s's and st's most at the length reached */
+	uint32_t fa = 0, fb = 0;	/* a's and b's most at the length reached */
 
-	while (i < s->n || j < m) {
-		uint32_t len = j >= m || (i < s->n && s->p[i].d <= st[j].d) ? s->p[i].d : st[j].d;
+	while (i < na || j < nb) {
+		uint32_t len = j >= nb || (i < na && a[i].d <= b[j].d) ? a[i].d : b[j].d;
 		uint32_t low;
 
-		for (; i < s->n && s->p[i].d <= len; i++)
-			a = s->p[i].f;
-		for (; j < m && st[j].d <= len; j++)
-			b = st[j].f;
-		low = a < b ? a : b;
+		for (; i < na && a[i].d <= len; i++)
+			fa = a[i].f;
+		for (; j < nb && b[j].d <= len; j++)
+			fb = b[j].f;
+		low = fa < fb ? fa : fb;
 		if (low <= (n > 0 ? out[n - 1].f : 0))
 			continue;	/* not above the step before: adds nothing */
 		if (n == cap)
@@ -190,41 +190,46 @@ rank_stair_meet(struct rank_stair *s, const struct rank_front *fr, bool first)
 	struct rank_point st[RANK_FRONT_MAX], out[RANK_STAIR_MAX];
 	int m;
 
-	if (!first && s->n == 0)
-		return;		/* no row holds the words met so far */
-	m = front_stair(fr, st);
-	if (first || m == 0) {
-		memcpy(s->p, st, (size_t)m * sizeof(st[0]));
-		s->n = m;
+	if (first || fr->n == 0) {	/* kept as they come: sorted when met */
+		memcpy(s->p, fr->p, (size_t)fr->n * sizeof(fr->p[0]));
+		s->n = fr->n;
 		return;
 	}
-	s->n = stairs_meet(s, st, m, out, RANK_STAIR_MAX);
+	if (s->n == 0)
+		return;		/* no row holds the words met so far */
+	memcpy(st, fr->p, (size_t)fr->n * sizeof(fr->p[0]));
+	m = points_steps(st, fr->n);
+	s->n = points_steps(s->p, s->n);
+	s->n = steps_meet(s->p, s->n, st, m, out, RANK_STAIR_MAX);
 	memcpy(s->p, out, (size_t)s->n * sizeof(out[0]));
 }
 
 double
 rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr, double avgdl)
 {
-	struct rank_point st[RANK_FRONT_MAX], out[RANK_STAIR_MAX + RANK_FRONT_MAX];
+	struct rank_point a[RANK_STAIR_MAX], b[RANK_FRONT_MAX], out[RANK_STAIR_MAX + RANK_FRONT_MAX];
 	double best_s, best_fr, best;
 	int at_s = points_best(s->p, s->n, avgdl, &best_s);
 	int at_fr = points_best(fr->p, fr->n, avgdl, &best_fr);
-	int m;
+	int na, nb;
 
 	if (at_s < 0 || at_fr < 0)
 		return 0.0;	/* no row holds both */
 	/*
 	 * The meet is below both; where the other holds at least as much at
 	 * the length of one's best, it keeps that best: the usual case, which
-	 * costs no walk of the steps.
+	 * costs no sort and no walk of the steps.
 	 */
 	if (best_s <= best_fr && front_at(fr, s->p[at_s].d) >= s->p[at_s].f)
 		return best_s;
-	if (best_fr <= best_s && stair_at(s, fr->p[at_fr].d) >= fr->p[at_fr].f)
+	if (best_fr <= best_s && points_at(s->p, s->n, fr->p[at_fr].d) >= fr->p[at_fr].f)
 		return best_fr;
-	m = front_stair(fr, st);
+	memcpy(a, s->p, (size_t)s->n * sizeof(a[0]));
+	memcpy(b, fr->p, (size_t)fr->n * sizeof(b[0]));
+	na = points_steps(a, s->n);
+	nb = points_steps(b, fr->n);
 	/* every step kept: at most one a point of either */
-	points_best(out, stairs_meet(s, st, m, out, RANK_STAIR_MAX + RANK_FRONT_MAX), avgdl,
+	points_best(out, steps_meet(a, na, b, nb, out, RANK_STAIR_MAX + RANK_FRONT_MAX), avgdl,
 	    &best);
 	return best;
 }

@@ -78,8 +78,9 @@ void	rank_front_sum(struct rank_front *sum, const struct rank_front *fr);
  * A phrase's words' fronts met in one block: a row of length d holds no
  * more hits of the phrase than of any of its words (every hit of a phrase
  * is a hit of each word, in the same row and column), so at most the least
- * of the words' fronts' most f at length d or less.  Kept as steps: by
- * length, each step more f than the one before.
+ * of the words' fronts' most f at length d or less.  Points with the
+ * meaning of a front's, in no order (rank_stair_meet() sorts them into
+ * steps when it meets another word's).
  */
 #define RANK_STAIR_MAX	(2 * RANK_FRONT_MAX)
 struct rank_stair {
@@ -87,7 +88,7 @@ struct rank_stair {
 	struct rank_point	p[RANK_STAIR_MAX];
 };
 
-/* Meet s with fr (first: s becomes fr's steps), in time linear in the points. */
+/* Meet s with fr (first: s becomes fr's points). */
 void	rank_stair_meet(struct rank_stair *s, const struct rank_front *fr, bool first);
 
 /*
@@ -97,7 +98,7 @@ void	rank_stair_meet(struct rank_stair *s, const struct rank_front *fr, bool fir
 double	rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr,
 	    double avgdl);
 
-/* rank_front_max() of the steps of s. */
+/* rank_front_max() of the points of s. */
 double	rank_stair_max(const struct rank_stair *s, double avgdl);
 
 /* Append block (0..RANK_CHUNK_BLOCKS-1) and its front to a chunk's bounds blob. */
