@@ -42,6 +42,11 @@ struct rank_block_lengths;
 #define RANK_LENGTH_MAX		0xffff
 #define RANK_LENGTHS_FILLS	16
 
+/* A point of a front: f weighted hits at length d. */
+struct rank_point {
+	uint32_t	f, d;
+};
+
 /*
  * The Pareto front of one term's rows in one block: points (f, d) such that
  * every row of the block holding the term has f at most and d at least
@@ -49,11 +54,6 @@ struct rank_block_lengths;
  * tokens.  BM25's term grows with f and shrinks with d, so the largest
  * value over the points bounds every row, at any IDF and average length.
  */
-/* A point of a front: f weighted hits at length d. */
-struct rank_point {
-	uint32_t	f, d;
-};
-
 struct rank_front {
 	int			n;
 	struct rank_point	p[RANK_FRONT_MAX];
