@@ -816,7 +816,7 @@ several_words(const struct walk *w, const char *match)
  * instructions, read whole 2.5 M.  Below 3,000 matches the whole read was
  * cheaper for 10 of the 12 words and phrases measured at 10,000 and
  * 100,000 messages (the walk by 2 and 13% for the other two).  A phrase is
- * bounded by one of its words, loosely when they are frequent, and at
+ * bounded by its words' fronts, loosely when they are frequent, and at
  * 1,000,000 messages the whole read won up to about 20,000 matches
  * ("linux kernel", 9,447: 11 ms against 39), the walk from about 35,000:
  * so a phrase also needs a 32nd of the ids (docs/benchmarks.md, "Few
