@@ -82,12 +82,18 @@ points_best(const struct rank_point *p, int n, double avgdl, double *best_r)
 }
 
 double
-rank_front_max(const struct rank_front *fr, double avgdl)
+rank_points_max(const struct rank_point *p, int n, double avgdl)
 {
 	double best;
 
-	points_best(fr->p, fr->n, avgdl, &best);
+	points_best(p, n, avgdl, &best);
 	return best;
+}
+
+double
+rank_front_max(const struct rank_front *fr, double avgdl)
+{
+	return rank_points_max(fr->p, fr->n, avgdl);
 }
 
 /* The most f of p[0..n-1] (in any order) of length d at most: what a row of length d can have (0: none). */
@@ -231,15 +237,6 @@ rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr, dou
 	/* every step kept: at most one a point of either */
 	points_best(out, steps_meet(a, na, b, nb, out, RANK_STAIR_MAX + RANK_FRONT_MAX), avgdl,
 	    &best);
-	return best;
-}
-
-double
-rank_stair_max(const struct rank_stair *s, double avgdl)
-{
-	double best;
-
-	points_best(s->p, s->n, avgdl, &best);
 	return best;
 }
 

@@ -493,7 +493,7 @@ phrase_terms(struct walk *w, int i, struct mb_err *err)
 	/* blocks the last word's bounds did not vouch for: the others' steps */
 	for (int64_t b = 0; rc == 0 && b < w->n_blocks; b++)
 		if (pm.vouched[b] > 0)
-			w->term[b] = rank_stair_max(&pm.met[b], w->stats.avgdl);
+			w->term[b] = rank_points_max(pm.met[b].p, pm.met[b].n, w->stats.avgdl);
 	free(pm.met);
 	free(pm.vouched);
 	return rc;

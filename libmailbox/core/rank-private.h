@@ -65,6 +65,8 @@ void	rank_front_add(struct rank_front *fr, uint32_t f, uint32_t d);
 /* BM25's term for one phrase without its IDF, f*(k1+1)/(f + k1*(1-b+b*d/avgdl)),
  * at its largest over fr's points; 0 for an empty front. */
 double	rank_front_max(const struct rank_front *fr, double avgdl);
+/* The same over p[0..n-1] (a front's points, or a phrase's met: struct rank_stair). */
+double	rank_points_max(const struct rank_point *p, int n, double avgdl);
 
 /*
  * Add fr to sum, a front of the sum of several terms' hits (a prefix's
@@ -92,14 +94,11 @@ struct rank_stair {
 void	rank_stair_meet(struct rank_stair *s, const struct rank_front *fr, bool first);
 
 /*
- * rank_stair_max() of s met with fr, s unchanged: for a phrase's last word,
+ * rank_points_max() of s met with fr, s unchanged: for a phrase's last word,
  * whose steps no other word meets after it.
  */
 double	rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr,
 	    double avgdl);
-
-/* rank_front_max() of the points of s. */
-double	rank_stair_max(const struct rank_stair *s, double avgdl);
 
 /* Append block (0..RANK_CHUNK_BLOCKS-1) and its front to a chunk's bounds blob. */
 int	rank_front_put(struct mb_buf *out, unsigned block, const struct rank_front *fr);

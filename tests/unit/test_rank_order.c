@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../libmailbox/core/rank-private.h"
+#include "support_rand.h"
 
 /* Deterministic: a failure can be run again. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
@@ -23,10 +24,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint32_t
 rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state >> 11);
+	return mb_test_rand(&rng_state);
 }
 
 /*
