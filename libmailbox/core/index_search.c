@@ -182,14 +182,14 @@ ranked_cmp(const void *pa, const void *pb)
 void
 idx_rank_trim(struct idx_rank_set *set)
 {
-	double last;
-	size_t n;
-
-	qsort(set->rows, set->n, sizeof(*set->rows), ranked_cmp);
 	if (set->n > set->keep) {
-		last = set->rows[set->keep - 1].score;
-		for (n = set->keep; n < set->n && set->rows[n].score == last; n++)
-			;
+		double last = idx_rank_select(set->rows, set->n, set->keep - 1);
+		size_t n = set->keep;
+
+		/* the rows after the keep-th are no better: keep its ties */
+		for (size_t i = set->keep; i < set->n; i++)
+			if (set->rows[i].score == last)
+				set->rows[n++] = set->rows[i];
 		set->n = n;
 		set->floor.set = true;
 		set->floor.score = last;

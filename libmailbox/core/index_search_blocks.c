@@ -86,12 +86,6 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
  * A range statement costs about as much as stepping over this many such
  * rows: 40, 150 and 600 were tried at 100,000 messages (docs/benchmarks.md).
  */
-/*
- * The floor rises fast over the first blocks read once the page is full:
- * the choice between ranges and one statement waits for this many, so it
- * is made against a floor near its last.
- */
-#define RANK_FIRST_READS	8
 #define RANK_RANGE_ROWS	200
 /*
  * The same with filters: a statement stepping over a match joins
@@ -100,6 +94,25 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
  * again then, at 100,000 and 1,000,000 messages, and was no better.
  */
 #define RANK_RANGE_ROWS_FILTERED	20
+/*
+ * The floor goes on rising long after the page is full, so the runs of
+ * blocks counted against it early are more than the walk will read: in the
+ * corpus cloned to size the best blocks hold copies of one text, and the
+ * blocks whose bounds reach the early floor fall below it only once those
+ * copies are read.  So the choice between ranges and one statement waits
+ * for this many ranges read after the page is full, or until the ranges
+ * read since then have cost what the statement would (blocks_walk).  At
+ * 1,000,000 messages, chosen after 8, `linux` counted 706 runs, took the
+ * statement and spent 16 ms of CPU, where ranges read its page in 5 ms
+ * (332 of them); 8, 16, 32, 64, 128 and no choice at all were measured at
+ * 100,000 and 1,000,000 messages, on pages 1, 11 and 101
+ * (docs/benchmarks.md, "The choice of one statement made later; a deep
+ * page's rows cut by selection").
+ */
+int64_t idx_rank_floor_reads = 64;
+_Thread_local uint64_t idx_rank_rest_reads;
+/* A filtered walk gives up after this many ranges without a full page. */
+#define RANK_FIRST_READS	8
 /*
  * A range takes at most this many unread neighbours on each side of its
  * block.  They are taken while their bound can reach the page's floor as
@@ -608,6 +621,7 @@ range_rank_rest(struct walk *w, const struct mb_query *q, int64_t first, int64_t
 {
 	int rc;
 
+	idx_rank_rest_reads++;
 	set->floor.block_bound = w->bound;
 	set->floor.block_read = read;
 	set->floor.n_blocks = w->n_blocks;
@@ -649,6 +663,9 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 	struct rank_runs can = { 0 };	/* set up once the page is full (can.in) */
 	int reads_floored = 0;	/* ranges read since the page was full */
 	int reads_short = 0;	/* ranges read before it was */
+	/* the floor rises fast over the first ranges: no choice before these */
+	int64_t first_choice = idx_rank_floor_reads < RANK_FIRST_READS ? idx_rank_floor_reads :
+	    RANK_FIRST_READS;
 	int rc = 0;
 
 	rank_order_sort(w->bound, w->n_blocks, order);
@@ -674,10 +691,11 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			break;
 		}
 		if (set->floor.set && (w->n_tokens == 1 || w->filtered || w->range_match != NULL) &&
-		    ++reads_floored > RANK_FIRST_READS) {
+		    ++reads_floored > first_choice) {
 			int64_t first, last;
 			double per_range = w->filtered ? RANK_RANGE_ROWS_FILTERED :
 			    RANK_RANGE_ROWS * w->n_tokens;
+			double idle;
 
 			if (can.in == NULL)
 				rank_runs_start(&can, w->bound, order, w->n_blocks, read,
@@ -685,8 +703,17 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 			else
 				rank_runs_floor(&can, w->bound, order, set->floor.score);
 			rank_runs_ends(&can, &first, &last);
-			/* the rows one statement would step over for nothing, against the ranges */
-			if (matches_in(w, last - first + 1 - can.count) < (double)can.runs * per_range) {
+			/*
+			 * One statement when the rows it would step over for nothing
+			 * cost less than the runs' ranges, once the floor has had
+			 * idx_rank_floor_reads ranges to rise, or sooner when the
+			 * ranges read since the page was full have cost what the
+			 * statement would: waiting never costs more than it.
+			 */
+			idle = matches_in(w, last - first + 1 - can.count);
+			if (idle < (double)can.runs * per_range &&
+			    (reads_floored > idx_rank_floor_reads ||
+			    (double)reads_floored * per_range >= idle)) {
 				rc = range_rank_rest(w, q, first, last, read, set, err);
 				break;
 			}

@@ -259,6 +259,15 @@ extern int64_t	idx_rank_min_matches;
  */
 extern int64_t	idx_rank_range_reach;
 /*
+ * How many ranges the walk reads after the page is full before it chooses
+ * between more ranges and one statement over the blocks left
+ * (index_search_blocks.c), and how many walks this thread finished by that
+ * statement: the tests lower the one to 0 to take the statement on a small
+ * index, and read the other to see which way a walk went.
+ */
+extern int64_t	idx_rank_floor_reads;
+extern _Thread_local uint64_t	idx_rank_rest_reads;
+/*
  * Whether a search read whole takes lengths from a word's fronts
  * (idx_rank_min_lengths); the tests turn it off to compare.
  */

@@ -214,8 +214,9 @@ enum { RANK_DATE_UNREAD, RANK_DATE_SET, RANK_DATE_NULL };
  * The rows of a ranked statement that can still be on the page: the best
  * keep rows so far and every row tied with the last of them (ties are
  * ordered by date and id later, so a tie group is kept whole).  Rows are
- * appended until there are twice as many as needed, then sorted and cut
- * back, and the floor raised to the keep-th score (index_search.c).
+ * appended until there are twice as many as needed, then cut back around
+ * the keep-th score, found by selection (rank_select.c), and the floor
+ * raised to it (index_search.c); the page sorts them once, at the end.
  */
 /* A growing list of ids (mb_xrealloc'd; the owner frees ids). */
 struct idx_ids {
@@ -240,8 +241,17 @@ struct idx_rank_set {
 	int64_t			 whole_blocks;
 };
 
-/* Sort set's rows and drop those strictly worse than the keep-th. */
+/*
+ * Drop set's rows strictly worse than the keep-th best, and raise the floor
+ * to its score; the rows kept are left in no order (the page sorts them).
+ */
 void	idx_rank_trim(struct idx_rank_set *set);
+/*
+ * Move rows[0..n) about so that rows[k] holds the (k+1)-th best score, no
+ * row before it a worse one and none after it a better one, and return
+ * that score (rank_select.c; k < n).
+ */
+double	idx_rank_select(struct idx_ranked *rows, size_t n, size_t k);
 
 /*
  * Step st (a bound ranked statement, its floor set's) to the end into set;

@@ -21,6 +21,14 @@
  * prefix whole: the two sides of idx_rank_prefix_min_share's choice
  * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
  *
+ * BENCH_OFFSET=N searches the page N hits down instead of the first (deep
+ * pages: the floor is the (N + 20)th score, below most blocks' bounds).
+ *
+ * BENCH_FLOOR_READS=N: the ranges the block walk reads after the page is
+ * full before it chooses between more ranges and one statement over the
+ * blocks left (idx_rank_floor_reads; docs/benchmarks.md, "The choice of
+ * one statement made later; a deep page's rows cut by selection").
+ *
  * BENCH_NO_NARROW_IDS=1 reads the matches of a narrow scope (a date range,
  * a small folder) without the bitmap of its ids (idx_narrow_ids_used), as
  * before it.
@@ -75,6 +83,9 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The page searched: BENCH_OFFSET's hits down (0: the first page). */
+static int64_t page_offset;
+
 /* One search of text; -1 with err. */
 static int
 once(struct mb_index *idx, const char *text, struct mb_search_page *pg, struct mb_err *err)
@@ -85,7 +96,7 @@ once(struct mb_index *idx, const char *text, struct mb_search_page *pg, struct m
 	mb_query_init(&q);
 	if (mb_query_compile(text, strlen(text), &q, err) == -1)
 		return -1;
-	rc = mb_search_run(idx, &q, 0, 20, pg, err);
+	rc = mb_search_run(idx, &q, page_offset, 20, pg, err);
 	mb_query_release(&q);
 	return rc;
 }
@@ -165,6 +176,10 @@ main(int argc, char **argv)
 		idx_rank_prefix_min_share = 0;
 	else if (prefix != NULL && strcmp(prefix, "whole") == 0)
 		idx_rank_prefix_min_matches = INT64_MAX;
+	if (getenv("BENCH_OFFSET") != NULL)
+		page_offset = atoll(getenv("BENCH_OFFSET"));
+	if (getenv("BENCH_FLOOR_READS") != NULL)
+		idx_rank_floor_reads = atoll(getenv("BENCH_FLOOR_READS"));
 	if (getenv("BENCH_NO_NARROW_IDS") != NULL)
 		idx_narrow_ids_used = false;
 	if (counting && mb_count_group_parse(count_by, &group, &err) == -1) {

@@ -1650,6 +1650,56 @@ a_range_takes_few_neighbours_on_a_weak_floor(void **state)
 }
 
 /*
+ * Once the page is full the walk reads up to idx_rank_floor_reads ranges
+ * before it chooses between more ranges and one statement over the blocks
+ * left (index_search_blocks.c), and no more ranges than would cost what
+ * that statement costs.  On the index of
+ * a_range_takes_few_neighbours_on_a_weak_floor: chosen at once, kappa's
+ * runs left are many against its rows and the statement finishes the walk;
+ * after 64 ranges (more than this index's 40 blocks hold), ranges do.  With
+ * ranges of one block and a wait that never ends, the ranges' cost ends it:
+ * the statement finishes the walk again.  The pages are bm25()'s every
+ * way, deep ones too.
+ */
+static uint64_t
+rest_reads(struct mb_test_index *f, const int64_t *want, size_t n, int64_t wait, int64_t reach)
+{
+	uint64_t before = idx_rank_rest_reads;
+
+	idx_rank_floor_reads = wait;
+	idx_rank_range_reach = reach;
+	expect_exact(f, "kappa", want, n, 1, 5);
+	expect_exact(f, "kappa", want, n, 20, 60);
+	expect_exact(f, "kappa", want, n, 50, 1000);
+	idx_rank_floor_reads = 64;
+	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
+	return idx_rank_rest_reads - before;
+}
+
+static void
+a_walk_finishes_in_ranges_or_one_statement(void **state)
+{
+	struct mb_test_index *f = *state;
+	int64_t want[N_MSG];
+	uint64_t at_once, after_64, one_block;
+	size_t n;
+
+	put_floors(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	n = mb_test_bm25_order(f->idx, "kappa", want, MB_ARRAY_LEN(want));
+	idx_rank_min_matches = 0;
+	at_once = rest_reads(f, want, n, 0, RANK_CHUNK_BLOCKS);
+	after_64 = rest_reads(f, want, n, 64, RANK_CHUNK_BLOCKS);
+	one_block = rest_reads(f, want, n, INT64_MAX, 1);
+	idx_rank_min_matches = 3000;
+	if (at_once == 0 || after_64 != 0 || one_block == 0)
+		fail_msg("kappa: walks finished by one statement: %llu chosen at once, %llu after "
+		    "64 ranges, %llu with ranges of one block and no wait's end",
+		    (unsigned long long)at_once, (unsigned long long)after_64,
+		    (unsigned long long)one_block);
+}
+
+/*
  * thread:N beside words looks each message of the thread up in FTS5; for a
  * prefix FTS5 merges its words' doclists at each lookup (`thread:N list*`
  * with 272 messages: 1.9 s at 100,000 messages).  With a prefix the
@@ -1931,6 +1981,7 @@ main(void)
 		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
 		MB_TEST_INDEX(a_wide_folder_reads_only_its_runs),
 		MB_TEST_INDEX(a_range_takes_few_neighbours_on_a_weak_floor),
+		MB_TEST_INDEX(a_walk_finishes_in_ranges_or_one_statement),
 		MB_TEST_INDEX(a_thread_beside_a_prefix_is_read_once),
 		MB_TEST_INDEX(a_filter_few_pass_is_read_through_its_ids),
 		MB_TEST_INDEX(bounded_words_are_counted_by_chunk),
