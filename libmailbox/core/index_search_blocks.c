@@ -111,7 +111,11 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
  */
 int64_t idx_rank_floor_reads = 64;
 _Thread_local uint64_t idx_rank_rest_reads;
-/* A filtered walk gives up after this many ranges without a full page. */
+/*
+ * A filtered walk gives up after this many ranges without a full page; and
+ * the choice above is never made before this many ranges after it is full,
+ * over which the floor rises fast.
+ */
 #define RANK_FIRST_READS	8
 /*
  * A range takes at most this many unread neighbours on each side of its

@@ -262,8 +262,8 @@ extern int64_t	idx_rank_range_reach;
  * How many ranges the walk reads after the page is full before it chooses
  * between more ranges and one statement over the blocks left
  * (index_search_blocks.c), and how many walks this thread finished by that
- * statement: the tests lower the one to 0 to take the statement on a small
- * index, and read the other to see which way a walk went.
+ * statement: the tests set the one to 0 or to no end to take the statement
+ * or not on a small index, and read the other to see which way a walk went.
  */
 extern int64_t	idx_rank_floor_reads;
 extern _Thread_local uint64_t	idx_rank_rest_reads;

@@ -49,14 +49,14 @@ idx_rank_select(struct idx_ranked *rows, size_t n, size_t k)
 	for (size_t m = n; m > 1; m /= 2)
 		passes += 2;
 	while (hi - lo > 1) {
-		if (passes-- == 0) {
-			qsort(rows + lo, hi - lo, sizeof(*rows), score_cmp);
-			break;
-		}
 		double pivot = median3(rows[lo].score, rows[lo + (hi - lo) / 2].score,
 		    rows[hi - 1].score);
 		size_t lt = lo, i = lo, gt = hi;
 
+		if (passes-- == 0) {
+			qsort(rows + lo, hi - lo, sizeof(*rows), score_cmp);
+			break;
+		}
 		/*
 		 * Three ways (better, equal, worse), so that a run of equal
 		 * scores (copies of one message) ends the selection instead of

@@ -21,8 +21,8 @@
  * prefix whole: the two sides of idx_rank_prefix_min_share's choice
  * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
  *
- * BENCH_OFFSET=N searches the page N hits down instead of the first (deep
- * pages: the floor is the (N + 20)th score, below most blocks' bounds).
+ * BENCH_OFFSET=N searches the page N hits down instead of the first (a
+ * deep page: the walk's floor is the (N + 20)th score).
  *
  * BENCH_FLOOR_READS=N: the ranges the block walk reads after the page is
  * full before it chooses between more ranges and one statement over the
