@@ -10,7 +10,6 @@
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "search-private.h"
 
@@ -23,40 +22,27 @@ swap_rows(struct idx_ranked *a, struct idx_ranked *b)
 	*b = t;
 }
 
-/* The median of three scores: a pivot that sorted or reversed rows cannot fool. */
-static double
-median3(double a, double b, double c)
-{
-	if (a < b)
-		return b < c ? b : (a < c ? c : a);
-	return a < c ? a : (b < c ? c : b);
-}
-
-static int
-score_cmp(const void *pa, const void *pb)
-{
-	double a = ((const struct idx_ranked *)pa)->score, b = ((const struct idx_ranked *)pb)->score;
-
-	return a < b ? -1 : a > b;
-}
-
 double
 idx_rank_select(struct idx_ranked *rows, size_t n, size_t k)
 {
 	size_t lo = 0, hi = n;	/* rows[k] lies in [lo, hi) */
-	int passes = 16;	/* then sort what is left: no input makes this quadratic */
+	/*
+	 * The pivot is drawn by xorshift from a fixed seed (the same rows are
+	 * cut the same way): sorted, reversed or median-of-three-killing
+	 * orders cost no more than any other; only an order built against this
+	 * seed could make the selection quadratic, and the rows come in the
+	 * order of their ids.
+	 */
+	uint64_t draw = 0x9e3779b97f4a7c15u;
 
-	for (size_t m = n; m > 1; m /= 2)
-		passes += 2;
 	while (hi - lo > 1) {
-		double pivot = median3(rows[lo].score, rows[lo + (hi - lo) / 2].score,
-		    rows[hi - 1].score);
+		double pivot;
 		size_t lt = lo, i = lo, gt = hi;
 
-		if (passes-- == 0) {
-			qsort(rows + lo, hi - lo, sizeof(*rows), score_cmp);
-			break;
-		}
+		draw ^= draw << 13;
+		draw ^= draw >> 7;
+		draw ^= draw << 17;
+		pivot = rows[lo + (size_t)(draw % (hi - lo))].score;
 		/*
 		 * Three ways (better, equal, worse), so that a run of equal
 		 * scores (copies of one message) ends the selection instead of
