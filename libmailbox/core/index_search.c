@@ -653,6 +653,8 @@ page_words(struct mb_index *idx, const struct mb_query *q, size_t n, struct page
 	    &pw->match, err) : 0;
 }
 
+_Thread_local uint64_t idx_snippet_steps;
+
 /*
  * FTS5's snippets of ids (n of them, at most 50) into page's hits, for
  * the MATCH expression words (a prefix's words) or q's own (NULL);
@@ -682,9 +684,35 @@ snippets_of(struct mb_index *idx, sqlite3_stmt *snip, const struct mb_query *q,
 				hit_set_snippet(&page->hits[i], s, len);
 			}
 	}
+	idx_snippet_steps += (uint64_t)sqlite3_stmt_status(snip, SQLITE_STMTSTATUS_VM_STEP, 1);
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "search: snippets", err);
 	return rc;
+}
+
+/*
+ * The matches of q's words alone into *n_r: what a snippet statement over
+ * a span of ids steps over.  A search with filters (filtered) counted only
+ * the matches that pass, so its words' rows come from their statistics
+ * kept by the ranking: the most rows of one phrase, which an AND holds at
+ * most and an OR at least.  Else, or without them, matches.
+ */
+static int
+words_matches(struct mb_index *idx, const struct mb_query *q, bool filtered, int64_t matches,
+    int64_t *n_r, struct mb_err *err)
+{
+	struct idx_rank_stats stats = { 0 };
+	bool kept = false;
+
+	*n_r = matches;
+	if (!filtered)
+		return 0;
+	if (idx_rank_stats_kept(idx, q->match, &stats, &kept, err) == -1)
+		return -1;
+	for (int i = 0; kept && i < stats.n_phrase && i < IDX_RANK_PHRASES; i++)
+		if (stats.n_hit[i] > *n_r)
+			*n_r = stats.n_hit[i];
+	return 0;
 }
 
 /*
@@ -695,8 +723,9 @@ snippets_of(struct mb_index *idx, sqlite3_stmt *snip, const struct mb_query *q,
  * the body.
  */
 static int
-search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_ids *pg,
-    struct page_words *pw, struct mb_search_page *page, struct mb_err *err)
+search_hits(struct mb_index *idx, const struct mb_query *q, bool filtered,
+    const struct search_ids *pg, struct page_words *pw, struct mb_search_page *page,
+    struct mb_err *err)
 {
 	sqlite3_stmt *hit, *snip;
 	int64_t need[MB_SEARCH_MAX_LIMIT];
@@ -756,15 +785,23 @@ search_hits(struct mb_index *idx, const struct mb_query *q, const struct search_
 		 * FTS5 walks every match between the lowest and the highest id:
 		 * for a frequent word whose page is spread over the whole index,
 		 * most of its matches (10 ms of `the`'s 16 at 100,000 messages).
-		 * Then, when the query has many more matches than 400 a snippet
+		 * Then, when the words have many more matches than 400 a snippet
 		 * and a word (each statement seeks every word's doclist), one
 		 * statement per id, unless a prefix would merge its doclists
 		 * again for each; a prefix's words (page_words()) are sought at
-		 * each id.
+		 * each id.  The words' matches, not the query's: those the
+		 * filters drop are stepped over too (words_matches()).
 		 */
-		bool each = idx_match_plain(q->match) && pg->matches >
-		    SNIPPET_ROWS_PER_ID * (int64_t)n_need * (int64_t)(q->n_terms ? q->n_terms : 1);
+		int64_t words = 0;
+		bool each;
 
+		if (words_matches(idx, q, filtered, pg->matches, &words, err) == -1) {
+			idx_stmt_done(hit);
+			idx_stmt_done(snip);
+			return -1;
+		}
+		each = idx_match_plain(q->match) && words >
+		    SNIPPET_ROWS_PER_ID * (int64_t)n_need * (int64_t)(q->n_terms ? q->n_terms : 1);
 		if (page_words(idx, q, pg->n, pw, err) == -1) {
 			idx_stmt_done(hit);
 			idx_stmt_done(snip);
@@ -861,7 +898,7 @@ search_in_txn(struct mb_index *idx, const struct mb_query *q, int64_t offset, si
 	if ((q->match ? search_ranked(idx, rq, fid, filtered, offset, limit, &pg, err) :
 	    idx_search_list(idx, rq, fid, offset, limit, pg.ids, &pg.n, &pg.more, err)) == -1)
 		goto out;
-	if (search_hits(idx, q, &pg, &pw, page, err) == -1)
+	if (search_hits(idx, q, filtered, &pg, &pw, page, err) == -1)
 		goto out;
 	if (q->match && page_has_attachments(page) && page_words(idx, q, pg.n, &pw, err) == -1)
 		goto out;

@@ -196,6 +196,12 @@ int	idx_search_count_runs(struct mb_index *idx, const struct mb_query *q, int64_
  */
 extern _Thread_local uint64_t	idx_total_steps;
 /*
+ * The virtual machine steps of the statements that read a page's snippets
+ * from the positions (index_search.c), for the tests: one statement over
+ * the page's ids steps over every match of the words between them.
+ */
+extern _Thread_local uint64_t	idx_snippet_steps;
+/*
  * The same for count_messages' counts (index_overview.c): the tests check
  * that words in a folder are counted over its runs of ids.
  */

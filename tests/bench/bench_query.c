@@ -33,6 +33,12 @@
  * a small folder) without the bitmap of its ids (idx_narrow_ids_used), as
  * before it.
  *
+ * BENCH_COUNTERS=1: after each query's line, what the engine did in its
+ * last repetition, from its counters: walks, the rows whose hits were read
+ * and those measured (a length read), ranges read as one statement over
+ * the blocks left, rows joined to the filters, lengths from the kept
+ * blocks, and the virtual machine steps of the total's statement.
+ *
  * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
  * check that two builds give the same pages.  BENCH_IDS=snippets: each
  * hit's snippet, attachment and attachment snippet too.
@@ -73,6 +79,41 @@ now_ms(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The engine's counters (BENCH_COUNTERS), as they stood before a repetition. */
+struct counters {
+	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps;
+};
+
+static void
+counters_mark(struct counters *c)
+{
+	c->walks = idx_rank_walks + idx_rank_prefix_walks;
+	c->hits = idx_rank_hits_read;
+	c->sized = idx_rank_sized;
+	c->rest = idx_rank_rest_reads;
+	c->joined = idx_rank_joined;
+	c->lengths = idx_rank_lengths_served;
+	c->total_steps = idx_total_steps;
+}
+
+/* The counters' growth since mark, on one line under the query's. */
+static void
+counters_print(const struct counters *mark)
+{
+	struct counters now;
+
+	counters_mark(&now);
+	printf("    walks %llu, hits read %llu, measured %llu (%llu from kept lengths), "
+	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu\n",
+	    (unsigned long long)(now.walks - mark->walks),
+	    (unsigned long long)(now.hits - mark->hits),
+	    (unsigned long long)(now.sized - mark->sized),
+	    (unsigned long long)(now.lengths - mark->lengths),
+	    (unsigned long long)(now.rest - mark->rest),
+	    (unsigned long long)(now.joined - mark->joined),
+	    (unsigned long long)(now.total_steps - mark->total_steps));
 }
 
 static int
@@ -162,6 +203,7 @@ main(int argc, char **argv)
 	const char *prefix = getenv("BENCH_PREFIX");
 	bool ids = getenv("BENCH_IDS") != NULL;
 	bool snippets = ids && strcmp(getenv("BENCH_IDS"), "snippets") == 0;
+	bool counters = getenv("BENCH_COUNTERS") != NULL;
 	const char *count_by = getenv("BENCH_COUNT");
 	bool counting = count_by != NULL;
 	enum mb_count_group group = MB_COUNT_FOLDER;
@@ -204,12 +246,15 @@ main(int argc, char **argv)
 	    "total", "first ms");
 	for (int i = 3; i < argc; i++) {
 		struct mb_search_page pg;
+		struct counters mark = { 0 };
 		double cpu = 0, first = 0;
 		size_t hits = 0;
 		long long total = 0;
 		int exact = 1;
 
 		for (int r = -1; r < reps; r++) {
+			if (r == reps - 1)
+				counters_mark(&mark);
 			if (rw != NULL && r >= 0 && touch(rw, &err) == -1) {
 				fprintf(stderr, "bench_query: %s\n", err.msg);
 				return 1;
@@ -248,6 +293,8 @@ main(int argc, char **argv)
 		printf("%-48s %8.2f %8.2f %8.2f %5zu %7lld%s %9.2f\n", argv[i], wall[reps / 2],
 		    wall[(reps * 95 + 99) / 100 - 1], cpu / reps, hits, total, exact ? "" : "+",
 		    first);
+		if (counters)
+			counters_print(&mark);
 	}
 	free(wall);
 	mb_index_close(&rw);

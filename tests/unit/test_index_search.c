@@ -2,7 +2,8 @@
  * The search engine (mailbox/search.h) without HTTP: ranking (subject over
  * body), ties newest first then by id on every page, the structured
  * filters and their errors, paging, snippets (the excerpt, FTS5's snippet()
- * for stemmed words, the body's start for filters alone), the ranking exact
+ * for stemmed words, the body's start for filters alone, a filtered page's
+ * read a hit at a time when its words have many matches), the ranking exact
  * over every match of a frequent word (against FTS5's own bm25()), a row's
  * length read only when the row could still reach the page, CJK
  * words, and the cursor hash.  Each test builds a small
@@ -33,6 +34,7 @@
 #include "support_index.h"
 
 #include "../../libmailbox/core/rank-private.h"
+#include "../../libmailbox/core/search-private.h"
 
 #define DAY	86400
 #define T0	1700000000	/* 2023-11-14T22:13:20Z */
@@ -753,6 +755,49 @@ a_snippet_of_many_stemmed_hits_costs_them_once(void **state)
 }
 
 /*
+ * A filtered page whose snippets come from the positions (the word is in
+ * the subjects only) reads them a hit at a time when the word has many
+ * more matches than the page can pay for: one statement over the page's
+ * lowest to highest id steps over every match of the word between them,
+ * those the filter drops too.  The count a filtered search has is of the
+ * matches that pass, a few here, which once chose that statement: at
+ * 1,000,000 messages `the after:2002-09-01` spent 15 ms of its 29 on it.
+ */
+static void
+a_filtered_page_reads_its_snippets_a_hit_at_a_time(void **state)
+{
+	enum { N = 3000 };
+	struct fx *f = *state;
+	struct mb_err err = { 0 };
+	struct mb_search_page pg;
+	uint64_t steps;
+
+	assert_int_equal(mb_index_begin(f->rw, &err), 0);
+	for (uint32_t uid = 1; uid <= N; uid++)
+		put(f, f->inbox, uid, &(struct mb_test_msg){
+		    /* the best two flagged ones far apart: ids 100 and 2,900 */
+		    .subject = uid == 100 || uid == 2900 ? "quarterly quarterly figures" :
+		    "quarterly figures", .body = "see the attached sheet", .date = T0 + uid,
+		    .flags = uid % 100 == 0 ? MB_FLAG_FLAGGED : 0u });
+	assert_int_equal(mb_index_commit(f->rw, &err), 0);
+	page_of(f, "quarterly is:flagged", NULL, 0, 2, &pg);	/* statistics kept */
+	mb_search_page_release(&pg);
+
+	steps = idx_snippet_steps;
+	page_of(f, "quarterly is:flagged", NULL, 0, 2, &pg);
+	steps = idx_snippet_steps - steps;
+	assert_int_equal(pg.n, 2);
+	assert_int_equal(pg.hits[0].id, 2900);	/* newest first among equals */
+	assert_int_equal(pg.hits[1].id, 100);
+	for (size_t i = 0; i < pg.n; i++)
+		assert_string_equal(pg.hits[i].snippet, "**quarterly** **quarterly** figures");
+	if (steps >= N)
+		fail_msg("the snippets of 2 hits took %llu steps, past the word's %d matches",
+		    (unsigned long long)steps, N);
+	mb_search_page_release(&pg);
+}
+
+/*
  * A snippet from the positions (no query word literally in the body) marks
  * a phrase as one, marks a CJK word inside a run of bigrams, and ends at the
  * column's end with the window moved back to keep its length, as
@@ -888,6 +933,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(a_long_body_is_not_copied_for_its_excerpt, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(a_snippet_of_many_stemmed_hits_costs_them_once,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(a_filtered_page_reads_its_snippets_a_hit_at_a_time,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(snippets_from_positions_mark_phrases_and_cjk_words,
 		    setup, teardown),
