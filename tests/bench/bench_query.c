@@ -37,7 +37,8 @@
  * last repetition, from its counters: walks, the rows whose hits were read
  * and those measured (a length read), ranges read as one statement over
  * the blocks left, rows joined to the filters, lengths from the kept
- * blocks, and the virtual machine steps of the total's statement.
+ * blocks, and the virtual machine steps of the total's statement and of
+ * the statements that read the page's snippets from the positions.
  *
  * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
  * check that two builds give the same pages.  BENCH_IDS=snippets: each
@@ -83,7 +84,7 @@ now_ms(clockid_t c)
 
 /* The engine's counters (BENCH_COUNTERS), as they stood before a repetition. */
 struct counters {
-	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps;
+	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps, snippet_steps;
 };
 
 static void
@@ -96,6 +97,7 @@ counters_mark(struct counters *c)
 	c->joined = idx_rank_joined;
 	c->lengths = idx_rank_lengths_served;
 	c->total_steps = idx_total_steps;
+	c->snippet_steps = idx_snippet_steps;
 }
 
 /* The counters' growth since mark, on one line under the query's. */
@@ -106,14 +108,16 @@ counters_print(const struct counters *mark)
 
 	counters_mark(&now);
 	printf("    walks %llu, hits read %llu, measured %llu (%llu from kept lengths), "
-	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu\n",
+	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu, "
+	    "the snippets' VM steps %llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
 	    (unsigned long long)(now.sized - mark->sized),
 	    (unsigned long long)(now.lengths - mark->lengths),
 	    (unsigned long long)(now.rest - mark->rest),
 	    (unsigned long long)(now.joined - mark->joined),
-	    (unsigned long long)(now.total_steps - mark->total_steps));
+	    (unsigned long long)(now.total_steps - mark->total_steps),
+	    (unsigned long long)(now.snippet_steps - mark->snippet_steps));
 }
 
 static int
