@@ -694,26 +694,24 @@ snippets_of(struct mb_index *idx, sqlite3_stmt *snip, const struct mb_query *q,
  * The matches of q's words alone into *n_r: what a snippet statement over
  * a span of ids steps over.  A search with filters (filtered) counted only
  * the matches that pass, so its words' rows come from their statistics
- * kept by the ranking: the most rows of one phrase, as many as an OR holds
- * at least and more than an AND holds, which errs toward a statement a hit
- * (about 40 us each, so at most a few ms a page).  Else, or without kept
- * statistics, matches.
+ * kept by the ranking (idx_rank_rows_kept(): the sum of its phrases' rows,
+ * more than an AND holds, which errs toward a statement a hit, about 40 us
+ * each).  Else, or without kept statistics, matches.
  */
 static int
 words_matches(struct mb_index *idx, const struct mb_query *q, bool filtered, int64_t matches,
     int64_t *n_r, struct mb_err *err)
 {
-	struct idx_rank_stats stats = { 0 };
+	int64_t rows = 0;
 	bool kept = false;
 
 	*n_r = matches;
 	if (!filtered)
 		return 0;
-	if (idx_rank_stats_kept(idx, q->match, &stats, &kept, err) == -1)
+	if (idx_rank_rows_kept(idx, q->match, &rows, &kept, err) == -1)
 		return -1;
-	for (int i = 0; kept && i < stats.n_phrase && i < IDX_RANK_PHRASES; i++)
-		if (stats.n_hit[i] > *n_r)
-			*n_r = stats.n_hit[i];
+	if (kept && rows > matches)
+		*n_r = rows;
 	return 0;
 }
 

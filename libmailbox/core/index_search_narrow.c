@@ -558,15 +558,12 @@ static int
 words_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool count,
     bool *yes_r, struct mb_err *err)
 {
-	struct idx_rank_stats stats = { 0 };
 	int64_t rows = 0;
 	bool kept = false;
 
 	*yes_r = true;
-	if (idx_rank_stats_kept(idx, q->match, &stats, &kept, err) == -1)
+	if (idx_rank_rows_kept(idx, q->match, &rows, &kept, err) == -1)
 		return -1;
-	for (int i = 0; kept && i < stats.n_phrase; i++)
-		rows += stats.n_hit[i];
 	/* a prefix or several phrases: the rows kept are all there is to go by */
 	if (kept && (rows < n || !idx_match_plain(q->match))) {
 		*yes_r = rows >= n;

@@ -641,6 +641,20 @@ idx_rank_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_sta
 }
 
 int
+idx_rank_rows_kept(struct mb_index *idx, const char *match, int64_t *rows_r, bool *kept_r,
+    struct mb_err *err)
+{
+	struct idx_rank_stats stats = { 0 };
+
+	*rows_r = 0;
+	if (idx_rank_stats_kept(idx, match, &stats, kept_r, err) == -1)
+		return -1;
+	for (int i = 0; *kept_r && i < stats.n_phrase; i++)
+		*rows_r += stats.n_hit[i];
+	return 0;
+}
+
+int
 idx_prefix_stats_kept(struct mb_index *idx, const char *match, struct idx_rank_stats *stats,
     bool *kept_r, struct mb_err *err)
 {

@@ -576,6 +576,14 @@ int	idx_prefix_rows_least(struct mb_index *idx, const char *match, int64_t *rows
 int	idx_rank_stats_kept(struct mb_index *idx, const char *match,
 	    struct idx_rank_stats *stats, bool *kept_r, struct mb_err *err);
 /*
+ * The rows that hold any of match's phrases at most, from the statistics
+ * kept for it (the sum of each phrase's rows: no more rows match match,
+ * and no more hold its words), into *rows_r (*kept_r; 0 when none are
+ * kept).  -1 with err on a failure of SQLite's.
+ */
+int	idx_rank_rows_kept(struct mb_index *idx, const char *match, int64_t *rows_r,
+	    bool *kept_r, struct mb_err *err);
+/*
  * The statistics this connection keeps for match into *stats (*kept_r), as
  * mb_bm25_stats() would fill them but without running the MATCH (the phrase
  * sizes left 0); *kept_r false when none are kept for the index as it is.
