@@ -227,6 +227,10 @@ where_of(const char *text)
 		w = sqlite3_mprintf("%z AND m.thread_id = %lld", w, (long long)q.thread_id);
 	if (q.has_attachment >= 0)
 		w = sqlite3_mprintf("%z AND (m.attachment_count > 0) = %d", w, q.has_attachment);
+	if (q.size_min >= 0)
+		w = sqlite3_mprintf("%z AND m.size >= %lld", w, (long long)q.size_min);
+	if (q.size_max >= 0)
+		w = sqlite3_mprintf("%z AND m.size < %lld", w, (long long)q.size_max);
 	mb_query_release(&q);
 	return w;
 }
@@ -1173,6 +1177,58 @@ a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
 	idx_rank_min_matches = 3000;
 }
 
+/*
+ * Few messages with attachments (migrations 0024): a search with
+ * has:attachment reads their ids from the attachments' partial index, as
+ * one with is:flagged reads the flagged ids, and not by a scan of every
+ * entry of the filters' index, which beside words in fewer than a quarter
+ * of the messages it did not make at all: `money has:attachment` at
+ * 1,000,000 messages joined all 110,402 matches of money for 495 that
+ * pass.  A fortieth of the messages here: the same pages and exact totals
+ * as bm25() with the filter in SQL, joining only the scope's matching
+ * rows; -has:attachment, most of the messages, is walked as before.
+ */
+static void
+few_attachments_read_only_their_ids(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const texts[] = {
+		"omega has:attachment", "omega pad1 has:attachment",
+		"pad30 has:attachment",	/* in fewer than a quarter of the messages */
+		"omega pad38 has:attachment",	/* none: pad38 is in none of them */
+	};
+	static const char *const walked[] = {	/* as expect_narrow() takes them */
+		"omega has:attachment", "omega pad1 has:attachment", "omega pad38 has:attachment",
+	};
+
+	put_days(f);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE messages SET "
+	    "attachment_count = 1 WHERE uid % 40 = 31", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	expect_narrow(f, walked, MB_ARRAY_LEN(walked), "omega -has:attachment");
+	/*
+	 * Each through the attachments' index, with no scan of the filters',
+	 * joining only its own rows: pad30's 1,125 matches, read whole, were
+	 * every one joined
+	 */
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
+		int64_t want[N_MSG];
+		char *where = where_of(texts[i]);
+		size_t n = mb_test_bm25_order_where(f->idx, texts[i], where, want, N_MSG);
+		uint64_t few = idx_few_reads, scans = idx_filter_scans, joined = idx_rank_joined;
+
+		sqlite3_free(where);
+		expect_exact(f, texts[i], want, n, 7, 28);
+		if (idx_few_reads == few || idx_filter_scans > scans ||
+		    idx_rank_joined - joined > 4 * (n + 1))
+			fail_msg("\"%s\": %llu reads of an index of few, %llu scans of the "
+			    "filters, %llu rows joined for %zu that pass", texts[i],
+			    (unsigned long long)(idx_few_reads - few),
+			    (unsigned long long)(idx_filter_scans - scans),
+			    (unsigned long long)(idx_rank_joined - joined), n);
+	}
+}
+
 /* count_messages' groupings the tests of a scope's runs compare. */
 static const enum mb_count_group count_groups[] = {
 	MB_COUNT_MONTH, MB_COUNT_FOLDER, MB_COUNT_SENDER,
@@ -1741,13 +1797,15 @@ a_thread_beside_a_prefix_is_read_once(void **state)
 
 /*
  * A filter with no index of its own that few messages pass (is:answered,
- * has:attachment) beside words in most of them: until 1,000 matches have
+ * a size) beside words in most of them: until 1,000 matches have
  * passed, every match is joined to test it, so with 20 answered messages
  * of 5,000 every match of omega was joined.  The ids that pass are read
  * by a scan of the filters' index first, and the rest answered before
  * their hits: few joins, the same pages and totals as bm25() with the
  * filter in SQL, none at all where nothing passes.  Not for a filter most
- * messages pass, nor beside words in fewer than a quarter of them.  (A
+ * messages pass, nor beside words in fewer than a quarter of them, nor
+ * for has:attachment, which has an index of its own now
+ * (few_attachments_read_only_their_ids).  (A
  * single word here is walked through its bounds, which join only the rows
  * that can reach the page: queries the walk does not take are asked.)
  */
@@ -1761,7 +1819,8 @@ a_filter_few_pass_is_read_through_its_ids(void **state)
 	} cases[] = {
 		{ "omeg* is:answered", true },
 		{ "omega \"pad1 pad2\" is:answered", true },
-		{ "omeg* has:attachment", true },	/* none */
+		{ "omeg* larger:1K", true },	/* none */
+		{ "omeg* has:attachment", false },	/* none, through its own index */
 		{ "omeg* -is:answered", false },
 		{ "pad39* is:answered", false },	/* 125 matches */
 	};
@@ -1977,6 +2036,7 @@ main(void)
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
 		MB_TEST_INDEX(a_few_flagged_unread_or_labelled_read_only_their_ids),
+		MB_TEST_INDEX(few_attachments_read_only_their_ids),
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
 		MB_TEST_INDEX(a_wide_folder_reads_only_its_runs),
