@@ -406,8 +406,9 @@ int	idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q,
  * (about 0.1 us an entry), when q has words in at least a quarter of the
  * messages and filters that index holds (no id:, thread: or to:) which a
  * sample of the messages says few pass: a filter with no index of its own
- * (is:answered, larger:, has:attachment, list:, from:me, and what
- * idx_narrow_ids did not serve).  Else d stays empty.  Each match then
+ * (is:answered, larger:, list:, from:me, and what idx_narrow_ids did not
+ * serve: has:attachment where a sample found many with one).  Else d stays
+ * empty.  Each match then
  * costs a test of its bit instead of a join into that index, which stops
  * only once 1,000 have passed (`the is:answered` at 1,000,000 messages,
  * none answered: every one of its 900,000 matches joined).  -1 with err on
