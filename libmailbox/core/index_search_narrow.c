@@ -488,8 +488,12 @@ narrowest(const struct scope *s, const int *in, int *in_r)
 	return best;
 }
 
-int
-idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+/*
+ * idx_narrow_ids(), or with walked idx_narrow_ids_walked(): the scope's
+ * ids whatever share of the sample is in it, and never a folder's runs.
+ */
+static int
+narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bool walked,
     struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
 {
 	struct scope s = { .folder_id = q->folder || q->role ? folder_id : 0,
@@ -515,7 +519,7 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	if (sample_in_scope(idx, &s, max_id, in_each, in_folder, err) == -1)
 		return -1;
 	src = narrowest(&s, in_each, &in);
-	if (in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES) {
+	if (!walked && in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES) {
 		/* a wide scope: many matches pass; a folder in few stretches, its runs */
 		if (s.folder_id > 0 &&
 		    samples_near(in_folder) * IDX_FOLDER_SHARE <= IDX_NARROW_SAMPLES)
@@ -528,6 +532,20 @@ idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id
 	if (!many)
 		return 0;	/* few matches: joining them is cheaper */
 	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, d, used_r, err);
+}
+
+int
+idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
+{
+	return narrow_ids(idx, q, folder_id, false, d, used_r, err);
+}
+
+int
+idx_narrow_ids_walked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err)
+{
+	return narrow_ids(idx, q, folder_id, true, d, used_r, err);
 }
 
 /*

@@ -248,6 +248,8 @@ struct idx_rank_set {
 	 */
 	double			*whole_bound;
 	int64_t			 whole_blocks;
+	/* a filtered walk gave up (idx_rank_blocks): few rows of its best blocks passed */
+	bool			 gave_up;
 };
 
 /*
@@ -387,6 +389,16 @@ int	idx_folder_small(struct mb_index *idx, int64_t folder_id, bool *small_r,
  * with err on a failure of SQLite's.
  */
 int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
+/*
+ * The same after a filtered walk gave up (struct idx_rank_set's gave_up):
+ * the scope's ids whatever share of the sample was in it, when there are
+ * at most an eighth as many as messages, and no wide folder's runs.  The
+ * sample guesses the scope's share, and a scope of a tenth of the
+ * messages, walked, may pass too few rows of the best blocks to fill a
+ * page; every match was then joined to test it.
+ */
+int	idx_narrow_ids_walked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
 void	idx_narrow_ids_release(struct idx_narrow_ids *d);
 /*

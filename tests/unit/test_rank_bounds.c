@@ -1229,6 +1229,87 @@ few_attachments_read_only_their_ids(void **state)
 	}
 }
 
+/*
+ * The walk's best rows fail the filter, and the messages that pass are
+ * few but are the very ones the sample of 64 reads (every max_id / 64-th
+ * id, past the best rows' blocks).  The first chunk holds omega's best
+ * rows, one a block, each a little better or worse than its neighbours
+ * (a range each), dated T0; the second chunk the rest of omega's rows,
+ * two omegas each, 3 days after T0, but for the sampled ids, one omega
+ * each, 30 days before it; the newest ids, whose chunk has no bounds yet
+ * (read first), no omega, the sampled ones 30 days before T0 too.
+ */
+static void
+put_sampled_scope(struct mb_test_index *f)
+{
+	struct mb_err err = { 0 };
+	char subject[256];
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		bool sampled = uid >= 2048 && uid % (N_MSG / 64) == 1;
+		int64_t date = sampled ? T0 - 30 * 86400 : T0 + 3 * 86400;
+		const char *body = sampled ? "omega pad1 pad2 pad3 pad4 pad5" :
+		    "omega omega pad1 pad2 pad3";
+		size_t len = 0;
+
+		subject[0] = '\0';
+		if (uid < 2048 && uid % 128 == 64) {
+			for (uint32_t k = 0; k < 2 + uid / 128 % 5; k++)
+				len += (size_t)snprintf(subject + len, sizeof(subject) - len, "omega ");
+			body = "omega";
+			date = T0;
+		} else if (uid >= 4096)
+			body = "pad1 pad2";
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = subject,
+		    .body = body, .date = date });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+}
+
+/*
+ * A walk that gave up reads its scope's ids (idx_narrow_ids_walked): the
+ * sample of 64 messages guesses the scope's share, and where it finds the
+ * scope wide the block walk serves; but when few rows of its best blocks
+ * pass, the walk gives up after a few ranges and every match was read,
+ * each joined to test the scope until the page filled (`linux
+ * before:2002-06-01` at 1,000,000 messages, a tenth of them before that
+ * day: all 123,594 matches of linux joined).  Here the sample finds 38 of
+ * its 64 in the range, which holds those 38 messages alone (26 with
+ * omega): the same pages and exact totals as bm25() with the dates in SQL,
+ * every page's walk given up after its first ranges (whose rows it joins,
+ * about 900), and past them only the scope's matching rows joined: a
+ * quarter at most of what was joined without the scope's ids.
+ */
+static void
+a_walk_that_gave_up_reads_its_scope_ids(void **state)
+{
+	struct mb_test_index *f = *state;
+	const char *text = "omega before:2023-11-01";
+	char *where = where_of(text);
+	int64_t want[N_MSG];
+	uint64_t walks, without, with;
+	size_t n;
+
+	put_sampled_scope(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	n = mb_test_bm25_order_where(f->idx, text, where, want, N_MSG);
+	sqlite3_free(where);
+	assert_true(n > 7);
+	idx_rank_min_matches = 0;
+	walks = idx_rank_walks;
+	idx_narrow_ids_used = false;
+	without = counted(f, &idx_rank_joined, text, want, n);
+	idx_narrow_ids_used = true;
+	with = counted(f, &idx_rank_joined, text, want, n);
+	assert_int_equal(idx_rank_walks, walks);	/* every page's walk gave up */
+	if (with * 4 > without)
+		fail_msg("\"%s\": %llu rows joined with the scope's ids, %llu without, %zu in "
+		    "the scope", text, (unsigned long long)with, (unsigned long long)without, n);
+	expect_exact(f, text, want, n, 1, 5);
+	idx_rank_min_matches = 3000;
+}
+
 /* count_messages' groupings the tests of a scope's runs compare. */
 static const enum mb_count_group count_groups[] = {
 	MB_COUNT_MONTH, MB_COUNT_FOLDER, MB_COUNT_SENDER,
@@ -2037,6 +2118,7 @@ main(void)
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),
 		MB_TEST_INDEX(a_few_flagged_unread_or_labelled_read_only_their_ids),
 		MB_TEST_INDEX(few_attachments_read_only_their_ids),
+		MB_TEST_INDEX(a_walk_that_gave_up_reads_its_scope_ids),
 		MB_TEST_INDEX(a_flag_without_its_index_joins_every_match),
 		MB_TEST_INDEX(a_scope_in_runs_reads_only_its_runs),
 		MB_TEST_INDEX(a_wide_folder_reads_only_its_runs),
