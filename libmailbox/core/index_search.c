@@ -425,6 +425,29 @@ out:
 	return rc;
 }
 
+/* How idx_narrow_ids_walked() and idx_narrow_filter_ids() read a scope's ids. */
+typedef int scope_read_fn(struct mb_index *, const struct mb_query *, int64_t,
+    struct idx_narrow_ids *, bool *, struct mb_err *);
+
+/*
+ * The scope's ids read another way (read), into *scope in place of what it
+ * held (released) when they serve (*used_r); else *scope as it was.
+ */
+static int
+scope_instead(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    scope_read_fn *read, struct idx_narrow_ids *scope, bool *used_r, struct mb_err *err)
+{
+	struct idx_narrow_ids d = { 0 };
+
+	if (read(idx, q, folder_id, &d, used_r, err) == -1)
+		return -1;
+	if (*used_r) {
+		idx_narrow_ids_release(scope);
+		*scope = d;
+	}
+	return 0;
+}
+
 /*
  * A ranked page: the matches at [offset, offset + limit) in the order of
  * ranked_cmp over every match (rank_set keeps what can be on it).
@@ -461,8 +484,8 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	set.floor.lengths = &lengths;
 	/*
 	 * a narrow folder or date range, few flagged, unread or labelled
-	 * messages, or a thread beside a prefix: the ids it lets through, for
-	 * the read of every match
+	 * messages or few with attachments, or a thread beside a prefix: the
+	 * ids it lets through, for the read of every match
 	 */
 	if (filtered && q->msgid == NULL && (q->thread_id > 0 ?
 	    idx_narrow_thread_ids(idx, q, &scope, &narrow, err) :
@@ -484,35 +507,16 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	/*
 	 * a walk that gave up: few rows of its best blocks passed, whatever
 	 * the sample guessed (`linux before:2002-06-01` at 1,000,000 messages,
-	 * a tenth of them in the range, joined all 123,594 matches)
-	 */
-	if (!narrow && set.gave_up) {
-		struct idx_narrow_ids walked = { 0 };
-
-		if (idx_narrow_ids_walked(idx, q, folder_id, &walked, &narrow, err) == -1) {
-			idx_narrow_ids_release(&scope);
-			goto fail;
-		}
-		if (narrow) {
-			idx_narrow_ids_release(&scope);
-			scope = walked;
-		}
-	}
-	/*
-	 * a filter few messages pass with no index of its own, beside many
+	 * a tenth of them in the range, joined all 123,594 matches); else a
+	 * filter few messages pass with no index of its own, beside many
 	 * matches: its ids, rather than a wide folder's runs
 	 */
-	if (!narrow && filtered) {
-		struct idx_narrow_ids few = { 0 };
-
-		if (idx_narrow_filter_ids(idx, q, folder_id, &few, &narrow, err) == -1) {
-			idx_narrow_ids_release(&scope);
-			goto fail;
-		}
-		if (narrow) {
-			idx_narrow_ids_release(&scope);
-			scope = few;
-		}
+	if ((!narrow && set.gave_up &&
+	    scope_instead(idx, q, folder_id, idx_narrow_ids_walked, &scope, &narrow, err) == -1) ||
+	    (!narrow && filtered &&
+	    scope_instead(idx, q, folder_id, idx_narrow_filter_ids, &scope, &narrow, err) == -1)) {
+		idx_narrow_ids_release(&scope);
+		goto fail;
 	}
 	rc = rank_whole(idx, q, folder_id, filtered, &scope, &set, &memo, err);
 	idx_narrow_ids_release(&scope);
