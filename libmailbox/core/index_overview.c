@@ -126,9 +126,11 @@ static const char *const count_span_sql[] = {
 };
 
 /*
- * Filters alone with is:flagged, is:unread or a label that few messages
- * have (idx_narrow_few, migrations 0019 and 0020): the ids of that flag or
- * of the labelled messages, each looked up in messages_search_filter, where
+ * Filters alone with is:flagged, is:unread, a label, has:attachment or
+ * larger:N that few messages have (idx_narrow_few, migrations 0019, 0020,
+ * 0024 and 0025): the ids of that flag, of the labelled messages, of those
+ * with attachments or of those that large, each looked up in
+ * messages_search_filter, where
  * the covered statement reads every entry of it (1,000,000 at 1,000,000
  * messages).  An index from before those migrations does not prepare them,
  * and the count goes the covered way.  [few][grouping].

@@ -76,12 +76,12 @@ static const char search_sql_filter_ix[] =
  * date, instead of reading the whole narrow index as search_sql_filter_ix
  * does (1,000,000 entries at 1,000,000 messages, for the 1% flagged).
  * is:flagged reads the flagged ids (but in a small folder, whose own
- * entries serve); the unread or labelled ids serve filters few messages
- * pass (sparse_filters) when a sample of the messages finds that index
- * holds few of them (idx_narrow_few): where a client labels nearly every
- * message, reading the narrow index in order is cheaper than a seek for
- * each.  Before migrations 0019 and 0020 they do not prepare, and the list
- * is read as before.
+ * entries serve); the unread, labelled, attached or large ids serve
+ * filters few messages pass (sparse_filters) when a sample of the messages
+ * finds that index holds few of them (idx_narrow_few): where a client
+ * labels nearly every message, reading the narrow index in order is
+ * cheaper than a seek for each.  Before migrations 0019, 0020, 0024 and
+ * 0025 they do not prepare, and the list is read as before.
  */
 #define FILTER_FEW_SQL(few, index, test) \
 	[few] = "SELECT m.id FROM " SEARCH_FEW_FROM(index) "WHERE " test " AND " \

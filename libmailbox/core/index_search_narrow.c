@@ -1,14 +1,15 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
  * date range, a small folder, both, the flagged messages, the unread ones,
- * the labelled ones or those with attachments (docs/index.md, "Ranking",
- * "A narrow scope"), and
+ * the labelled ones, those with attachments or the large ones (docs/index.md,
+ * "Ranking", "A narrow scope"), and
  * a thread beside a prefix (idx_narrow_thread_ids).  Read from the index
  * on the date (messages_sort_date), on the folder and date
  * (messages_folder_sort_date), of the flag (messages_flagged,
  * messages_unread: migrations/0019), of the labels (messages_labelled:
- * migrations/0020), of the attachments (messages_attached: migrations/0024)
- * or of the thread (messages_thread) into a bitmap, so
+ * migrations/0020), of the attachments (messages_attached: migrations/0024),
+ * of the sizes (messages_size: migrations/0025) or of the thread
+ * (messages_thread) into a bitmap, so
  * that the read of every match answers a row outside the scope before its
  * hits are read or its filters joined.
  *
@@ -52,14 +53,14 @@
 #include "search-private.h"
 
 /*
- * The folder, date, flags, whether any label and whether an attachment of
- * the first message at or after an id (ids can have gaps), from the narrow
- * index of the filters' columns (a hundred rows a page) rather than the
- * table's row, which holds the body too.
+ * The folder, date, flags, whether any label, whether an attachment and
+ * the size of the first message at or after an id (ids can have gaps),
+ * from the narrow index of the filters' columns (a hundred rows a page)
+ * rather than the table's row, which holds the body too.
  */
 static const char sample_sql[] =
 	"SELECT m.folder_id, " SEARCH_DATE_COVERED ", m.flags, " SEARCH_LABELLED_AS("m")
-	", " SEARCH_ATTACHED_AS("m") " FROM messages AS m "
+	", " SEARCH_ATTACHED_AS("m") ", m.size FROM messages AS m "
 	"INDEXED BY messages_search_filter WHERE m.id >= ?1 ORDER BY m.id LIMIT 1";
 /* Whether the words match at least ?2 rows: a read of that many at most. */
 static const char matches_sql[] =
@@ -160,6 +161,7 @@ struct scope {
 	unsigned	flags_set, flags_clear;	/* as struct mb_query's */
 	bool		labelled;		/* a label that must be there */
 	bool		attached;		/* has:attachment */
+	int64_t		larger;			/* larger:N's bytes; 0 or less: none */
 	int64_t		thread_id;		/* 0: none; only idx_narrow_thread_ids sets it */
 };
 
@@ -170,13 +172,14 @@ enum source {
 	SOURCE_UNREAD,		/* is:unread */
 	SOURCE_LABELLED,	/* label:X (every labelled message) */
 	SOURCE_ATTACHED,	/* has:attachment */
+	SOURCE_LARGE,		/* larger:N */
 	SOURCE_THREAD,		/* thread:N, for a prefix: never sampled */
 	N_SOURCES
 };
 /* The index of few each source reads (none: the folder and dates, the thread). */
 static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
     [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED,
-    [SOURCE_ATTACHED] = IDX_FEW_ATTACHED };
+    [SOURCE_ATTACHED] = IDX_FEW_ATTACHED, [SOURCE_LARGE] = IDX_FEW_LARGE };
 
 void
 idx_narrow_ids_release(struct idx_narrow_ids *d)
@@ -272,6 +275,8 @@ has_source(const struct scope *s, enum source src)
 		return s->labelled;
 	case SOURCE_ATTACHED:
 		return s->attached;
+	case SOURCE_LARGE:
+		return s->larger > 0;
 	case SOURCE_THREAD:
 		return s->thread_id > 0;
 	default:
@@ -291,7 +296,7 @@ has_any_source(const struct scope *s)
 
 /*
  * Whether the sampled row in st (sample_sql's: folder, date, flags, labelled,
- * attached) is in a source's part of the scope.
+ * attached, size) is in a source's part of the scope.
  */
 static bool
 in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
@@ -306,6 +311,9 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 		return sqlite3_column_int(st, 3) != 0;
 	if (src == SOURCE_ATTACHED)
 		return sqlite3_column_int(st, 4) != 0;
+	if (src == SOURCE_LARGE)
+		return sqlite3_column_type(st, 5) != SQLITE_NULL &&
+		    sqlite3_column_int64(st, 5) >= s->larger;
 	if (src == SOURCE_THREAD)
 		return false;	/* the sample reads no thread, and no sampled scope has one */
 	if (s->folder_id > 0 && sqlite3_column_int64(st, 0) != s->folder_id)
@@ -378,9 +386,9 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
 
 /*
  * The statement that reads a source's ids, prepared (release it with
- * idx_stmt_done), or NULL: for a flag, the labels or the attachments, an
- * index from before migrations/0019, 0020 or 0024 has no partial index to
- * read, and a search then goes without a bitmap.
+ * idx_stmt_done), or NULL: for a flag, the labels, the attachments or the
+ * sizes, an index from before migrations/0019, 0020, 0024 or 0025 has no
+ * such index to read, and a search then goes without a bitmap.
  */
 static sqlite3_stmt *
 source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
@@ -446,6 +454,8 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		sqlite3_bind_int64(st, 1, s->folder_id);
 	if (src == SOURCE_THREAD)
 		sqlite3_bind_int64(st, 1, s->thread_id);
+	if (src == SOURCE_LARGE)
+		sqlite3_bind_int64(st, 11, s->larger);
 	if (src == SOURCE_FOLDER_DATES && s->dated) {
 		sqlite3_bind_int64(st, 2, s->since);
 		sqlite3_bind_int64(st, 3, s->until);
@@ -500,7 +510,8 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	    .dated = q->since != INT64_MIN || q->until != INT64_MAX,
 	    .since = q->since, .until = q->until,
 	    .flags_set = q->flags_set, .flags_clear = q->flags_clear,
-	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1 };
+	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
+	    .larger = q->size_min };
 	int64_t max_id = 0;
 	int in_each[N_SOURCES], in = 0;
 	bool in_folder[IDX_NARROW_SAMPLES];
@@ -683,14 +694,15 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
     struct mb_err *err)
 {
 	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear,
-	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1 };
+	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
+	    .larger = q->size_min };
 	int in_each[N_SOURCES], in = 0;
 	int64_t max_id = 0;
 	enum source src;
 
 	*few_r = IDX_FEW_NONE;
 	if (!has_any_source(&s))
-		return 0;	/* none of is:flagged, is:unread, label:X, has:attachment */
+		return 0;	/* none of is:flagged, is:unread, label:X, has:attachment, larger: */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;

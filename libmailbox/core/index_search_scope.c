@@ -59,8 +59,9 @@ static const char count_sql_filter_ix[] =
 	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 	"LIMIT ?19)";
 /*
- * The same through the flagged, the unread or the labelled ids (migrations
- * 0019 and 0020), when few messages are in that index (idx_narrow_few): a
+ * The same through the flagged, the unread, the labelled, the attached or
+ * the large ids (migrations 0019, 0020, 0024 and 0025), when few messages
+ * are in that index (idx_narrow_few): a
  * seek into messages_search_filter for each, where the scan above reads
  * every entry until the cap has passed (at 1,000,000 messages, 1% flagged:
  * 100,000).  Before those migrations they do not prepare, and the count is

@@ -89,15 +89,21 @@ struct mb_query;
 /* And migrations/0024's messages_attached: a message with an attachment (has:attachment). */
 #define SEARCH_ATTACHED_AS(t)	t ".attachment_count > 0"
 /*
- * Those four indexes "of few", each as X(enum idx_few, its name, its
- * WHERE over alias g): the one place that pairs a name with its WHERE, for
- * every statement that reads them.
+ * And migrations/0025's messages_size, over the range larger:N names (?11,
+ * bound by idx_search_bind; NULL passes nothing, so read only for larger:).
+ */
+#define SEARCH_LARGE_AS(t)	t ".size >= ?11"
+/*
+ * Those five indexes "of few" (the last a whole index read over a range),
+ * each as X(enum idx_few, its name, its WHERE over alias g): the one place
+ * that pairs a name with its WHERE, for every statement that reads them.
  */
 #define SEARCH_FEW_EACH(X) \
 	X(IDX_FEW_FLAGGED, "messages_flagged", SEARCH_FLAGGED_AS("g")) \
 	X(IDX_FEW_UNREAD, "messages_unread", SEARCH_UNREAD_AS("g")) \
 	X(IDX_FEW_LABELLED, "messages_labelled", SEARCH_LABELLED_AS("g")) \
-	X(IDX_FEW_ATTACHED, "messages_attached", SEARCH_ATTACHED_AS("g"))
+	X(IDX_FEW_ATTACHED, "messages_attached", SEARCH_ATTACHED_AS("g")) \
+	X(IDX_FEW_LARGE, "messages_size", SEARCH_LARGE_AS("g"))
 /* A FROM of one of them: its ids as g, each looked up in messages_search_filter as m. */
 #define SEARCH_FEW_FROM(index) \
 	"messages AS g INDEXED BY " index " CROSS JOIN messages AS m INDEXED BY " \
@@ -439,20 +445,20 @@ extern _Thread_local uint64_t	idx_filter_scans;
 int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
 	    int64_t folder_id, int64_t max_id, bool *common_r, struct mb_err *err);
 /*
- * For filters alone: which of the partial indexes of migrations 0019, 0020
- * and 0024 holds few of the messages and a part of q's scope (is:flagged,
- * is:unread, a label, has:attachment), by the same sample, into *few_r (IDX_FEW_NONE: no
+ * For filters alone: which of the indexes of migrations 0019, 0020, 0024
+ * and 0025 holds few of the messages and a part of q's scope (is:flagged,
+ * is:unread, a label, has:attachment, larger:), by the same sample, into *few_r (IDX_FEW_NONE: no
  * such part, or not few).  Their ids are then read, each looked up for the
  * other filters.  -1 with err on a failure of SQLite's.
  */
 enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
-	IDX_FEW_ATTACHED };
+	IDX_FEW_ATTACHED, IDX_FEW_LARGE };
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    struct mb_err *err);
 /*
  * sql, a statement that reads one of those indexes, prepared (release it
  * with idx_stmt_done); NULL without an error for an index from before
- * migrations 0019, 0020 or 0024, whose caller then reads the messages the old
+ * migrations 0019, 0020, 0024 or 0025, whose caller then reads the messages the old
  * way.  Counts idx_few_reads.
  */
 sqlite3_stmt	*idx_few_stmt(struct mb_index *idx, const char *sql);

@@ -368,9 +368,10 @@ test_count_covering(void **state)
 }
 
 /*
- * Counts of a flag or a label that few messages have read those messages'
- * ids (migrations 0019 and 0020, idx_narrow_few): every grouping gives the
- * same rows as the covered scan gives on an index without those indexes.
+ * Counts of a flag, a label, attachments or a size that few messages have
+ * read those messages' ids (migrations 0019, 0020, 0024 and 0025,
+ * idx_narrow_few): every grouping gives the same rows as the covered scan
+ * gives on an index without those indexes.
  */
 static void
 test_count_few_flags_and_labels(void **state)
@@ -378,6 +379,7 @@ test_count_few_flags_and_labels(void **state)
 	static const char *const queries[] = {
 		"is:flagged", "is:unread", "label:project-x", "is:starred folder:Sent",
 		"label:project-x after:2024-03-01", "is:unread -label:project-x",
+		"has:attachment", "larger:50K", "larger:50K -has:attachment folder:INBOX",
 	};
 	static const enum mb_count_group groups[] = {
 		MB_COUNT_FOLDER, MB_COUNT_MONTH, MB_COUNT_SENDER_DOMAIN, MB_COUNT_LABEL,
@@ -394,6 +396,9 @@ test_count_few_flags_and_labels(void **state)
 		    .flags = (i % 43 == 7 ? 0 : MB_FLAG_SEEN) | (i % 41 == 3 ? MB_FLAG_FLAGGED : 0),
 		    .keywords = i % 37 == 11 ? "project-x" : i % 37 == 12 ? "other $x" : NULL });
 	}
+	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "UPDATE messages SET "
+	    "attachment_count = (uid % 31 = 5), size = CASE WHEN uid % 29 = 4 OR uid % 31 = 5 "
+	    "THEN 90000 ELSE 100 END", NULL, NULL, NULL), SQLITE_OK);
 	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
 		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {
 			uint64_t reads = idx_few_reads;
@@ -407,7 +412,8 @@ test_count_few_flags_and_labels(void **state)
 	assert_int_equal(got[2][0].total, 18);	/* label:project-x */
 	mb_index_close(&f->ro);
 	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "DROP INDEX messages_flagged; "
-	    "DROP INDEX messages_unread; DROP INDEX messages_labelled", NULL, NULL, NULL),
+	    "DROP INDEX messages_unread; DROP INDEX messages_labelled; "
+	    "DROP INDEX messages_attached; DROP INDEX messages_size", NULL, NULL, NULL),
 	    SQLITE_OK);
 	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
 		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {

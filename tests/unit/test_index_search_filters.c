@@ -525,10 +525,10 @@ a_small_folder_with_a_rare_filter_is_listed_from_its_own_entries(void **state)
 }
 
 /*
- * is:flagged, is:unread, label:X and has:attachment without words read the
- * flagged, unread, labelled or attached ids from their partial indexes
- * (migrations 0019, 0020 and 0024): the list and its count are the
- * messages' own, and the same from an index without them.
+ * is:flagged, is:unread, label:X, has:attachment and larger: without words
+ * read the flagged, unread, labelled, attached or large ids from their
+ * indexes (migrations 0019, 0020, 0024 and 0025): the list and its count
+ * are the messages' own, and the same from an index without them.
  */
 static void
 flag_and_label_lists_are_their_messages(void **state)
@@ -548,6 +548,8 @@ flag_and_label_lists_are_their_messages(void **state)
 		{ "has:attachment", "m.attachment_count > 0" },
 		{ "has:attachment larger:500 in:inbox", "m.attachment_count > 0 AND "
 		    "m.size >= 500 AND m.folder_id = (SELECT id FROM folders WHERE name = 'INBOX')" },
+		{ "larger:500", "m.size >= 500" },
+		{ "larger:500 -has:attachment", "m.size >= 500 AND m.attachment_count = 0" },
 	};
 	struct fx *f = *state;
 
@@ -556,8 +558,8 @@ flag_and_label_lists_are_their_messages(void **state)
 	sql(f, "UPDATE messages SET flags = CASE WHEN uid % 40 = 9 THEN 0 ELSE 1 END | "
 	    "CASE WHEN uid % 50 = 7 THEN 4 ELSE 0 END, keywords = CASE WHEN uid % 45 = 4 THEN "
 	    "'Project-X' WHEN uid % 45 = 5 THEN 'other' END, attachment_count = "
-	    "CASE WHEN uid % 35 = 6 THEN 2 ELSE 0 END, size = CASE WHEN uid % 70 = 6 THEN 1000 "
-	    "ELSE 100 END WHERE uid > 1000");
+	    "CASE WHEN uid % 35 = 6 THEN 2 ELSE 0 END, size = CASE WHEN uid % 70 = 6 OR "
+	    "uid % 60 = 7 THEN 1000 ELSE 100 END WHERE uid > 1000");
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < MB_ARRAY_LEN(cases); i++) {
 			uint64_t reads = idx_few_reads;
@@ -570,7 +572,8 @@ flag_and_label_lists_are_their_messages(void **state)
 		}
 		if (pass == 0) {	/* again on an index from before the migrations */
 			sql(f, "DROP INDEX messages_flagged; DROP INDEX messages_unread; "
-			    "DROP INDEX messages_labelled; DROP INDEX messages_attached");
+			    "DROP INDEX messages_labelled; DROP INDEX messages_attached; "
+			    "DROP INDEX messages_size");
 			mb_index_close(&f->ro);
 		}
 	}

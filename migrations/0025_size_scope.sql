@@ -1,0 +1,15 @@
+-- 0025_size_scope: the messages by size.
+--
+-- As migrations/0019, 0020 and 0024 do for flags, labels and attachments:
+-- a search with larger:N reads the ids of the messages of at least N bytes
+-- from this index when a sample of the messages says few are that large
+-- (libmailbox/core/index_search_narrow.c; docs/index.md, "A narrow
+-- scope"), and lists or counts them without words through it.  Without
+-- it, a ranked search joined every match to test the size (`linux
+-- larger:100K` at 1,000,000 messages joined all 159,418 matches of linux
+-- for 330 that pass), and a list of larger:1M alone scanned every entry
+-- of messages_search_filter.  Not partial: the bound is the user's.  An
+-- entry is the size and the rowid, about a dozen bytes a message, and
+-- costs the writer about a microsecond a message.  Its WHERE is the one
+-- libmailbox/core/search-private.h spells (SEARCH_FEW_EACH).
+CREATE INDEX messages_size ON messages(size);
