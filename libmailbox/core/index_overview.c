@@ -130,9 +130,8 @@ static const char *const count_span_sql[] = {
  * larger:N that few messages have (idx_narrow_few, migrations 0019, 0020,
  * 0024 and 0025): the ids of that flag, of the labelled messages, of those
  * with attachments or of those that large, each looked up in
- * messages_search_filter, where
- * the covered statement reads every entry of it (1,000,000 at 1,000,000
- * messages).  An index from before those migrations does not prepare them,
+ * messages_search_filter, where the covered statement reads every entry
+ * of it (1,000,000 at 1,000,000 messages).  An index from before those migrations does not prepare them,
  * and the count goes the covered way.  [few][grouping].
  */
 #define COUNT_FROM_FEW(index, test) \

@@ -483,7 +483,7 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	idx_rank_lengths_init(&lengths, idx);
 	set.floor.lengths = &lengths;
 	/*
-	 * a narrow folder or date range, few flagged, unread or labelled
+	 * a narrow folder or date range, few flagged, unread, labelled, large
 	 * messages or few with attachments, or a thread beside a prefix: the
 	 * ids it lets through, for the read of every match
 	 */

@@ -687,9 +687,10 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		 * few ranges without a full page the walk gives up, and the
 		 * caller reads every match, which tests the filters only until
 		 * 1,000 have passed (search_sql_rank_ix), through the scope's
-		 * ids when it has a date range, a folder, a flag, labels or
-		 * attachments few enough to read (idx_narrow_ids_walked).  Reading them here,
-		 * each joined and counted, cost three times that: xent
+		 * ids when it has a date range, a folder, a flag, labels,
+		 * attachments or a size few enough to read
+		 * (idx_narrow_ids_walked).  Reading them here, each joined and
+		 * counted, cost three times that: xent
 		 * after:2002-09-01 at 1,000,000 messages, 90 ms against 26.
 		 */
 		if (w->filtered && !set->floor.set && ++reads_short > RANK_FIRST_READS) {

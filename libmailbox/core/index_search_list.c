@@ -237,8 +237,8 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 
 	/*
 	 * is:flagged through the flagged ids; other filters few messages pass
-	 * through the unread, labelled or attached ids when the sample finds
-	 * those few
+	 * through the unread, labelled, attached or large ids when the sample
+	 * finds those few
 	 */
 	if (scan && (q->flags_set & MB_FLAG_FLAGGED))
 		few = IDX_FEW_FLAGGED;

@@ -1,17 +1,16 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
  * date range, a small folder, both, the flagged messages, the unread ones,
- * the labelled ones, those with attachments or the large ones (docs/index.md,
- * "Ranking", "A narrow scope"), and
- * a thread beside a prefix (idx_narrow_thread_ids).  Read from the index
+ * the labelled ones, those with attachments or the large ones
+ * (docs/index.md, "Ranking", "A narrow scope"), and a thread beside a
+ * prefix (idx_narrow_thread_ids).  Read from the index
  * on the date (messages_sort_date), on the folder and date
  * (messages_folder_sort_date), of the flag (messages_flagged,
  * messages_unread: migrations/0019), of the labels (messages_labelled:
  * migrations/0020), of the attachments (messages_attached: migrations/0024),
  * of the sizes (messages_size: migrations/0025) or of the thread
- * (messages_thread) into a bitmap, so
- * that the read of every match answers a row outside the scope before its
- * hits are read or its filters joined.
+ * (messages_thread) into a bitmap, so that the read of every match answers
+ * a row outside the scope before its hits are read or its filters joined.
  *
  * Without it a ranked search with such a filter joins every match it
  * scores to messages_search_filter to test it, about half a microsecond

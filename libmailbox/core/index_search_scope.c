@@ -61,8 +61,8 @@ static const char count_sql_filter_ix[] =
 /*
  * The same through the flagged, the unread, the labelled, the attached or
  * the large ids (migrations 0019, 0020, 0024 and 0025), when few messages
- * are in that index (idx_narrow_few): a
- * seek into messages_search_filter for each, where the scan above reads
+ * are in that index (idx_narrow_few): a seek into messages_search_filter
+ * for each, where the scan above reads
  * every entry until the cap has passed (at 1,000,000 messages, 1% flagged:
  * 100,000).  Before those migrations they do not prepare, and the count is
  * read as above.

@@ -1211,7 +1211,7 @@ expect_own_ids(struct mb_test_index *f, const char *update, const char *const *t
 }
 
 /*
- * Few messages with attachments (migrations 0024): a search with
+ * Few messages with attachments (migration 0024): a search with
  * has:attachment reads their ids from the attachments' partial index, as
  * one with is:flagged reads the flagged ids, and not by a scan of every
  * entry of the filters' index, which beside words in fewer than a quarter
@@ -1239,7 +1239,7 @@ few_attachments_read_only_their_ids(void **state)
 }
 
 /*
- * Few large messages (migrations 0025): a search with larger:N reads the
+ * Few large messages (migration 0025): a search with larger:N reads the
  * ids of the messages of N bytes or more from the sizes' index, as
  * has:attachment reads the attachments' (`linux larger:100K` at 1,000,000
  * messages joined all 159,418 matches of linux for the 330 that pass).
