@@ -1,7 +1,7 @@
 -- 0025_size_scope: the messages by size.
 --
 -- As migrations/0019, 0020 and 0024 do for flags, labels and attachments:
--- a search with larger:N reads the ids of the messages of at least N bytes
+-- a search with larger:N reads the ids of the messages of more than N bytes
 -- from this index when a sample of the messages says few are that large
 -- (libmailbox/core/index_search_narrow.c; docs/index.md, "A narrow
 -- scope"), and lists or counts them without words through it.  Without

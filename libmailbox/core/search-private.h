@@ -388,8 +388,10 @@ int	idx_folder_small(struct mb_index *idx, int64_t folder_id, bool *small_r,
 /*
  * The ids of q's scope (folder_id as idx_search_scope() found it, and q's
  * dates) into *d (release it after either way) when q has words and a
- * folder or a date range that a sample of the messages says is narrow,
- * and the read of them confirms it (*used_r).  Else, when the folder holds
+ * folder, a date range, is:flagged, is:unread, a label, has:attachment or
+ * larger:N whose messages a sample of the messages says are few (the part
+ * it finds fewest of, when several), and the read of them confirms it
+ * (*used_r).  Else, when the folder holds
  * many of the sampled messages in a few stretches of them, the folder's
  * runs (idx_folder_runs: d->wide, *used_r false); else d stays empty.  -1
  * with err on a failure of SQLite's.

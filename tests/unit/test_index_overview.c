@@ -410,6 +410,9 @@ test_count_few_flags_and_labels(void **state)
 		}
 	assert_int_equal(got[0][0].total, 16);	/* is:flagged */
 	assert_int_equal(got[2][0].total, 18);	/* label:project-x */
+	assert_int_equal(got[6][0].total, 21);	/* has:attachment: i % 31 == 5 */
+	assert_int_equal(got[7][0].total, 42);	/* larger:50K: and i % 29 == 4 */
+	assert_int_equal(got[8][0].total, 17);	/* of those, none attached, in INBOX */
 	mb_index_close(&f->ro);
 	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "DROP INDEX messages_flagged; "
 	    "DROP INDEX messages_unread; DROP INDEX messages_labelled; "

@@ -1240,7 +1240,7 @@ few_attachments_read_only_their_ids(void **state)
 
 /*
  * Few large messages (migration 0025): a search with larger:N reads the
- * ids of the messages of N bytes or more from the sizes' index, as
+ * ids of the messages of more than N bytes from the sizes' index, as
  * has:attachment reads the attachments' (`linux larger:100K` at 1,000,000
  * messages joined all 159,418 matches of linux for the 330 that pass).
  * A fortieth of the messages here, the rest of 100 bytes: the same pages
