@@ -126,13 +126,14 @@ static const char *const count_span_sql[] = {
 };
 
 /*
- * Filters alone with is:flagged, is:unread, a label, has:attachment or
- * larger:N that few messages have (idx_narrow_few, migrations 0019, 0020,
- * 0024 and 0025): the ids of that flag, of the labelled messages, of those
- * with attachments or of those that large, each looked up in
- * messages_search_filter, where the covered statement reads every entry
- * of it (1,000,000 at 1,000,000 messages).  An index from before those migrations does not prepare them,
- * and the count goes the covered way.  [few][grouping].
+ * Filters alone with is:flagged, is:unread, a label, has:attachment,
+ * larger:N or list:X that few messages have (idx_narrow_few, migrations
+ * 0019, 0020, 0024, 0025 and 0026): the ids of that flag, of the labelled
+ * messages, of those with attachments, of those that large or of those
+ * lists, each looked up in messages_search_filter, where the covered
+ * statement reads every entry of it (1,000,000 at 1,000,000 messages).  An
+ * index from before those migrations does not prepare them, and the count
+ * goes the covered way.  [few][grouping].
  */
 #define COUNT_FROM_FEW(index, test) \
 	" FROM " SEARCH_FEW_FROM(index) "JOIN folders AS f ON f.id = m.folder_id WHERE " \
@@ -379,7 +380,7 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
 	*st_r = NULL;
 	if (q->match != NULL || !idx_search_covered(q))
 		return 0;
-	if (idx_narrow_few(idx, q, &few, err) == -1)
+	if (idx_narrow_few(idx, q, &few, NULL, err) == -1)
 		return -1;
 	/* none before migrations 0019, 0020: the caller's covered statement */
 	if (few != IDX_FEW_NONE)

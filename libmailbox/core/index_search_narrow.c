@@ -1,15 +1,16 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
  * date range, a small folder, both, the flagged messages, the unread ones,
- * the labelled ones, those with attachments or the large ones
- * (docs/index.md, "Ranking", "A narrow scope"), and a thread beside a
- * prefix (idx_narrow_thread_ids).  Read from the index
+ * the labelled ones, those with attachments, the large ones or those of a
+ * mailing list (docs/index.md, "Ranking", "A narrow scope"), and a thread
+ * beside a prefix (idx_narrow_thread_ids).  Read from the index
  * on the date (messages_sort_date), on the folder and date
  * (messages_folder_sort_date), of the flag (messages_flagged,
  * messages_unread: migrations/0019), of the labels (messages_labelled:
  * migrations/0020), of the attachments (messages_attached: migrations/0024),
- * of the sizes (messages_size: migrations/0025) or of the thread
- * (messages_thread) into a bitmap, so that the read of every match answers
+ * of the sizes (messages_size: migrations/0025), of the lists
+ * (messages_list: migrations/0026) or of the thread (messages_thread)
+ * into a bitmap, so that the read of every match answers
  * a row outside the scope before its hits are read or its filters joined.
  *
  * Without it a ranked search with such a filter joins every match it
@@ -52,15 +53,17 @@
 #include "search-private.h"
 
 /*
- * The folder, date, flags, whether any label, whether an attachment and
- * the size of the first message at or after an id (ids can have gaps),
- * from the narrow index of the filters' columns (a hundred rows a page)
- * rather than the table's row, which holds the body too.
+ * The folder, date, flags, whether any label, whether an attachment, the
+ * size and whether the List-Id holds ?2 (list:X's text, as
+ * SEARCH_FILTERS_ROW tests it) of the first message at or after an id (ids
+ * can have gaps), from the narrow index of the filters' columns (a hundred
+ * rows a page) rather than the table's row, which holds the body too.
  */
 static const char sample_sql[] =
 	"SELECT m.folder_id, " SEARCH_DATE_COVERED ", m.flags, " SEARCH_LABELLED_AS("m")
-	", " SEARCH_ATTACHED_AS("m") ", m.size FROM messages AS m "
-	"INDEXED BY messages_search_filter WHERE m.id >= ?1 ORDER BY m.id LIMIT 1";
+	", " SEARCH_ATTACHED_AS("m") ", m.size, instr(lower(m.list_id), ?2) > 0 "
+	"FROM messages AS m INDEXED BY messages_search_filter WHERE m.id >= ?1 "
+	"ORDER BY m.id LIMIT 1";
 /* Whether the words match at least ?2 rows: a read of that many at most. */
 static const char matches_sql[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)";
@@ -161,6 +164,7 @@ struct scope {
 	bool		labelled;		/* a label that must be there */
 	bool		attached;		/* has:attachment */
 	int64_t		larger;			/* larger:N's bytes; 0 or less: none */
+	const char	*list;			/* list:X's text (the query's); NULL: none */
 	int64_t		thread_id;		/* 0: none; only idx_narrow_thread_ids sets it */
 };
 
@@ -172,13 +176,15 @@ enum source {
 	SOURCE_LABELLED,	/* label:X (every labelled message) */
 	SOURCE_ATTACHED,	/* has:attachment */
 	SOURCE_LARGE,		/* larger:N */
+	SOURCE_LISTED,		/* list:X */
 	SOURCE_THREAD,		/* thread:N, for a prefix: never sampled */
 	N_SOURCES
 };
 /* The index of few each source reads (none: the folder and dates, the thread). */
 static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
     [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED,
-    [SOURCE_ATTACHED] = IDX_FEW_ATTACHED, [SOURCE_LARGE] = IDX_FEW_LARGE };
+    [SOURCE_ATTACHED] = IDX_FEW_ATTACHED, [SOURCE_LARGE] = IDX_FEW_LARGE,
+    [SOURCE_LISTED] = IDX_FEW_LISTED };
 
 void
 idx_narrow_ids_release(struct idx_narrow_ids *d)
@@ -276,6 +282,8 @@ has_source(const struct scope *s, enum source src)
 		return s->attached;
 	case SOURCE_LARGE:
 		return s->larger > 0;
+	case SOURCE_LISTED:
+		return s->list != NULL;
 	case SOURCE_THREAD:
 		return s->thread_id > 0;
 	default:
@@ -295,7 +303,7 @@ has_any_source(const struct scope *s)
 
 /*
  * Whether the sampled row in st (sample_sql's: folder, date, flags, labelled,
- * attached, size) is in a source's part of the scope.
+ * attached, size, listed) is in a source's part of the scope.
  */
 static bool
 in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
@@ -313,6 +321,8 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 	if (src == SOURCE_LARGE)
 		return sqlite3_column_type(st, 5) != SQLITE_NULL &&
 		    sqlite3_column_int64(st, 5) >= s->larger;
+	if (src == SOURCE_LISTED)
+		return sqlite3_column_int(st, 6) != 0;	/* NULL, no List-Id: 0 */
 	if (src == SOURCE_THREAD)
 		return false;	/* the sample reads no thread, and no sampled scope has one */
 	if (s->folder_id > 0 && sqlite3_column_int64(st, 0) != s->folder_id)
@@ -345,6 +355,7 @@ sample_in_scope(struct mb_index *idx, const struct scope *s, int64_t max_id, int
 	for (int i = 0; i < IDX_NARROW_SAMPLES && (rc == SQLITE_DONE || rc == SQLITE_ROW); i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, 1 + max_id / IDX_NARROW_SAMPLES * i);
+		idx_bind_text(st, 2, s->list);
 		rc = sqlite3_step(st);
 		for (int src = 0; rc == SQLITE_ROW && src < N_SOURCES; src++)
 			if (has_source(s, (enum source)src) && in_source(s, (enum source)src, st))
@@ -385,9 +396,10 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
 
 /*
  * The statement that reads a source's ids, prepared (release it with
- * idx_stmt_done), or NULL: for a flag, the labels, the attachments or the
- * sizes, an index from before migrations/0019, 0020, 0024 or 0025 has no
- * such index to read, and a search then goes without a bitmap.
+ * idx_stmt_done), or NULL: for a flag, the labels, the attachments, the
+ * sizes or the lists, an index from before migrations/0019, 0020, 0024,
+ * 0025 or 0026 has no such index to read, and a search then goes without a
+ * bitmap.
  */
 static sqlite3_stmt *
 source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
@@ -455,6 +467,8 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		sqlite3_bind_int64(st, 1, s->thread_id);
 	if (src == SOURCE_LARGE)
 		sqlite3_bind_int64(st, 11, s->larger);
+	if (src == SOURCE_LISTED)
+		idx_bind_text(st, 15, s->list);
 	if (src == SOURCE_FOLDER_DATES && s->dated) {
 		sqlite3_bind_int64(st, 2, s->since);
 		sqlite3_bind_int64(st, 3, s->until);
@@ -510,7 +524,7 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	    .since = q->since, .until = q->until,
 	    .flags_set = q->flags_set, .flags_clear = q->flags_clear,
 	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
-	    .larger = q->size_min };
+	    .larger = q->size_min, .list = q->list };
 	int64_t max_id = 0;
 	int in_each[N_SOURCES], in = 0;
 	bool in_folder[IDX_NARROW_SAMPLES];
@@ -690,24 +704,28 @@ idx_narrow_thread_ids(struct mb_index *idx, const struct mb_query *q, struct idx
 
 int
 idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
-    struct mb_err *err)
+    int64_t *ids_r, struct mb_err *err)
 {
 	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear,
 	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
-	    .larger = q->size_min };
+	    .larger = q->size_min, .list = q->list };
 	int in_each[N_SOURCES], in = 0;
 	int64_t max_id = 0;
 	enum source src;
 
 	*few_r = IDX_FEW_NONE;
+	if (ids_r != NULL)
+		*ids_r = 0;
 	if (!has_any_source(&s))
-		return 0;	/* none of is:flagged, is:unread, label:X, has:attachment, larger: */
+		return 0;	/* none of is:flagged, is:unread, label:X, has:attachment, larger:, list: */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;
 	src = narrowest(&s, in_each, &in);
 	if (in * IDX_NARROW_COUNT_SHARE <= IDX_NARROW_SAMPLES)
 		*few_r = few_of[src];
+	if (ids_r != NULL)
+		*ids_r = in * (max_id / IDX_NARROW_SAMPLES);
 	return 0;
 }
 

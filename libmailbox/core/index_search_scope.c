@@ -59,11 +59,11 @@ static const char count_sql_filter_ix[] =
 	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 	"LIMIT ?19)";
 /*
- * The same through the flagged, the unread, the labelled, the attached or
- * the large ids (migrations 0019, 0020, 0024 and 0025), when few messages
- * are in that index (idx_narrow_few): a seek into messages_search_filter
- * for each, where the scan above reads
- * every entry until the cap has passed (at 1,000,000 messages, 1% flagged:
+ * The same through the flagged, the unread, the labelled, the attached, the
+ * large or the listed ids (migrations 0019, 0020, 0024, 0025 and 0026),
+ * when few messages are in that index (idx_narrow_few): a seek into
+ * messages_search_filter for each, where the scan above reads every entry
+ * until the cap has passed (at 1,000,000 messages, 1% flagged:
  * 100,000).  Before those migrations they do not prepare, and the count is
  * read as above.
  */
@@ -253,7 +253,7 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	int rc;
 
 	/* filters alone with a flag or label few messages have: through those ids */
-	if (!q->match && ix && idx_narrow_few(idx, q, &few, err) == -1)
+	if (!q->match && ix && idx_narrow_few(idx, q, &few, NULL, err) == -1)
 		return -1;
 	if (few != IDX_FEW_NONE)
 		st = idx_few_stmt(idx, count_sql_few[few]);

@@ -94,16 +94,34 @@ struct mb_query;
  */
 #define SEARCH_LARGE_AS(t)	t ".size >= ?11"
 /*
- * Those five indexes "of few" (the last a whole index read over a range),
- * each as X(enum idx_few, its name, its WHERE over alias g): the one place
- * that pairs a name with its WHERE, for every statement that reads them.
+ * And migrations/0026's messages_list, over the lists whose List-Id holds
+ * list:X's lower-cased text (?15, bound by idx_search_bind; NULL passes
+ * nothing), as SEARCH_FILTERS_ROW tests it.  A substring cannot be sought,
+ * so the index's distinct values are read first, a seek each (the least
+ * List-Id after the one before: a mailbox has tens or hundreds of lists,
+ * and a list's thousands of entries are stepped over at once), and the
+ * entries of those that hold the text then read.
+ */
+#define SEARCH_LIST_VALUES \
+	"WITH RECURSIVE lists(v) AS (SELECT (SELECT min(l.list_id) FROM messages AS l " \
+	"INDEXED BY messages_list WHERE l.list_id IS NOT NULL) UNION ALL " \
+	"SELECT (SELECT min(l.list_id) FROM messages AS l INDEXED BY messages_list " \
+	"WHERE l.list_id > lists.v) FROM lists WHERE lists.v IS NOT NULL) " \
+	"SELECT v FROM lists WHERE instr(lower(v), ?15) > 0"
+#define SEARCH_LISTED_AS(t)	t ".list_id IN (" SEARCH_LIST_VALUES ")"
+/*
+ * Those six indexes "of few" (the sizes' a whole index read over a range,
+ * the lists' over the values that hold the text), each as X(enum idx_few,
+ * its name, its WHERE over alias g): the one place that pairs a name with
+ * its WHERE, for every statement that reads them.
  */
 #define SEARCH_FEW_EACH(X) \
 	X(IDX_FEW_FLAGGED, "messages_flagged", SEARCH_FLAGGED_AS("g")) \
 	X(IDX_FEW_UNREAD, "messages_unread", SEARCH_UNREAD_AS("g")) \
 	X(IDX_FEW_LABELLED, "messages_labelled", SEARCH_LABELLED_AS("g")) \
 	X(IDX_FEW_ATTACHED, "messages_attached", SEARCH_ATTACHED_AS("g")) \
-	X(IDX_FEW_LARGE, "messages_size", SEARCH_LARGE_AS("g"))
+	X(IDX_FEW_LARGE, "messages_size", SEARCH_LARGE_AS("g")) \
+	X(IDX_FEW_LISTED, "messages_list", SEARCH_LISTED_AS("g"))
 /* A FROM of one of them: its ids as g, each looked up in messages_search_filter as m. */
 #define SEARCH_FEW_FROM(index) \
 	"messages AS g INDEXED BY " index " CROSS JOIN messages AS m INDEXED BY " \
@@ -447,21 +465,23 @@ extern _Thread_local uint64_t	idx_filter_scans;
 int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
 	    int64_t folder_id, int64_t max_id, bool *common_r, struct mb_err *err);
 /*
- * For filters alone: which of the indexes of migrations 0019, 0020, 0024
- * and 0025 holds few of the messages and a part of q's scope (is:flagged,
- * is:unread, a label, has:attachment, larger:), by the same sample, into *few_r (IDX_FEW_NONE: no
- * such part, or not few).  Their ids are then read, each looked up for the
- * other filters.  -1 with err on a failure of SQLite's.
+ * For filters alone: which of the indexes of migrations 0019, 0020, 0024,
+ * 0025 and 0026 holds few of the messages and a part of q's scope
+ * (is:flagged, is:unread, a label, has:attachment, larger:, list:), by the
+ * same sample, into *few_r (IDX_FEW_NONE: no such part, or not few), and
+ * when ids_r is not NULL how many ids the sample guesses it holds.  Their
+ * ids are then read, each looked up for the other filters.  -1 with err on
+ * a failure of SQLite's.
  */
 enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
-	IDX_FEW_ATTACHED, IDX_FEW_LARGE };
+	IDX_FEW_ATTACHED, IDX_FEW_LARGE, IDX_FEW_LISTED };
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
-	    struct mb_err *err);
+	    int64_t *ids_r, struct mb_err *err);
 /*
  * sql, a statement that reads one of those indexes, prepared (release it
  * with idx_stmt_done); NULL without an error for an index from before
- * migrations 0019, 0020, 0024 or 0025, whose caller then reads the messages the old
- * way.  Counts idx_few_reads.
+ * migrations 0019, 0020, 0024, 0025 or 0026, whose caller then reads the
+ * messages the old way.  Counts idx_few_reads.
  */
 sqlite3_stmt	*idx_few_stmt(struct mb_index *idx, const char *sql);
 /* How many statements this thread has read those indexes with (the tests check that they do). */

@@ -368,10 +368,10 @@ test_count_covering(void **state)
 }
 
 /*
- * Counts of a flag, a label, attachments or a size that few messages have
- * read those messages' ids (migrations 0019, 0020, 0024 and 0025,
- * idx_narrow_few): every grouping gives the same rows as the covered scan
- * gives on an index without those indexes.
+ * Counts of a flag, a label, attachments, a size or a mailing list that few
+ * messages have read those messages' ids (migrations 0019, 0020, 0024, 0025
+ * and 0026, idx_narrow_few): every grouping gives the same rows as the
+ * covered scan gives on an index without those indexes.
  */
 static void
 test_count_few_flags_and_labels(void **state)
@@ -380,6 +380,7 @@ test_count_few_flags_and_labels(void **state)
 		"is:flagged", "is:unread", "label:project-x", "is:starred folder:Sent",
 		"label:project-x after:2024-03-01", "is:unread -label:project-x",
 		"has:attachment", "larger:50K", "larger:50K -has:attachment folder:INBOX",
+		"list:rare", "list:rare -is:unread folder:INBOX",
 	};
 	static const enum mb_count_group groups[] = {
 		MB_COUNT_FOLDER, MB_COUNT_MONTH, MB_COUNT_SENDER_DOMAIN, MB_COUNT_LABEL,
@@ -398,7 +399,9 @@ test_count_few_flags_and_labels(void **state)
 	}
 	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "UPDATE messages SET "
 	    "attachment_count = (uid % 31 = 5), size = CASE WHEN uid % 29 = 4 OR uid % 31 = 5 "
-	    "THEN 90000 ELSE 100 END", NULL, NULL, NULL), SQLITE_OK);
+	    "THEN 90000 ELSE 100 END, list_id = CASE WHEN uid % 23 = 4 THEN 'Rare.Lists.example' "
+	    "WHEN uid % 23 = 6 THEN 'rare-two.example' WHEN uid % 2 = 0 THEN 'common.example' "
+	    "END", NULL, NULL, NULL), SQLITE_OK);
 	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
 		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {
 			uint64_t reads = idx_few_reads;
@@ -413,10 +416,12 @@ test_count_few_flags_and_labels(void **state)
 	assert_int_equal(got[6][0].total, 21);	/* has:attachment: i % 31 == 5 */
 	assert_int_equal(got[7][0].total, 42);	/* larger:50K: and i % 29 == 4 */
 	assert_int_equal(got[8][0].total, 17);	/* of those, none attached, in INBOX */
+	assert_int_equal(got[9][0].total, 56);	/* list:rare: i % 23 == 4 or 6 */
 	mb_index_close(&f->ro);
 	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "DROP INDEX messages_flagged; "
 	    "DROP INDEX messages_unread; DROP INDEX messages_labelled; "
-	    "DROP INDEX messages_attached; DROP INDEX messages_size", NULL, NULL, NULL),
+	    "DROP INDEX messages_attached; DROP INDEX messages_size; DROP INDEX messages_list",
+	    NULL, NULL, NULL),
 	    SQLITE_OK);
 	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
 		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {
