@@ -118,6 +118,18 @@ static const char *const few_ids_sql[] = { SEARCH_FEW_EACH(FEW_IDS_SQL) };
 #define IDX_NARROW_SHARE	16
 #define IDX_NARROW_CAP		8
 /*
+ * After a walk that gave up, the alternative to the scope's ids is a join
+ * of every match: they are read up to IDX_NARROW_PER_JOIN for each of the
+ * words' rows, and at most one in IDX_NARROW_WALKED_CAP of the messages
+ * (`linux list:fork` at 1,000,000 messages, a list of 19% beside a word in
+ * 16%, had joined all 160,000 matches of linux: 143 ms of CPU).  Not past
+ * a quarter: a date range of 40% (`linux after:2002-09-01`) read 400,000
+ * ids where the join of every match stops testing most of them once 1,000
+ * have passed (docs/benchmarks.md, "A wide scope read after a walk that
+ * gave up").
+ */
+#define IDX_NARROW_WALKED_CAP	4
+/*
  * A list or count through a flag's or the labels' index seeks each of its
  * ids in messages_search_filter, about six times the cost of an entry of
  * the scan in id order it spares: it pays when at most one message in 8
@@ -512,8 +524,31 @@ narrowest(const struct scope *s, const int *in, int *in_r)
 }
 
 /*
+ * How many of the scope's ids to read at most after a walk that gave up
+ * (IDX_NARROW_WALKED_CAP), into *cap_r: one in IDX_NARROW_CAP of the
+ * messages, or more for words with many rows, from the statistics the
+ * walk kept.
+ */
+static int
+walked_cap(struct mb_index *idx, const struct mb_query *q, int64_t max_id, int64_t *cap_r,
+    struct mb_err *err)
+{
+	int64_t rows = 0, most = max_id / IDX_NARROW_WALKED_CAP;
+	bool kept = false;
+
+	*cap_r = max_id / IDX_NARROW_CAP;
+	if (idx_rank_rows_kept(idx, q->match, &rows, &kept, err) == -1)
+		return -1;
+	if (kept && rows > *cap_r / IDX_NARROW_PER_JOIN)
+		*cap_r = rows >= most / IDX_NARROW_PER_JOIN ? most : rows * IDX_NARROW_PER_JOIN;
+	return 0;
+}
+
+/*
  * idx_narrow_ids(), or with walked idx_narrow_ids_walked(): the scope's
- * ids whatever share of the sample is in it, and never a folder's runs.
+ * ids whatever share of the sample is in it (up to walked_cap(), unless
+ * the sample puts more in it: the read would stop there), and never a
+ * folder's runs.
  */
 static int
 narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bool walked,
@@ -525,7 +560,7 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	    .flags_set = q->flags_set, .flags_clear = q->flags_clear,
 	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
 	    .larger = q->size_min, .list = q->list };
-	int64_t max_id = 0;
+	int64_t max_id = 0, cap;
 	int in_each[N_SOURCES], in = 0;
 	bool in_folder[IDX_NARROW_SAMPLES];
 	enum source src;
@@ -543,6 +578,11 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	if (sample_in_scope(idx, &s, max_id, in_each, in_folder, err) == -1)
 		return -1;
 	src = narrowest(&s, in_each, &in);
+	cap = max_id / IDX_NARROW_CAP;
+	if (walked && walked_cap(idx, q, max_id, &cap, err) == -1)
+		return -1;
+	if (walked && in * (max_id / IDX_NARROW_SAMPLES) > cap)
+		return 0;	/* more than the read would take: it would stop at cap */
 	if (!walked && in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES) {
 		/* a wide scope: many matches pass; a folder in few stretches, its runs */
 		if (s.folder_id > 0 &&
@@ -555,7 +595,7 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 		return -1;
 	if (!many)
 		return 0;	/* few matches: joining them is cheaper */
-	return read_scope(idx, &s, src, max_id, max_id / IDX_NARROW_CAP, d, used_r, err);
+	return read_scope(idx, &s, src, max_id, cap, d, used_r, err);
 }
 
 int

@@ -419,10 +419,11 @@ int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folde
 /*
  * The same after a filtered walk gave up (struct idx_rank_set's gave_up):
  * the scope's ids whatever share of the sample was in it, when there are
- * at most an eighth as many as messages, and no wide folder's runs.  The
- * sample guesses the scope's share, and a scope of a tenth of the
- * messages, walked, may pass too few rows of the best blocks to fill a
- * page; every match was then joined to test it.
+ * at most eight for each of the words' rows (the joins they spare), and at
+ * least an eighth as many as messages and at most half, and no wide
+ * folder's runs.  The sample guesses the scope's share, and a scope of a
+ * tenth of the messages, walked, may pass too few rows of the best blocks
+ * to fill a page; every match was then joined to test it.
  */
 int	idx_narrow_ids_walked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    struct idx_narrow_ids *d, bool *used_r, struct mb_err *err);
