@@ -382,7 +382,7 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
 		return 0;
 	if (idx_narrow_few(idx, q, &few, NULL, err) == -1)
 		return -1;
-	/* none before migrations 0019, 0020: the caller's covered statement */
+	/* none before its migration: the caller's covered statement */
 	if (few != IDX_FEW_NONE)
 		*st_r = idx_few_stmt(idx, count_few_sql[few][g]);
 	return 0;

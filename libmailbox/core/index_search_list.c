@@ -269,7 +269,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		if (!scan && walk < (double)few_ids * LIST_SEEK_COST)
 			few = IDX_FEW_NONE;
 	}
-	if (few != IDX_FEW_NONE)	/* none before migrations 0019, 0020: read as below */
+	if (few != IDX_FEW_NONE)	/* none before its migration: read as below */
 		st = idx_few_stmt(idx, search_sql_filter_few[few]);
 	/* filters that may be sparse: the narrow index whole only when the sample finds them so */
 	if (st == NULL && scan && !sampled &&

@@ -261,7 +261,7 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	sql = !q->match ? (!ix ? count_sql_filter : !q->folder && !q->role ? count_sql_filter_ix :
 	    dated ? count_sql_folder_dated_ix : count_sql_folder_ix) :
 	    ix ? count_sql_match_ix : count_sql_match;
-	if (st == NULL)	/* no index of few to read, or none before migrations 0019, 0020 */
+	if (st == NULL)	/* no index of few to read, or none before its migration */
 		st = idx_stmt_sql(idx, sql, err);
 	else
 		sql = NULL;
