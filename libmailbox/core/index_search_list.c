@@ -231,7 +231,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	enum idx_few few = IDX_FEW_NONE;
 	int64_t few_ids = 0;
 	bool scan = few_index && sparse_filters(q);
-	bool small = false, sampled = false;
+	bool small = false;
 	double walk = 0;
 	const char *sql;
 	sqlite3_stmt *st = NULL;
@@ -257,22 +257,23 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	else if (scan && idx_narrow_few(idx, q, &few, &few_ids, err) == -1)
 		return -1;
 	/*
-	 * but each of those ids is sought and the page sorted from them all:
-	 * where the walk newest first finds it in less (a mailing list of a
-	 * twelfth of the mail, list:spamassassin at 1,000,000 messages: 81,000
-	 * ids sought, 89 ms of CPU, where the walk reads some 300 rows), walk
+	 * filters that may be sparse: the narrow index whole only when the
+	 * sample finds them so; and an index of few's ids are each sought and
+	 * the page sorted from them all, so where the walk newest first finds
+	 * the page in less (a mailing list of a twelfth of the mail,
+	 * list:spamassassin at 1,000,000 messages: 81,000 ids sought, 89 ms of
+	 * CPU, where the walk reads some 300 rows), walk
 	 */
-	if (few != IDX_FEW_NONE && few != IDX_FEW_FLAGGED) {
-		if (few_pass(idx, q, folder_id, offset, limit, &scan, &walk, err) == -1)
-			return -1;
-		sampled = true;
-		if (!scan && walk < (double)few_ids * LIST_SEEK_COST)
-			few = IDX_FEW_NONE;
-	}
+	if (scan && few != IDX_FEW_FLAGGED &&
+	    few_pass(idx, q, folder_id, offset, limit, &scan, &walk, err) == -1)
+		return -1;
+	if (few != IDX_FEW_NONE && few != IDX_FEW_FLAGGED && !scan &&
+	    walk < (double)few_ids * LIST_SEEK_COST)
+		few = IDX_FEW_NONE;
 	if (few != IDX_FEW_NONE)	/* none before its migration: read as below */
 		st = idx_few_stmt(idx, search_sql_filter_few[few]);
-	/* filters that may be sparse: the narrow index whole only when the sample finds them so */
-	if (st == NULL && scan && !sampled &&
+	/* is:flagged from before migration 0019: sampled as the other filters */
+	if (st == NULL && few == IDX_FEW_FLAGGED &&
 	    few_pass(idx, q, folder_id, offset, limit, &scan, &walk, err) == -1)
 		return -1;
 	sql = few != IDX_FEW_NONE && st != NULL ? search_sql_filter_few[few] :

@@ -406,8 +406,8 @@ int	idx_folder_small(struct mb_index *idx, int64_t folder_id, bool *small_r,
 /*
  * The ids of q's scope (folder_id as idx_search_scope() found it, and q's
  * dates) into *d (release it after either way) when q has words and a
- * folder, a date range, is:flagged, is:unread, a label, has:attachment or
- * larger:N whose messages a sample of the messages says are few (the part
+ * folder, a date range, is:flagged, is:unread, a label, has:attachment,
+ * larger:N or list:X whose messages a sample of the messages says are few (the part
  * it finds fewest of, when several), and the read of them confirms it
  * (*used_r).  Else, when the folder holds
  * many of the sampled messages in a few stretches of them, the folder's
@@ -420,8 +420,8 @@ int	idx_narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folde
  * The same after a filtered walk gave up (struct idx_rank_set's gave_up):
  * the scope's ids whatever share of the sample was in it, when there are
  * at most eight for each of the words' rows (the joins they spare), and at
- * least an eighth as many as messages and at most half, and no wide
- * folder's runs.  The sample guesses the scope's share, and a scope of a
+ * least an eighth as many as messages and at most a quarter (none when the
+ * sample puts more in it), and no wide folder's runs.  The sample guesses the scope's share, and a scope of a
  * tenth of the messages, walked, may pass too few rows of the best blocks
  * to fill a page; every match was then joined to test it.
  */

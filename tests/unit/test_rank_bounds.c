@@ -1180,21 +1180,31 @@ a_few_flagged_unread_or_labelled_read_only_their_ids(void **state)
 }
 
 /*
- * Over put_days() with update run after it (the few messages the filter
- * passes): each of texts (n_texts, the last passing none) through the
- * filter's own index (an index of few), with no scan of the filters'
- * index, joining only its own rows; those of walked (n_walked) as
+ * Over put_days() with update run after it (the few messages filter
+ * passes): filter beside omega, omega pad1, pad30 (in fewer than a quarter
+ * of the messages) and omega pad38 (none: pad38 is in none of the few),
+ * each through the filter's own index (an index of few), with no scan of
+ * the filters' index, joining only its own rows; the three with omega as
  * expect_narrow() takes them, wide a filter most messages pass, walked.
  */
 static void
-expect_own_ids(struct mb_test_index *f, const char *update, const char *const *texts,
-    size_t n_texts, const char *const *walked, size_t n_walked, const char *wide)
+expect_own_ids(struct mb_test_index *f, const char *update, const char *filter,
+    const char *wide)
 {
+	static const char *const beside[] = { "omega", "omega pad1", "omega pad38", "pad30" };
+	char texts[MB_ARRAY_LEN(beside)][64];
+	const char *walked[MB_ARRAY_LEN(beside) - 1];
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(beside); i++) {
+		snprintf(texts[i], sizeof(texts[i]), "%s %s", beside[i], filter);
+		if (i < MB_ARRAY_LEN(walked))
+			walked[i] = texts[i];
+	}
 	put_days(f);
 	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), update, NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(mb_test_rank_build(f), 2);
-	expect_narrow(f, walked, n_walked, wide);
-	for (size_t i = 0; i < n_texts; i++) {
+	expect_narrow(f, walked, MB_ARRAY_LEN(walked), wide);
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
 		int64_t want[N_MSG];
 		char *where = where_of(texts[i]);
 		size_t n = mb_test_bm25_order_where(f->idx, texts[i], where, want, N_MSG);
@@ -1227,17 +1237,8 @@ expect_own_ids(struct mb_test_index *f, const char *update, const char *const *t
 static void
 few_attachments_read_only_their_ids(void **state)
 {
-	static const char *const texts[] = {
-		"omega has:attachment", "omega pad1 has:attachment",
-		"pad30 has:attachment",	/* in fewer than a quarter of the messages */
-		"omega pad38 has:attachment",	/* none: pad38 is in none of them */
-	};
-	static const char *const walked[] = {
-		"omega has:attachment", "omega pad1 has:attachment", "omega pad38 has:attachment",
-	};
-
 	expect_own_ids(*state, "UPDATE messages SET attachment_count = 1 WHERE uid % 40 = 31",
-	    texts, MB_ARRAY_LEN(texts), walked, MB_ARRAY_LEN(walked), "omega -has:attachment");
+	    "has:attachment", "omega -has:attachment");
 }
 
 /*
@@ -1252,17 +1253,8 @@ few_attachments_read_only_their_ids(void **state)
 static void
 few_large_messages_read_only_their_ids(void **state)
 {
-	static const char *const texts[] = {
-		"omega larger:40K", "omega pad1 larger:40K",
-		"pad30 larger:40K",	/* in fewer than a quarter of the messages */
-		"omega pad38 larger:40K",	/* none: pad38 is in none of them */
-	};
-	static const char *const walked[] = {
-		"omega larger:40K", "omega pad1 larger:40K", "omega pad38 larger:40K",
-	};
-
-	expect_own_ids(*state, "UPDATE messages SET size = 50000 WHERE uid % 40 = 31", texts,
-	    MB_ARRAY_LEN(texts), walked, MB_ARRAY_LEN(walked), "omega larger:50");
+	expect_own_ids(*state, "UPDATE messages SET size = 50000 WHERE uid % 40 = 31",
+	    "larger:40K", "omega larger:50");
 }
 
 /*
@@ -1279,19 +1271,9 @@ few_large_messages_read_only_their_ids(void **state)
 static void
 few_list_messages_read_only_their_ids(void **state)
 {
-	static const char *const texts[] = {
-		"omega list:rare", "omega pad1 list:rare",
-		"pad30 list:rare",	/* in fewer than a quarter of the messages */
-		"omega pad38 list:rare",	/* none: pad38 is in none of them */
-	};
-	static const char *const walked[] = {
-		"omega list:rare", "omega pad1 list:rare", "omega pad38 list:rare",
-	};
-
 	expect_own_ids(*state, "UPDATE messages SET list_id = CASE WHEN uid % 80 = 31 THEN "
 	    "'Rare.Lists.example.org' WHEN uid % 80 = 71 THEN 'rare-two.example.net' WHEN "
-	    "uid % 10 <> 3 THEN 'common.example.org' END", texts, MB_ARRAY_LEN(texts), walked,
-	    MB_ARRAY_LEN(walked), "omega list:example");
+	    "uid % 10 <> 3 THEN 'common.example.org' END", "list:rare", "omega list:example");
 }
 
 /*
