@@ -340,6 +340,45 @@ rank_row_prefix(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *
 }
 
 /*
+ * A row of a statement of an OR of words ranked in parts (struct
+ * idx_rank_parts): each phrase's hits into its slot of the query's, the
+ * query's other words 0 (the row holds none of them), scored with the
+ * query's statistics as rank_row scores it.
+ */
+static void
+rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+    int n_val, sqlite3_value **val, const struct idx_rank_floor *floor, int w)
+{
+	const struct idx_rank_parts *p = floor->parts;
+	const struct idx_rank_stats *s = p->stats;
+	int col_min[RANK_PREFIX_COLS] = { 0 };
+	double idf[IDX_RANK_PHRASES], freq[IDX_RANK_PHRASES] = { 0 };
+	struct rank_query q = { .n_phrase = s->n_phrase, .avgdl = s->avgdl, .idf = idf,
+	    .freq = freq };
+	int n_phrase = api->xPhraseCount(fts);
+	int rc = SQLITE_OK, min_tok = 0;
+
+	if (ids_hold(p->skip, p->n_skip, api->xRowid(fts))) {
+		sqlite3_result_null(ctx);	/* ranked by an earlier statement */
+		return;
+	}
+	for (int i = 0; i < n_phrase && n_phrase == p->n_slot; i++)
+		if (p->slot[i] < 0 || p->slot[i] >= s->n_phrase)
+			n_phrase = -1;
+	if (n_phrase != p->n_slot || s->n_phrase > IDX_RANK_PHRASES) {
+		sqlite3_result_error(ctx, "mb_bm25_top: a part's phrases are not its slots'", -1);
+		return;
+	}
+	memcpy(idf, s->idf, (size_t)s->n_phrase * sizeof(*idf));
+	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++)
+		rc = phrase_hits(api, fts, i, n_val, val, w, &freq[p->slot[i]], col_min,
+		    RANK_PREFIX_COLS);
+	for (int c = 0; c < RANK_PREFIX_COLS; c++)
+		min_tok += col_min[c];
+	rank_finish(api, fts, ctx, &q, floor, min_tok, rc);
+}
+
+/*
  * Both functions: val[0] is the MATCH text, then (mb_bm25_top) the floor,
  * then the column weights from val[w]: column col's weight is val[w + col].
  */
@@ -363,6 +402,10 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	idx_rank_hits_read++;
 	if (floor != NULL && floor->prefix != NULL) {
 		rank_row_prefix(api, fts, ctx, n_val, val, floor, w);
+		return;
+	}
+	if (floor != NULL && floor->parts != NULL) {
+		rank_row_parts(api, fts, ctx, n_val, val, floor, w);
 		return;
 	}
 	q = rank_query_get(api, fts, ctx, val[0], floor != NULL ? floor->known : NULL, &rc);

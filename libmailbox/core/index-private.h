@@ -339,6 +339,8 @@ struct idx_rank_floor {
 	int64_t		 n_id_bits;
 	/* A prefix's walk (index_search_prefix.c; NULL otherwise). */
 	const struct idx_rank_prefix	*prefix;
+	/* A statement of an OR of words ranked in parts (index_search_or.c; NULL otherwise). */
+	const struct idx_rank_parts	*parts;
 	/* A statement that scores each row twice, in WHERE and in its columns (NULL otherwise). */
 	struct idx_rank_memo		*memo;
 	/* Rows known to hold the query's phrases, for its statistics (may be NULL). */
@@ -387,6 +389,24 @@ struct idx_rank_prefix {
 	double		 avgdl;
 	const int64_t	*skip;
 	size_t		 n_skip;
+};
+
+/*
+ * An OR of words ranked in parts (index_search_or.c): a statement's
+ * phrases are some of the query's words, its phrase i the query's phrase
+ * slot[i] (n_slot of them), and every row it gives holds none of the
+ * query's other words.  A row is scored with the query's statistics
+ * (stats), its hits in their slots and 0 in the others, so the score is
+ * the one bm25() gives it for the whole query, summed in the same order.
+ * A row whose id is in skip (sorted) was ranked by an earlier statement:
+ * it is answered NULL.
+ */
+struct idx_rank_parts {
+	const struct idx_rank_stats	*stats;
+	const int			*slot;
+	int				 n_slot;
+	const int64_t			*skip;
+	size_t				 n_skip;
 };
 
 /*

@@ -147,6 +147,9 @@ struct walk {
 	int			 n_ph;
 	int			 n_tokens;	/* of every phrase: each range seeks each */
 	bool			 all_of;	/* a match holds every phrase (match_all_of) */
+	/* an OR's words without bounds: ranked before the walk, which skips their rows */
+	bool			 rare[IDX_RANK_PHRASES];
+	int			 n_rare;
 	int64_t			 n_blocks;
 	uint32_t		*chunk_blocks;	/* owned: per chunk, the bounded blocks' bits */
 	int64_t			*chunk_gen;	/* owned: per chunk, its build */
@@ -221,6 +224,29 @@ match_all_of(const char *match)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Whether a row matches match when it holds any one of its phrases: one OR
+ * at least, and no AND or NOT outside the quoted strings (query.c writes an
+ * OR group alone as ("a" OR "b")).
+ */
+static bool
+match_any_of(const char *match)
+{
+	bool quoted = false, any = false;
+
+	for (const char *p = match; *p != '\0'; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (quoted)
+			continue;
+		else if (strncmp(p, " AND ", 5) == 0 || strncmp(p, " NOT ", 5) == 0)
+			return false;
+		else if (strncmp(p, " OR ", 4) == 0)
+			any = true;
+	}
+	return any;
 }
 
 bool
@@ -301,27 +327,31 @@ token_docs(sqlite3_stmt *st, const char *token, int64_t *docs_r)
 }
 
 /*
- * *all_r: every phrase of w has a token syncd bounds (rank_terms).  A
- * phrase without one bounds every block at its most, IDF x (k1 + 1), which
- * leaves nearly every block able to reach the page: reading every match in
- * one statement is then cheaper than asking block by block.
+ * w->rare[i]: phrase i of w has no token syncd bounds (rank_terms), and
+ * w->n_rare their number.  A phrase without one bounds every block at its
+ * most, IDF x (k1 + 1), which leaves nearly every block able to reach the
+ * page: a walk needs every phrase of an AND bounded (reading every match
+ * in one statement is then cheaper than asking block by block), and of an
+ * OR ranks the rows of those without bounds first (index_search_or.c).
  */
 static int
-all_bounded(struct walk *w, bool *all_r, struct mb_err *err)
+phrases_rare(struct walk *w, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(w->idx, term_sql, err);
 	int rc = SQLITE_DONE;
-	int64_t docs = -1;
 
 	if (st == NULL)
 		return -1;
-	for (int i = 0; rc == SQLITE_DONE && i < w->n_ph && (i == 0 || docs >= 0); i++) {
-		docs = -1;
+	w->n_rare = 0;
+	for (int i = 0; rc == SQLITE_DONE && i < w->n_ph; i++) {
+		int64_t docs = -1;
+
 		for (int j = 0; rc == SQLITE_DONE && docs < 0 && !w->ph[i].colocated &&
 		    j < w->ph[i].n; j++)
 			rc = token_docs(st, w->ph[i].tokens[j], &docs);
+		w->rare[i] = docs < 0;
+		w->n_rare += w->rare[i];
 	}
-	*all_r = rc == SQLITE_DONE && w->n_ph > 0 && docs >= 0;
 	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank terms", err);
 }
@@ -523,6 +553,8 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	w->term = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->term));
 	w->bound = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->bound));
 	for (int i = 0; i < w->n_ph; i++) {
+		if (w->rare[i])
+			continue;	/* ranked before the walk, which reads none of its rows */
 		if (phrase_terms(w, i, err) == -1)
 			return -1;
 		for (int64_t b = 0; b < w->n_blocks; b++)
@@ -827,6 +859,7 @@ _Thread_local uint64_t idx_rank_walks;
  */
 #define IDX_RANK_WORDS_SHARE	25
 bool idx_rank_words_walked = true;
+bool idx_rank_or_walked = true;
 
 /*
  * Whether w's phrases are words the walk takes several of: each one word,
@@ -838,7 +871,21 @@ several_words(const struct walk *w, const char *match)
 	for (int i = 0; i < w->n_ph; i++)
 		if (w->ph[i].n != 1)
 			return false;
-	return match_all_of(match);
+	return match_all_of(match) || (idx_rank_or_walked && match_any_of(match));
+}
+
+/*
+ * The rows holding any of w's phrases, were they independent (an OR's
+ * matches) among max_id ids.
+ */
+static double
+or_rows(const struct walk *w, int64_t max_id)
+{
+	double none = 1.0, ids = (double)(max_id > 0 ? max_id : 1);
+
+	for (int i = 0; i < w->stats.n_phrase; i++)
+		none *= 1.0 - (double)w->stats.n_hit[i] / ids;
+	return ids * (1.0 - none);
 }
 
 /*
@@ -864,6 +911,8 @@ few_matches(const struct walk *w, int64_t max_id)
 
 	if (min > 0 && w->ph[0].n > 1 && max_id / 32 > min)
 		min = max_id / 32;
+	if (!w->all_of)		/* an OR of words: the rows holding any */
+		return or_rows(w, max_id) < (double)min;
 	/* several words: the rows holding them all, were they independent */
 	for (int i = 1; i < w->stats.n_phrase; i++)
 		n = n * (double)w->stats.n_hit[i] / (double)(max_id > 0 ? max_id : 1);
@@ -890,7 +939,7 @@ prefix_walk(struct walk *w, const struct mb_query *q, const char *text, struct i
 	bool counted = known != NULL && known->n == 1 && known->hits[0] >= 0;
 	struct idx_prefix words = { 0 };
 	struct idx_rank_prefix score = { 0 };
-	struct idx_prefix_filters filters = { 0 };
+	struct idx_rank_filters filters = { 0 };
 	struct idx_ids rare = { 0 };
 	int64_t max_id = 0, rows;
 	bool kept = false, any = true, served = false, common = true;
@@ -983,6 +1032,70 @@ out:
 	return rc;
 }
 
+/*
+ * An OR's words without bounds are read whole before the walk, so the walk
+ * saves only on the others' rows: it is taken while the rarer words' rows
+ * are at most this share (in percent) of the OR's, as guessed from their
+ * rows (docs/benchmarks.md, "An OR of words walked through its bounds").
+ */
+int64_t idx_rank_or_rare_share = 25;
+
+/*
+ * Whether an OR with words without bounds is walked (*ok_r stays true
+ * unless a failure set err, when false is answered too): their rows few
+ * enough beside the OR's, and beside filters many messages pass (where
+ * few do, the page fills late or never, and the rarer words' rows would
+ * all be joined, as for a prefix's).
+ */
+static bool
+or_rare_few(struct walk *w, const struct mb_query *q, int64_t max_id, bool *ok_r,
+    struct mb_err *err)
+{
+	double rare = 0.0;
+	bool common = true;
+
+	*ok_r = true;
+	for (int i = 0; i < w->n_ph; i++)
+		rare += w->rare[i] ? (double)w->stats.n_hit[i] : 0.0;
+	if (rare * 100.0 > or_rows(w, max_id) * (double)idx_rank_or_rare_share)
+		return false;
+	if (w->filtered &&
+	    idx_narrow_filters_common(w->idx, q, w->folder_id, max_id, &common, err) == -1) {
+		*ok_r = false;
+		return false;
+	}
+	return common;
+}
+
+/*
+ * Rank the rows of w's rarer words (an OR's words without bounds) into
+ * set (idx_or_rank_rare), and set the walk up to read the bounded words'
+ * ranges skipping them, each row scored with the query's statistics
+ * (walk_parts, which set->floor points at until the caller clears it).
+ * parts, walk_parts and both are the caller's, released after the walk.
+ */
+static int
+or_rare_first(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
+    struct idx_or_parts *parts, struct idx_rank_parts *walk_parts, struct idx_ids *both,
+    struct mb_err *err)
+{
+	struct idx_rank_filters filters = { .q = q, .folder_id = w->folder_id,
+	    .runs = w->wide != NULL ? w->wide->runs : NULL,
+	    .n_runs = w->wide != NULL ? w->wide->n_runs : 0 };
+
+	if (idx_or_parts_make(q->match, w->rare, w->n_ph, parts) == -1)
+		return mb_err_set(err, MB_E_INTERNAL, "search: an OR's words are not its phrases");
+	if (idx_or_rank_rare(w->idx, parts, &w->stats, w->filtered ? &filters : NULL, set, both,
+	    err) == -1)
+		return -1;
+	*walk_parts = (struct idx_rank_parts){ .stats = &w->stats, .slot = parts->bounded_slot,
+	    .n_slot = parts->n_bounded, .skip = both->ids, .n_skip = both->n };
+	set->floor.parts = walk_parts;
+	w->range_match = parts->bounded;
+	w->n_tokens = parts->n_bounded;
+	return 0;
+}
+
 int
 idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     bool filtered, const struct idx_narrow_ids *wide, struct idx_rank_set *set, bool *used_r,
@@ -990,6 +1103,9 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 {
 	struct walk w = { .idx = idx, .filtered = filtered, .folder_id = folder_id,
 	    .wide = filtered && wide != NULL && wide->wide ? wide : NULL };
+	struct idx_or_parts parts = { 0 };
+	struct idx_rank_parts walk_parts = { 0 };
+	struct idx_ids both = { 0 };
 	int64_t max_id = 0;
 	char *prefix;
 	bool ok = false, any = false;
@@ -1032,13 +1148,14 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;
 		goto out;
 	}
-	if (all_bounded(&w, &any, err) == -1)
+	w.all_of = match_all_of(q->match);
+	if (phrases_rare(&w, err) == -1)
 		goto out;
-	if (!any) {
+	/* an AND needs every word bounded, an OR one */
+	if (w.n_rare == w.n_ph || (w.all_of && w.n_rare > 0)) {
 		rc = 0;
 		goto out;
 	}
-	w.all_of = match_all_of(q->match);
 	if (query_stats(&w, q, &any, err) == -1)
 		goto out;
 	if (!any) {		/* nothing matches: nothing to rank or count */
@@ -1056,11 +1173,17 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;
 		goto out;
 	}
+	if (w.n_rare > 0 && !or_rare_few(&w, q, max_id, &any, err)) {
+		rc = any ? 0 : -1;	/* read whole, or a failure */
+		goto out;
+	}
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)
 		goto out;
 	if (w.wide != NULL)
 		blocks_outside_runs(&w);
+	if (w.n_rare > 0 && or_rare_first(&w, q, set, &parts, &walk_parts, &both, err) == -1)
+		goto out;
 	if (blocks_walk(&w, q, set, err) == -1)
 		goto out;
 	if (w.gave_up) {	/* the caller reads every match, into an empty set */
@@ -1068,8 +1191,11 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		set->matches = 0;
 		set->floor.set = false;
 		set->gave_up = true;
-		/* with the blocks' bounds: its rows of a block below the floor cost no scoring */
-		if (idx_rank_whole_bounds_used) {
+		/*
+		 * with the blocks' bounds: its rows of a block below the floor
+		 * cost no scoring (not an OR's without its rarer words)
+		 */
+		if (idx_rank_whole_bounds_used && w.n_rare == 0) {
 			set->whole_bound = w.bound;
 			set->whole_blocks = w.n_blocks;
 			w.bound = NULL;
@@ -1089,6 +1215,9 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	*used_r = true;
 	rc = 0;
 out:
+	set->floor.parts = NULL;
+	free(both.ids);
+	idx_or_parts_release(&parts);
 	walk_release(&w);
 	return rc;
 }

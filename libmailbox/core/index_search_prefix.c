@@ -672,12 +672,21 @@ ids_cmp(const void *pa, const void *pb)
 	return (a > b) - (a < b);
 }
 
-/*
- * Rank the rows of one of a prefix's statements into set, with filters
- * when not NULL (over each of their runs).
- */
-static int
-rank_rare(struct mb_index *idx, const char *match, const struct idx_prefix_filters *filters,
+/* search-private.h */
+void
+idx_ids_sort(struct idx_ids *ids)
+{
+	bool sorted = true;
+
+	for (size_t i = 1; sorted && i < ids->n; i++)
+		sorted = ids->ids[i - 1] < ids->ids[i];
+	if (!sorted)	/* FTS5 gives ids ascending: this is only in case */
+		qsort(ids->ids, ids->n, sizeof(*ids->ids), ids_cmp);
+}
+
+/* search-private.h */
+int
+idx_rank_statement(struct mb_index *idx, const char *match, const struct idx_rank_filters *filters,
     struct idx_rank_set *set, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, filters != NULL ? rank_sql_filtered : rank_sql, err);
@@ -712,29 +721,25 @@ rank_rare(struct mb_index *idx, const char *match, const struct idx_prefix_filte
 	idx_stmt_done(st);
 	if (rc == SQLITE_OK && set->n > set->keep)
 		idx_rank_trim(set);
-	return rc == SQLITE_OK ? 0 : idx_sqlerr(idx, rc, "search: a prefix's rarer words", err);
+	return rc == SQLITE_OK ? 0 : idx_sqlerr(idx, rc, "search: a part of the words", err);
 }
 
 int
 idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
-    const struct idx_prefix_filters *filters, struct idx_rank_set *set,
+    const struct idx_rank_filters *filters, struct idx_rank_set *set,
     struct idx_rank_prefix *score, struct idx_ids *both, struct mb_err *err)
 {
-	bool sorted = true;
 	int rc;
 
 	if (p->rare_any == NULL)
 		return 0;	/* every word is bounded */
 	/* the rows with a bounded word too: their ids are the walk's to skip */
 	set->seen = both;
-	rc = rank_rare(idx, p->rare_both, filters, set, err);
+	rc = idx_rank_statement(idx, p->rare_both, filters, set, err);
 	set->seen = NULL;
 	if (rc == -1)
 		return -1;
-	for (size_t i = 1; sorted && i < both->n; i++)
-		sorted = both->ids[i - 1] < both->ids[i];
-	if (!sorted)	/* FTS5 gives ids ascending: this is only in case */
-		qsort(both->ids, both->n, sizeof(*both->ids), ids_cmp);
+	idx_ids_sort(both);
 	score->skip = both->ids;
 	score->n_skip = both->n;
 	/*
@@ -744,5 +749,5 @@ idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
 	 * spam*'s 11,444 such rows took 16 ms that way (docs/benchmarks.md,
 	 * "The rarer words' rows without NOT").
 	 */
-	return rank_rare(idx, p->rare_any, filters, set, err);
+	return idx_rank_statement(idx, p->rare_any, filters, set, err);
 }

@@ -244,6 +244,8 @@ extern int64_t	idx_rank_prefix_min_share;
  * IDX_RANK_WORDS_SHARE); the tests clear it to read such a search whole.
  */
 extern bool	idx_rank_words_walked;
+extern bool	idx_rank_or_walked;
+extern int64_t	idx_rank_or_rare_share;
 
 /*
  * The fewest matches (the statistics' rows) for which a word or a phrase is

@@ -645,11 +645,11 @@ int	idx_prefix_stats_kept(struct mb_index *idx, const char *match,
 int	idx_rank_query_stats(struct mb_index *idx, const char *match,
 	    struct idx_rank_stats *stats, bool *any_r, struct mb_err *err);
 /*
- * A query's filters for idx_prefix_rank_rare(): q's, bound with folder_id
+ * A query's filters for idx_rank_statement(): q's, bound with folder_id
  * as idx_search_bind() binds them, and the runs of ids (a wide folder's,
  * n_runs of them in order; none: every id) that hold every row passing.
  */
-struct idx_prefix_filters {
+struct idx_rank_filters {
 	const struct mb_query		*q;
 	int64_t				 folder_id;
 	const struct idx_id_run		*runs;
@@ -666,7 +666,49 @@ struct idx_prefix_filters {
  * below the floor stays below it there, scored by its bounded words alone.
  */
 int	idx_prefix_rank_rare(struct mb_index *idx, const struct idx_prefix *p,
-	    const struct idx_prefix_filters *filters,
+	    const struct idx_rank_filters *filters,
 	    struct idx_rank_set *set, struct idx_rank_prefix *score, struct idx_ids *both,
 	    struct mb_err *err);
+/*
+ * Rank every row of match (a MATCH the query's own, or one of its parts:
+ * set->floor says how rows are scored) into set, with filters when not
+ * NULL (over each of their runs).  -1 with err on a failure of SQLite's.
+ */
+int	idx_rank_statement(struct mb_index *idx, const char *match,
+	    const struct idx_rank_filters *filters, struct idx_rank_set *set,
+	    struct mb_err *err);
+/* Sort ids ascending (FTS5 gives them so: only in case). */
+void	idx_ids_sort(struct idx_ids *ids);
+/*
+ * An OR of words in parts (index_search_or.c): the MATCH of its words
+ * syncd bounds, "(b1 OR b2)" (owned), and when some are not, those alone,
+ * "(r1 OR r2)", and both kinds in a row, "(r1 OR r2) AND (b1 OR b2)"
+ * (owned, NULL when every word is bounded); for each, the query's phrase
+ * slot of each of its phrases, in order.
+ */
+struct idx_or_parts {
+	char	*bounded, *rare, *both;
+	int	 bounded_slot[IDX_RANK_PHRASES], n_bounded;
+	int	 rare_slot[IDX_RANK_PHRASES], n_rare;
+	int	 both_slot[IDX_RANK_PHRASES], n_both;
+};
+/*
+ * The parts of match (an OR of n_ph one-word phrases, as query.c writes
+ * it), rare[i] saying whether phrase i has no bounds, into *o (released by
+ * idx_or_parts_release()); -1 when match's phrases are not n_ph.
+ */
+int	idx_or_parts_make(const char *match, const bool *rare, int n_ph,
+	    struct idx_or_parts *o);
+void	idx_or_parts_release(struct idx_or_parts *o);
+/*
+ * Rank every row holding one of o's words without bounds into set, scored
+ * with the query's stats (struct idx_rank_parts): first those holding a
+ * bounded word too, their ids sorted into both (the caller frees
+ * both->ids), for the walk over the bounded words to skip, then the
+ * others, skipping those.  With filters (not NULL) as
+ * idx_prefix_rank_rare() says.  -1 with err on a failure of SQLite's.
+ */
+int	idx_or_rank_rare(struct mb_index *idx, const struct idx_or_parts *o,
+	    const struct idx_rank_stats *stats, const struct idx_rank_filters *filters,
+	    struct idx_rank_set *set, struct idx_ids *both, struct mb_err *err);
 #endif
