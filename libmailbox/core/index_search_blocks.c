@@ -863,7 +863,7 @@ bool idx_rank_or_walked = true;
 
 /*
  * Whether w's phrases are words the walk takes several of: each one word,
- * every match holding all of them (match).
+ * every match holding all of them, or any one of them (an OR: match).
  */
 static bool
 several_words(const struct walk *w, const char *match)
@@ -1140,9 +1140,9 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		goto out;
 	}
 	/*
-	 * Several phrases: only words that every match holds all of (no OR, no
-	 * NOT, no phrase of several words), and only when many messages hold
-	 * them (few_matches)
+	 * Several phrases: only words, every match holding all of them (no
+	 * NOT) or any one (an OR), and only when many messages hold them
+	 * (few_matches)
 	 */
 	if (w.n_ph > 1 && (!idx_rank_words_walked || !several_words(&w, q->match))) {
 		rc = 0;

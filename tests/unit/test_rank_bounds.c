@@ -182,7 +182,8 @@ static const char *const queries[] = {
 	 */
 	"alpha OR gamma", "gamma OR gammaburst", "gammaburst OR beta OR epsilon",
 	"epsilon OR gammaburst", "gamma OR gamma OR epsilon", "alpha OR beta gamma",
-	"alpha OR gammaburst -beta",
+	"alpha OR gammaburst -beta", "\"mailing list\" OR gamma",
+	"\"gamma delta\" OR epsilon OR \"sent to\"",
 };
 
 /*
@@ -2124,7 +2125,7 @@ few_matches_are_read_whole(void **state)
  * and gamma too), reading fewer rows' hits than the full read, the pages
  * bm25()'s.  Read whole: an OR of no bounded word, one whose rarer words
  * hold more than idx_rank_or_rare_share of its rows, an OR beside an AND,
- * and one with a NOT.
+ * one with a NOT, and one with a phrase.
  */
 static void
 an_or_of_words_is_walked_through_its_bounds(void **state)
@@ -2133,7 +2134,7 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
 	static const char *const walked_texts[] = { "alpha OR gamma", "gamma OR gammaburst",
 	    "gammaburst OR beta OR epsilon" };
 	static const char *const whole_texts[] = { "epsilon OR gammaburst",
-	    "alpha OR beta gamma", "alpha OR gammaburst -beta" };
+	    "alpha OR beta gamma", "alpha OR gammaburst -beta", "\"mailing list\" OR gamma" };
 	int64_t want[N_MSG];
 	size_t n;
 	uint64_t whole, walk;
