@@ -57,19 +57,21 @@ phrase_spans(const char *match, const char **start, size_t *len, int max)
 }
 
 /*
- * Append "(a OR b ...)" of the phrases whose rare flag is rare to b, each
- * one's slot to slot (*n_r of them); b has no cap, so appends cannot fail.
+ * Append "(a OR b ...)" of the phrases first..last - 1 whose rare flag is
+ * want_rare (rare NULL: all of them) to b, each one's slot to slot after
+ * the *n_r there; b has no cap, so appends cannot fail.
  */
 static void
 or_group(struct mb_buf *b, const char *const *start, const size_t *len, const bool *rare,
-    int n_ph, bool want_rare, int *slot, int *n_r)
+    int first, int last, bool want_rare, int *slot, int *n_r)
 {
-	*n_r = 0;
+	int n = 0;
+
 	(void)mb_buf_addc(b, '(');
-	for (int i = 0; i < n_ph; i++) {
-		if (rare[i] != want_rare)
+	for (int i = first; i < last; i++) {
+		if (rare != NULL && rare[i] != want_rare)
 			continue;
-		if (*n_r > 0)
+		if (n++ > 0)
 			(void)mb_buf_adds(b, " OR ");
 		(void)mb_buf_add(b, start[i], len[i]);
 		slot[(*n_r)++] = i;
@@ -77,28 +79,55 @@ or_group(struct mb_buf *b, const char *const *start, const size_t *len, const bo
 	(void)mb_buf_addc(b, ')');
 }
 
+/*
+ * Append " NOT (...)" of the phrases from n_pos on (none: nothing) to b,
+ * their slots to slot after the *n_r there: a part's rows are the
+ * query's, none holding a negated phrase.
+ */
+static void
+not_group(struct mb_buf *b, const char *const *start, const size_t *len, int n_pos,
+    int n_ph, int *slot, int *n_r)
+{
+	if (n_pos == n_ph)
+		return;
+	(void)mb_buf_adds(b, " NOT ");
+	or_group(b, start, len, NULL, n_pos, n_ph, false, slot, n_r);
+}
+
 int
-idx_or_parts_make(const char *match, const bool *rare, int n_ph, struct idx_or_parts *o)
+idx_or_parts_make(const char *match, const bool *rare, int n_pos, int n_ph,
+    struct idx_or_parts *o)
 {
 	const char *start[IDX_RANK_PHRASES];
 	size_t len[IDX_RANK_PHRASES];
 	struct mb_buf b;
+	int n_rare_only = 0;
 
 	memset(o, 0, sizeof(*o));
-	if (n_ph > IDX_RANK_PHRASES || phrase_spans(match, start, len, IDX_RANK_PHRASES) != n_ph)
+	if (n_ph > IDX_RANK_PHRASES || n_pos > n_ph ||
+	    phrase_spans(match, start, len, IDX_RANK_PHRASES) != n_ph)
 		return -1;
 	mb_buf_init(&b, SIZE_MAX);
-	or_group(&b, start, len, rare, n_ph, false, o->bounded_slot, &o->n_bounded);
+	or_group(&b, start, len, rare, 0, n_pos, false, o->bounded_slot, &o->n_bounded);
+	not_group(&b, start, len, n_pos, n_ph, o->bounded_slot, &o->n_bounded);
 	o->bounded = mb_buf_detach(&b, NULL);
-	or_group(&b, start, len, rare, n_ph, true, o->rare_slot, &o->n_rare);
-	if (o->n_rare > 0 && o->n_bounded > 0) {
-		o->rare = mb_xstrdup(b.data);
+	or_group(&b, start, len, rare, 0, n_pos, true, o->rare_slot, &n_rare_only);
+	if (n_rare_only > 0 && o->n_bounded > 0) {
+		/* "(rare) AND (bounded) NOT (negated)", then "(rare) NOT (negated)" */
+		struct mb_buf rare_part;
+
+		mb_buf_init(&rare_part, SIZE_MAX);
+		(void)mb_buf_add(&rare_part, b.data, b.len);
+		memcpy(o->both_slot, o->rare_slot, (size_t)n_rare_only * sizeof(*o->both_slot));
+		o->n_both = n_rare_only;
 		(void)mb_buf_adds(&b, " AND ");
-		or_group(&b, start, len, rare, n_ph, false, o->both_slot + o->n_rare,
-		    &o->n_both);
-		memcpy(o->both_slot, o->rare_slot, (size_t)o->n_rare * sizeof(*o->both_slot));
-		o->n_both += o->n_rare;
+		or_group(&b, start, len, rare, 0, n_pos, false, o->both_slot, &o->n_both);
+		not_group(&b, start, len, n_pos, n_ph, o->both_slot, &o->n_both);
 		o->both = mb_buf_detach(&b, NULL);
+		o->n_rare = n_rare_only;
+		not_group(&rare_part, start, len, n_pos, n_ph, o->rare_slot, &o->n_rare);
+		o->rare = mb_buf_detach(&rare_part, NULL);
+		mb_buf_release(&rare_part);
 	}
 	mb_buf_release(&b);
 	return 0;

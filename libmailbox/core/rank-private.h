@@ -245,6 +245,7 @@ extern int64_t	idx_rank_prefix_min_share;
  */
 extern bool	idx_rank_words_walked;
 extern bool	idx_rank_or_walked;
+extern bool	idx_rank_not_walked;
 extern int64_t	idx_rank_or_rare_share;
 
 /*

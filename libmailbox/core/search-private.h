@@ -683,8 +683,9 @@ void	idx_ids_sort(struct idx_ids *ids);
  * An OR of words in parts (index_search_or.c): the MATCH of its words
  * syncd bounds, "(b1 OR b2)" (owned), and when some are not, those alone,
  * "(r1 OR r2)", and both kinds in a row, "(r1 OR r2) AND (b1 OR b2)"
- * (owned, NULL when every word is bounded); for each, the query's phrase
- * slot of each of its phrases, in order.
+ * (owned, NULL when every word is bounded), each with the query's NOT
+ * ("... NOT (n1)") when it has one; for each, the query's phrase slot of
+ * each of its phrases, in order.
  */
 struct idx_or_parts {
 	char	*bounded, *rare, *both;
@@ -693,11 +694,12 @@ struct idx_or_parts {
 	int	 both_slot[IDX_RANK_PHRASES], n_both;
 };
 /*
- * The parts of match (an OR of n_ph one-word phrases, as query.c writes
- * it), rare[i] saying whether phrase i has no bounds, into *o (released by
- * idx_or_parts_release()); -1 when match's phrases are not n_ph.
+ * The parts of match (an OR of n_pos one-word phrases, then perhaps a NOT
+ * of the rest, n_ph in all, as query.c writes it), rare[i] saying whether
+ * phrase i has no bounds, into *o (released by idx_or_parts_release());
+ * each part keeps the NOT.  -1 when match's phrases are not n_ph.
  */
-int	idx_or_parts_make(const char *match, const bool *rare, int n_ph,
+int	idx_or_parts_make(const char *match, const bool *rare, int n_pos, int n_ph,
 	    struct idx_or_parts *o);
 void	idx_or_parts_release(struct idx_or_parts *o);
 /*

@@ -22,7 +22,8 @@
  * (docs/benchmarks.md, "Prefixes walked only when one word holds them").
  *
  * BENCH_OR=whole reads an OR of words whole, as before the block walk took
- * it (idx_rank_or_walked).
+ * it (idx_rank_or_walked); BENCH_NOT=whole a query with a NOT (-word)
+ * (idx_rank_not_walked).
  *
  * BENCH_OFFSET=N searches the page N hits down instead of the first (a
  * deep page: the walk's floor is the (N + 20)th score).
@@ -227,6 +228,8 @@ main(int argc, char **argv)
 		idx_rank_prefix_min_matches = INT64_MAX;
 	if (getenv("BENCH_OR") != NULL && strcmp(getenv("BENCH_OR"), "whole") == 0)
 		idx_rank_or_walked = false;
+	if (getenv("BENCH_NOT") != NULL && strcmp(getenv("BENCH_NOT"), "whole") == 0)
+		idx_rank_not_walked = false;
 	if (getenv("BENCH_OFFSET") != NULL)
 		page_offset = atoll(getenv("BENCH_OFFSET"));
 	if (getenv("BENCH_FLOOR_READS") != NULL)

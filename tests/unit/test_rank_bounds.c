@@ -183,6 +183,9 @@ static const char *const queries[] = {
 	"alpha OR gamma", "gamma OR gammaburst", "gammaburst OR beta OR epsilon",
 	"epsilon OR gammaburst", "gamma OR gamma OR epsilon", "alpha OR beta gamma",
 	"alpha OR gammaburst -beta", "\"mailing list\" OR gamma",
+	/* NOTs: of a rarer word, beside an OR with rarer words, of much, of a phrase */
+	"alpha -epsilon", "alpha beta -epsilon", "gamma OR gammaburst -epsilon",
+	"beta -alpha", "alpha -\"mailing list\"", "alpha -epsilon -zeta7",
 	"\"gamma delta\" OR epsilon OR \"sent to\"",
 };
 
@@ -207,6 +210,7 @@ static const char *const filtered_queries[] = {
 	/* ORs with rarer words beside filters most and few messages pass */
 	"gamma OR gammaburst after:2023-11-15", "gamma OR gammaburst is:flagged",
 	"alpha OR epsilon before:2023-11-15",
+	"alpha -epsilon after:2023-11-15", "gamma OR gammaburst -epsilon is:unread",
 };
 
 /*
@@ -2100,8 +2104,9 @@ few_matches_are_read_whole(void **state)
 	 * Several words: walked when, were they independent, a 25th of the
 	 * messages would hold them all (alpha beta: 90% and 40%, 1,800 of
 	 * 5,000), read whole when fewer would (gamma mailing: 15% and 10%, 75);
-	 * never with a NOT, nor with a phrase of several words (an OR:
-	 * an_or_of_words_is_walked_through_its_bounds)
+	 * never with a phrase of several words (an OR and a NOT:
+	 * an_or_of_words_is_walked_through_its_bounds,
+	 * a_not_is_walked_through_the_words_before_it)
 	 */
 	idx_rank_min_matches = 1;
 	n = mb_test_bm25_order(f->idx, "alpha beta", want, MB_ARRAY_LEN(want));
@@ -2109,13 +2114,47 @@ few_matches_are_read_whole(void **state)
 	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
 	assert_true(n > 28);
 	assert_false(walked(f, "gamma mailing", want, n));
-	n = mb_test_bm25_order(f->idx, "alpha -beta", want, MB_ARRAY_LEN(want));
-	assert_false(walked(f, "alpha -beta", want, n));
 	n = mb_test_bm25_order(f->idx, "alpha \"mailing list\"", want, MB_ARRAY_LEN(want));
 	assert_false(walked(f, "alpha \"mailing list\"", want, n));
 	idx_rank_min_matches = 0;
 	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
 	assert_true(walked(f, "gamma mailing", want, n));
+}
+
+/*
+ * Each of walked (n_walked texts, each matching more than 100 rows) read
+ * whole with *walk_switch false and walked with it true, the pages
+ * bm25()'s both ways and a quarter fewer rows' hits read walked; each of
+ * whole (n_whole, more than a page of matches) read whole with it true.
+ */
+static void
+expect_walked_or_whole(struct mb_test_index *f, const char *const *walked_texts, size_t n_walked,
+    const char *const *whole_texts, size_t n_whole, bool *walk_switch)
+{
+	static int64_t want[N_MSG];
+	uint64_t whole, walk;
+	size_t n;
+
+	for (size_t i = 0; i < n_walked; i++) {
+		const char *text = walked_texts[i];
+
+		n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
+		assert_true(n > 100);
+		*walk_switch = false;
+		assert_false(walked(f, text, want, n));
+		whole = counted(f, &idx_rank_hits_read, text, want, n);
+		*walk_switch = true;
+		assert_true(walked(f, text, want, n));
+		walk = counted(f, &idx_rank_hits_read, text, want, n);
+		if (!(walk * 4 < whole * 3))
+			fail_msg("%s: %llu rows' hits read walked, %llu whole", text,
+			    (unsigned long long)walk, (unsigned long long)whole);
+	}
+	for (size_t i = 0; i < n_whole; i++) {
+		n = mb_test_bm25_order(f->idx, whole_texts[i], want, MB_ARRAY_LEN(want));
+		assert_true(n > 28);
+		assert_false(walked(f, whole_texts[i], want, n));
+	}
 }
 
 /*
@@ -2125,7 +2164,7 @@ few_matches_are_read_whole(void **state)
  * and gamma too), reading fewer rows' hits than the full read, the pages
  * bm25()'s.  Read whole: an OR of no bounded word, one whose rarer words
  * hold more than idx_rank_or_rare_share of its rows, an OR beside an AND,
- * one with a NOT, and one with a phrase.
+ * and one with a phrase.
  */
 static void
 an_or_of_words_is_walked_through_its_bounds(void **state)
@@ -2134,38 +2173,45 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
 	static const char *const walked_texts[] = { "alpha OR gamma", "gamma OR gammaburst",
 	    "gammaburst OR beta OR epsilon" };
 	static const char *const whole_texts[] = { "epsilon OR gammaburst",
-	    "alpha OR beta gamma", "alpha OR gammaburst -beta", "\"mailing list\" OR gamma" };
+	    "alpha OR beta gamma", "\"mailing list\" OR gamma" };
 	int64_t want[N_MSG];
 	size_t n;
-	uint64_t whole, walk;
 
 	put_all(f);
 	assert_int_equal(mb_test_rank_build(f), 2);
-	for (size_t i = 0; i < MB_ARRAY_LEN(walked_texts); i++) {
-		const char *text = walked_texts[i];
-
-		n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
-		assert_true(n > 100);
-		idx_rank_or_walked = false;
-		assert_false(walked(f, text, want, n));
-		whole = counted(f, &idx_rank_hits_read, text, want, n);
-		idx_rank_or_walked = true;
-		assert_true(walked(f, text, want, n));
-		walk = counted(f, &idx_rank_hits_read, text, want, n);
-		if (!(walk * 4 < whole * 3))
-			fail_msg("%s: %llu rows' hits read walked, %llu whole", text,
-			    (unsigned long long)walk, (unsigned long long)whole);
-	}
-	for (size_t i = 0; i < MB_ARRAY_LEN(whole_texts); i++) {
-		n = mb_test_bm25_order(f->idx, whole_texts[i], want, MB_ARRAY_LEN(want));
-		assert_true(n > 28);
-		assert_false(walked(f, whole_texts[i], want, n));
-	}
+	expect_walked_or_whole(f, walked_texts, MB_ARRAY_LEN(walked_texts), whole_texts,
+	    MB_ARRAY_LEN(whole_texts), &idx_rank_or_walked);
 	/* gammaburst's rows are about a ninth of the OR's */
 	idx_rank_or_rare_share = 5;
 	n = mb_test_bm25_order(f->idx, "gamma OR gammaburst", want, MB_ARRAY_LEN(want));
 	assert_false(walked(f, "gamma OR gammaburst", want, n));
 	idx_rank_or_rare_share = 25;
+}
+
+/*
+ * A NOT (-word) is walked through the bounds of the words before it: the
+ * negated words add nothing to a match's score, and each range's MATCH
+ * leaves their rows out (alpha -epsilon; an OR with rarer words, whose
+ * statements keep the NOT), reading fewer rows' hits than the full read;
+ * several words too; the pages bm25()'s.  Read whole: a NOT of more rows than
+ * half of those before it (beta -alpha), and a NOT of a phrase.
+ */
+static void
+a_not_is_walked_through_the_words_before_it(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const walked_texts[] = { "alpha -epsilon",
+	    "gamma OR gammaburst -epsilon", "gamma -epsilon -zeta7" };
+	static const char *const whole_texts[] = { "beta -alpha", "alpha -\"mailing list\"" };
+	int64_t want[N_MSG];
+	size_t n;
+
+	put_all(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	expect_walked_or_whole(f, walked_texts, MB_ARRAY_LEN(walked_texts), whole_texts,
+	    MB_ARRAY_LEN(whole_texts), &idx_rank_not_walked);
+	n = mb_test_bm25_order(f->idx, "alpha beta -epsilon -zeta7", want, MB_ARRAY_LEN(want));
+	assert_true(walked(f, "alpha beta -epsilon -zeta7", want, n));
 }
 
 /*
@@ -2256,6 +2302,7 @@ main(void)
 		MB_TEST_INDEX(a_prefix_share_scales_with_the_index),
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(an_or_of_words_is_walked_through_its_bounds),
+		MB_TEST_INDEX(a_not_is_walked_through_the_words_before_it),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
