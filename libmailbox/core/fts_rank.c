@@ -586,6 +586,35 @@ mb_bm25_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
 	sqlite3_result_int(ctx, 1);
 }
 
+/*
+ * mb_total_kept(MATCH[, TOTAL]): the rows MATCH matches on the index this
+ * connection reads now, as kept beside its statistics (fts_rank_cache.c),
+ * or NULL when they are not; with TOTAL, keeps it first (where the
+ * statistics are kept) and answers it.  A search of several phrases counts
+ * its rows with FTS5 once for the index as it is, not for every page
+ * (index_search_blocks.c).
+ */
+static void
+mb_total_kept(sqlite3_context *ctx, int n_val, sqlite3_value **val)
+{
+	struct rank_view *v = sqlite3_user_data(ctx);
+	const char *key = n_val > 0 ? (const char *)sqlite3_value_text(val[0]) : NULL;
+	int64_t total = -1;
+
+	if (key == NULL || strlen(key) > RANK_KEY_MAX ||
+	    !rank_view_current(v, sqlite3_context_db_handle(ctx))) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	if (n_val > 1 && sqlite3_value_type(val[1]) == SQLITE_INTEGER &&
+	    sqlite3_value_int64(val[1]) >= 0)
+		rank_kept_total_put(v, key, sqlite3_value_int64(val[1]));
+	if (rank_kept_total_get(v, key, &total))
+		sqlite3_result_int64(ctx, total);
+	else
+		sqlite3_result_null(ctx);
+}
+
 int
 mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 {
@@ -609,6 +638,9 @@ mb_fts_rank_register(sqlite3 *db, struct mb_err *err)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_create_function_v2(db, "mb_bm25_kept", 2, SQLITE_UTF8, c,
 		    mb_bm25_kept, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function_v2(db, "mb_total_kept", -1, SQLITE_UTF8, c,
+		    mb_total_kept, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return mb_err_set(err, MB_E_INTERNAL, "index: registering mb_bm25_top: %s",
 		    sqlite3_errstr(rc));

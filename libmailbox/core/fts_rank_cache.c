@@ -1,6 +1,7 @@
 /*
  * The ranking's statistics kept between searches (fts_rank.c): each
- * query's row count, average length, and per phrase its IDF and rows, for
+ * query's row count, average length, and per phrase its IDF and rows, and
+ * once a search counted them the rows the query matches (its total), for
  * as long as the full-text index holds what it held when they were counted.
  *
  * They are kept for the process, not per connection.  mcpd searches on a
@@ -54,6 +55,7 @@ struct rank_kept {
 	int		 n_phrase;
 	double		 avgdl;		/* average row length in tokens */
 	double		*stats;		/* owned: n_phrase IDFs, then n_phrase row counts */
+	int64_t		 total;		/* the rows the query matches; -1: not counted */
 	uint64_t	 used;		/* LRU clock */
 };
 
@@ -239,6 +241,36 @@ rank_kept_put(const struct rank_view *v, const char *key, int n_phrase, double a
 	s->avgdl = avgdl;
 	s->stats = mb_xmalloc(2 * (size_t)n_phrase * sizeof(double) + 1);
 	memcpy(s->stats, stats, 2 * (size_t)n_phrase * sizeof(double));
+	s->total = -1;
 	s->used = ++kept.clock;
+	pthread_mutex_unlock(&kept.mu);
+}
+
+bool
+rank_kept_total_get(const struct rank_view *v, const char *key, int64_t *total_r)
+{
+	struct rank_kept *s;
+	bool found = false;
+
+	pthread_mutex_lock(&kept.mu);
+	s = kept_find(v, kept_hash(v->file, key), key);
+	if (s != NULL && s->total >= 0) {
+		s->used = ++kept.clock;
+		*total_r = s->total;
+		found = true;
+	}
+	pthread_mutex_unlock(&kept.mu);
+	return found;
+}
+
+void
+rank_kept_total_put(const struct rank_view *v, const char *key, int64_t total)
+{
+	struct rank_kept *s;
+
+	pthread_mutex_lock(&kept.mu);
+	s = kept_find(v, kept_hash(v->file, key), key);
+	if (s != NULL)
+		s->total = total;
 	pthread_mutex_unlock(&kept.mu);
 }

@@ -68,6 +68,9 @@ static const char range_sql[] =
 static const char range_sql_filtered[] = SEARCH_RANK_RANGE_FILTERED;
 /* The total of a query of several phrases (one phrase's is its row count). */
 static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1";
+/* That total as kept beside the query's statistics, or NULL; with ?2, kept first (fts_rank.c). */
+static const char total_kept_sql[] = "SELECT mb_total_kept(?1)";
+static const char total_keep_sql[] = "SELECT mb_total_kept(?1, ?2)";
 
 #define RANK_K1_PLUS_1	2.2	/* the most a BM25 term gives, IDF aside (k1 = 1.2) */
 /*
@@ -1158,6 +1161,46 @@ or_rare_first(struct walk *w, const struct mb_query *q, struct idx_rank_set *set
 	return 0;
 }
 
+_Thread_local uint64_t idx_rank_totals_counted;
+
+/*
+ * The rows match (several phrases) matches, into *total_r: as kept beside
+ * its statistics once a search counted them for the index as it is (a next
+ * page, the same search again), else FTS5's count, then kept.  The count
+ * steps through every match: `you your` at 1,000,000 messages, 394,520 of
+ * them, spent 30 ms of its 46 there (docs/benchmarks.md, "A total kept
+ * beside the statistics").
+ */
+static int
+match_total(struct mb_index *idx, const char *match, int64_t *total_r, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, total_kept_sql, err);
+	bool kept;
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	kept = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER;
+	if (kept)
+		*total_r = sqlite3_column_int64(st, 0);
+	idx_stmt_done(st);
+	if (rc != SQLITE_ROW)
+		return idx_sqlerr(idx, rc, "search: a kept total", err);
+	if (kept)
+		return 0;
+	idx_rank_totals_counted++;
+	if (idx_one_int64(idx, count_sql, match, "search: rank blocks", total_r, err) == -1 ||
+	    (st = idx_stmt_sql(idx, total_keep_sql, err)) == NULL)
+		return -1;
+	sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, *total_r);
+	rc = sqlite3_step(st);
+	idx_stmt_done(st);
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: keep a total", err);
+}
+
 int
 idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
     bool filtered, const struct idx_narrow_ids *wide, struct idx_rank_set *set, bool *used_r,
@@ -1288,7 +1331,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 			goto out;
 	} else if (w.stats.n_phrase == 1)
 		*matches_r = w.stats.n_hit[0];
-	else if (idx_one_int64(idx, count_sql, q->match, "search: rank blocks", matches_r, err) == -1)
+	else if (match_total(idx, q->match, matches_r, err) == -1)
 		goto out;
 	*used_r = true;
 	rc = 0;

@@ -176,6 +176,13 @@ bool	rank_kept_get(const struct rank_view *v, const char *key, int n_phrase, int
 /* Keep statistics for v's index and key (stats: n_phrase IDFs, then n_phrase row counts). */
 void	rank_kept_put(const struct rank_view *v, const char *key, int n_phrase, double avgdl,
 	    const double *stats);
+/*
+ * The rows the MATCH key matches on v's index, kept beside its statistics,
+ * into *total_r; false when not counted since they were kept.  _put keeps
+ * it, only where the statistics are kept (it is dropped with them).
+ */
+bool	rank_kept_total_get(const struct rank_view *v, const char *key, int64_t *total_r);
+void	rank_kept_total_put(const struct rank_view *v, const char *key, int64_t total);
 
 /*
  * How many times any connection of this process has computed a query's
@@ -246,6 +253,8 @@ extern int64_t	idx_rank_prefix_min_share;
 extern bool	idx_rank_words_walked;
 extern bool	idx_rank_or_walked;
 extern bool	idx_rank_not_walked;
+/* Totals of several phrases counted by FTS5, not found kept (index_search_blocks.c): for the tests. */
+extern _Thread_local uint64_t	idx_rank_totals_counted;
 extern int64_t	idx_rank_or_rare_share;
 
 /*

@@ -2215,6 +2215,45 @@ a_not_is_walked_through_the_words_before_it(void **state)
 }
 
 /*
+ * The total of several phrases, FTS5's count of every match (which the
+ * walk does not read), is kept beside the query's statistics: the next
+ * pages take it, a change to the full-text index counts it again, and
+ * every total is exact.
+ */
+static void
+a_total_of_several_phrases_is_kept(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const texts[] = { "alpha OR gamma", "alpha beta", "alpha -epsilon" };
+	int64_t want[N_MSG + 10];
+	size_t before_n[MB_ARRAY_LEN(texts)];
+	struct mb_err err = { 0 };
+	uint64_t before;
+	size_t n;
+
+	put_all(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
+		n = before_n[i] = mb_test_bm25_order(f->idx, texts[i], want, MB_ARRAY_LEN(want));
+		before = idx_rank_totals_counted;
+		assert_true(walked(f, texts[i], want, n));	/* four pages */
+		assert_int_equal(idx_rank_totals_counted - before, 1);
+	}
+	/* a new message matching each: counted again, one more */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	mb_test_put(f->idx, f->inbox, N_MSG + 1, &(struct mb_test_msg){
+	    .subject = "alpha gamma", .body = "alpha beta", .date = T0 });
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
+		n = mb_test_bm25_order(f->idx, texts[i], want, MB_ARRAY_LEN(want));
+		assert_int_equal(n, before_n[i] + 1);
+		before = idx_rank_totals_counted;
+		assert_true(walked(f, texts[i], want, n));
+		assert_int_equal(idx_rank_totals_counted - before, 1);
+	}
+}
+
+/*
  * Click and here: the best rows of the phrase "click here" are short, all
  * in the first block; after them, every block holds short rows of click
  * alone (three times) and long rows of here (thirteen times) with the
@@ -2303,6 +2342,7 @@ main(void)
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(an_or_of_words_is_walked_through_its_bounds),
 		MB_TEST_INDEX(a_not_is_walked_through_the_words_before_it),
+		MB_TEST_INDEX(a_total_of_several_phrases_is_kept),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
