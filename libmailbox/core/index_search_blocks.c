@@ -151,6 +151,9 @@ struct walk {
 	int			 n_tokens;	/* of every phrase: each range seeks each */
 	int			 n_pos;		/* the phrases before NOT (a match holds none after) */
 	bool			 all_of;	/* a match holds every phrase before NOT (match_all_of) */
+	/* of each phrase before NOT, its group: a match holds one of each group (phrase_groups) */
+	int			 group[IDX_RANK_PHRASES];
+	int			 n_groups;
 	/* an OR's words without bounds: ranked before the walk, which skips their rows */
 	bool			 rare[IDX_RANK_PHRASES];
 	int			 n_rare;
@@ -231,29 +234,6 @@ match_all_of(const char *match)
 }
 
 /*
- * Whether a row matches match when it holds any one of its phrases: one OR
- * at least, and no AND or NOT outside the quoted strings (query.c writes an
- * OR group alone as ("a" OR "b")).
- */
-static bool
-match_any_of(const char *match)
-{
-	bool quoted = false, any = false;
-
-	for (const char *p = match; *p != '\0'; p++) {
-		if (*p == '"')
-			quoted = !quoted;
-		else if (quoted)
-			continue;
-		else if (strncmp(p, " AND ", 5) == 0 || strncmp(p, " NOT ", 5) == 0)
-			return false;
-		else if (strncmp(p, " OR ", 4) == 0)
-			any = true;
-	}
-	return any;
-}
-
-/*
  * How many of match's phrases come before its NOT (query.c writes the
  * negated terms last, as " NOT (...)"), n (its phrases) when it has none;
  * *pos_len_r: the bytes before the NOT.
@@ -278,6 +258,33 @@ positive_phrases(const char *match, int n, size_t *pos_len_r)
 	}
 	*pos_len_r = strlen(match);
 	return n;
+}
+
+/*
+ * w->group[i] of each phrase of pos (the MATCH before its NOT, w->n_pos
+ * phrases, as query.c writes it: terms joined by AND, an OR's terms in
+ * parentheses), the AND's terms counted from 0, and w->n_groups; false
+ * when pos has not w->n_pos phrases.  (free OR money) AND cash: free and
+ * money in group 0, cash in group 1.
+ */
+static bool
+phrase_groups(struct walk *w, const char *pos)
+{
+	int k = 0, g = 0;
+
+	for (const char *p = pos; *p != '\0'; p++) {
+		if (*p == '"') {
+			for (p++; *p != '\0' && !(p[0] == '"' && p[1] != '"'); p++)
+				if (p[0] == '"')
+					p++;	/* a doubled quote is one */
+			if (*p == '\0' || k == w->n_pos)
+				return false;
+			w->group[k++] = g;
+		} else if (strncmp(p, " AND ", 5) == 0)
+			g++;
+	}
+	w->n_groups = g + 1;
+	return k == w->n_pos;
 }
 
 bool
@@ -581,20 +588,30 @@ phrase_terms(struct walk *w, int i, struct mb_err *err)
 static int
 blocks_bound(struct walk *w, struct mb_err *err)
 {
+	/* several groups: per block, those some phrase of which it holds (a bit each) */
+	uint64_t *held = w->n_groups > 1 ? mb_xcalloc((size_t)w->n_blocks, sizeof(*held)) : NULL;
+	uint64_t every = w->n_groups >= 64 ? UINT64_MAX : (UINT64_C(1) << w->n_groups) - 1;
+
 	w->term = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->term));
 	w->bound = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->bound));
 	for (int i = 0; i < w->n_pos; i++) {
 		if (w->rare[i])
 			continue;	/* ranked before the walk, which reads none of its rows */
-		if (phrase_terms(w, i, err) == -1)
+		if (phrase_terms(w, i, err) == -1) {
+			free(held);
 			return -1;
-		for (int64_t b = 0; b < w->n_blocks; b++)
-			w->bound[b] = w->bound[b] < 0.0 || (w->all_of && w->term[b] == 0.0) ?
-			    -1.0 : w->bound[b] + w->stats.idf[i] * w->term[b];
+		}
+		for (int64_t b = 0; b < w->n_blocks; b++) {
+			w->bound[b] += w->stats.idf[i] * w->term[b];
+			if (held != NULL && w->term[b] > 0.0)
+				held[b] |= UINT64_C(1) << w->group[i];
+		}
 	}
-	/* -1 marked a block that lacks a phrase every match holds: it has none */
-	for (int64_t b = 0; b < w->n_blocks; b++)
-		w->bound[b] = w->bound[b] < 0.0 ? 0.0 : w->bound[b];
+	/* a block that lacks every phrase of a group holds no match */
+	for (int64_t b = 0; held != NULL && b < w->n_blocks; b++)
+		if (held[b] != every)
+			w->bound[b] = 0.0;
+	free(held);
 	for (int64_t b = 0; b < w->n_blocks; b++)
 		w->bound[b] = -1.0 * (w->bound[b] * (1.0 + RANK_SLACK));
 	return 0;
@@ -898,42 +915,34 @@ bool idx_rank_not_walked = true;
  * every match holding all of them, or any one of them (an OR: match).
  */
 static bool
-several_words(const struct walk *w, const char *match)
+several_words(const struct walk *w)
 {
 	for (int i = 0; i < w->n_pos; i++)
 		if (w->ph[i].n != 1)
 			return false;
-	return match_all_of(match) || (idx_rank_or_walked && match_any_of(match));
-}
-
-/*
- * The rows holding any of w's phrases, were they independent (an OR's
- * matches) among max_id ids.
- */
-static double
-or_rows(const struct walk *w, int64_t max_id)
-{
-	double none = 1.0, ids = (double)(max_id > 0 ? max_id : 1);
-
-	for (int i = 0; i < w->n_pos; i++)
-		none *= 1.0 - (double)w->stats.n_hit[i] / ids;
-	return ids * (1.0 - none);
+	return w->n_groups == w->n_pos || idx_rank_or_walked;
 }
 
 /*
  * The rows w's phrases before any NOT match among max_id ids: one
- * phrase's, or several words', were they independent (all of them, or
- * any one for an OR).
+ * phrase's, or several words', were they independent (one of each group:
+ * all of them for an AND, any one for an OR).
  */
 static double
 rows_guess(const struct walk *w, int64_t max_id)
 {
-	double n = (double)w->stats.n_hit[0];
+	double ids = (double)(max_id > 0 ? max_id : 1), n = ids;
 
-	if (!w->all_of)
-		return or_rows(w, max_id);
-	for (int i = 1; i < w->n_pos; i++)
-		n = n * (double)w->stats.n_hit[i] / (double)(max_id > 0 ? max_id : 1);
+	if (w->n_pos == 1)
+		return (double)w->stats.n_hit[0];
+	for (int g = 0; g < w->n_groups; g++) {
+		double none = 1.0;
+
+		for (int i = 0; i < w->n_pos; i++)
+			if (w->group[i] == g)
+				none *= 1.0 - (double)w->stats.n_hit[i] / ids;
+		n *= 1.0 - none;
+	}
 	return n;
 }
 
@@ -959,7 +968,7 @@ few_matches(const struct walk *w, int64_t max_id)
 
 	if (min > 0 && w->ph[0].n > 1 && max_id / 32 > min)
 		min = max_id / 32;
-	if (min > 0 && w->all_of && w->n_pos > 1 && max_id / IDX_RANK_WORDS_SHARE > min)
+	if (min > 0 && w->n_groups > 1 && max_id / IDX_RANK_WORDS_SHARE > min)
 		min = max_id / IDX_RANK_WORDS_SHARE;
 	return rows_guess(w, max_id) < (double)min;
 }
@@ -1122,7 +1131,7 @@ or_rare_few(struct walk *w, const struct mb_query *q, int64_t max_id, bool *ok_r
 	*ok_r = true;
 	for (int i = 0; i < w->n_ph; i++)
 		rare += w->rare[i] ? (double)w->stats.n_hit[i] : 0.0;
-	if (rare * 100.0 > or_rows(w, max_id) * (double)idx_rank_or_rare_share)
+	if (rare * 100.0 > rows_guess(w, max_id) * (double)idx_rank_or_rare_share)
 		return false;
 	if (w->filtered &&
 	    idx_narrow_filters_common(w->idx, q, w->folder_id, max_id, &common, err) == -1) {
@@ -1265,15 +1274,16 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 * Several phrases: only words, every match holding all of them or any
 	 * one (an OR), and only when many messages hold them (few_matches)
 	 */
-	if (w.n_pos > 1 && (!idx_rank_words_walked || !several_words(&w, pos))) {
+	if (!phrase_groups(&w, pos) ||
+	    (w.n_pos > 1 && (!idx_rank_words_walked || !several_words(&w)))) {
 		rc = 0;
 		goto out;
 	}
-	w.all_of = match_all_of(pos);
+	w.all_of = w.n_groups == w.n_pos;
 	if (phrases_rare(&w, err) == -1)
 		goto out;
 	/* an AND needs every word bounded, an OR one */
-	if (w.n_rare == w.n_pos || (w.all_of && w.n_rare > 0)) {
+	if (w.n_rare == w.n_pos || (w.n_groups > 1 && w.n_rare > 0)) {
 		rc = 0;
 		goto out;
 	}

@@ -186,6 +186,9 @@ static const char *const queries[] = {
 	/* NOTs: of a rarer word, beside an OR with rarer words, of much, of a phrase */
 	"alpha -epsilon", "alpha beta -epsilon", "gamma OR gammaburst -epsilon",
 	"beta -alpha", "alpha -\"mailing list\"", "alpha -epsilon -zeta7",
+	/* ORs beside ANDs */
+	"gamma alpha OR delta", "alpha OR beta gamma OR delta", "alpha OR beta gamma -epsilon",
+	"beta zeta OR gamma alpha",
 	"\"gamma delta\" OR epsilon OR \"sent to\"",
 };
 
@@ -2162,9 +2165,10 @@ expect_walked_or_whole(struct mb_test_index *f, const char *const *walked_texts,
  * of bounded words alone, and with words syncd does not bound, whose rows
  * are ranked first (gammaburst's best rows, uids 3 and 4, hold no gamma
  * and gamma too), reading fewer rows' hits than the full read, the pages
- * bm25()'s.  Read whole: an OR of no bounded word, one whose rarer words
- * hold more than idx_rank_or_rare_share of its rows, an OR beside an AND,
- * and one with a phrase.
+ * bm25()'s; beside an AND when every word is bounded.  Read whole: an OR
+ * of no bounded word, one whose rarer words hold more than
+ * idx_rank_or_rare_share of its rows, an OR with a phrase, and one beside
+ * an AND with a word without bounds.
  */
 static void
 an_or_of_words_is_walked_through_its_bounds(void **state)
@@ -2173,7 +2177,7 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
 	static const char *const walked_texts[] = { "alpha OR gamma", "gamma OR gammaburst",
 	    "gammaburst OR beta OR epsilon" };
 	static const char *const whole_texts[] = { "epsilon OR gammaburst",
-	    "alpha OR beta gamma", "\"mailing list\" OR gamma" };
+	    "\"mailing list\" OR gamma", "alpha OR gammaburst delta" };
 	int64_t want[N_MSG];
 	size_t n;
 
@@ -2181,6 +2185,12 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
 	assert_int_equal(mb_test_rank_build(f), 2);
 	expect_walked_or_whole(f, walked_texts, MB_ARRAY_LEN(walked_texts), whole_texts,
 	    MB_ARRAY_LEN(whole_texts), &idx_rank_or_walked);
+	/* beside an AND, its words bounded: a block lacking alpha and beta, or gamma, holds none */
+	n = mb_test_bm25_order(f->idx, "alpha OR beta gamma", want, MB_ARRAY_LEN(want));
+	idx_rank_or_walked = false;
+	assert_false(walked(f, "alpha OR beta gamma", want, n));
+	idx_rank_or_walked = true;
+	assert_true(walked(f, "alpha OR beta gamma", want, n));
 	/* gammaburst's rows are about a ninth of the OR's */
 	idx_rank_or_rare_share = 5;
 	n = mb_test_bm25_order(f->idx, "gamma OR gammaburst", want, MB_ARRAY_LEN(want));
