@@ -31,7 +31,10 @@
  * below its floor is answered before its hits are read.
  *
  * A prefix is walked through its words (prefix_walk, index_search_prefix.c):
- * FTS5 would merge a prefix's doclists again for every range.
+ * FTS5 would merge a prefix's doclists again for every range.  An OR's
+ * words without bounds have their rows ranked before the walk
+ * (index_search_or.c); a NOT's words are in no match and add nothing to a
+ * bound, the ranges' MATCH leaving their rows out.
  *
  * What this does not serve (the caller reads every match): the filters the
  * index does not cover (to:me, id:) and thread:, which name a few rows read
@@ -150,7 +153,6 @@ struct walk {
 	int			 n_ph;
 	int			 n_tokens;	/* of every phrase: each range seeks each */
 	int			 n_pos;		/* the phrases before NOT (a match holds none after) */
-	bool			 all_of;	/* a match holds every phrase before NOT (match_all_of) */
 	/* of each phrase before NOT, its group: a match holds one of each group (phrase_groups) */
 	int			 group[IDX_RANK_PHRASES];
 	int			 n_groups;
@@ -912,7 +914,8 @@ bool idx_rank_not_walked = true;
 
 /*
  * Whether w's phrases are words the walk takes several of: each one word,
- * every match holding all of them, or any one of them (an OR: match).
+ * a match holding all of them (an AND) or one of each group (an OR, alone
+ * or beside an AND: phrase_groups).
  */
 static bool
 several_words(const struct walk *w)
@@ -1271,18 +1274,17 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 			goto out;
 		}
 	/*
-	 * Several phrases: only words, every match holding all of them or any
-	 * one (an OR), and only when many messages hold them (few_matches)
+	 * Several phrases: only words, a match holding all of them or one of
+	 * each OR's, and only when many messages hold them (few_matches)
 	 */
 	if (!phrase_groups(&w, pos) ||
 	    (w.n_pos > 1 && (!idx_rank_words_walked || !several_words(&w)))) {
 		rc = 0;
 		goto out;
 	}
-	w.all_of = w.n_groups == w.n_pos;
 	if (phrases_rare(&w, err) == -1)
 		goto out;
-	/* an AND needs every word bounded, an OR one */
+	/* an AND (an OR beside one too) needs every word bounded, an OR alone one */
 	if (w.n_rare == w.n_pos || (w.n_groups > 1 && w.n_rare > 0)) {
 		rc = 0;
 		goto out;

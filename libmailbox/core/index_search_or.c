@@ -11,7 +11,8 @@
  * too ("(rare) AND (bounded)", every word of the row a phrase of the
  * statement), then the rest ("(rare)", skipping those).  The walk then
  * reads "(bounded)" a range at a time, skipping the first statement's
- * rows: what it reads holds no rarer word.
+ * rows: what it reads holds no rarer word.  A query's NOT is kept in each
+ * statement, so no part gives a row the query does not match.
  *
  * Each statement's phrases are some of the query's, so a row is scored
  * with the query's own statistics, each phrase's hits put in the query's
