@@ -352,7 +352,7 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	const struct idx_rank_parts *p = floor->parts;
 	const struct idx_rank_stats *s = p->stats;
 	int col_min[RANK_PREFIX_COLS] = { 0 };
-	double idf[IDX_RANK_PHRASES], freq[IDX_RANK_PHRASES] = { 0 };
+	double idf[IDX_RANK_PHRASES], freq[IDX_RANK_PHRASES];
 	struct rank_query q = { .n_phrase = s->n_phrase, .avgdl = s->avgdl, .idf = idf,
 	    .freq = freq };
 	int n_phrase = api->xPhraseCount(fts);
@@ -370,6 +370,7 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 		return;
 	}
 	memcpy(idf, s->idf, (size_t)s->n_phrase * sizeof(*idf));
+	memset(freq, 0, (size_t)s->n_phrase * sizeof(*freq));	/* the slots no phrase here fills */
 	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++)
 		rc = phrase_hits(api, fts, i, n_val, val, w, &freq[p->slot[i]], col_min,
 		    RANK_PREFIX_COLS);

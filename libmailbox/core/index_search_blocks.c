@@ -236,57 +236,41 @@ match_all_of(const char *match)
 }
 
 /*
- * How many of match's phrases come before its NOT (query.c writes the
- * negated terms last, as " NOT (...)"), n (its phrases) when it has none;
- * *pos_len_r: the bytes before the NOT.
- */
-static int
-positive_phrases(const char *match, int n, size_t *pos_len_r)
-{
-	int k = 0;
-
-	for (const char *p = match; *p != '\0'; p++) {
-		if (*p == '"') {
-			for (p++; *p != '\0' && !(p[0] == '"' && p[1] != '"'); p++)
-				if (p[0] == '"')
-					p++;	/* a doubled quote is one */
-			if (*p == '\0')
-				break;
-			k++;
-		} else if (strncmp(p, " NOT ", 5) == 0) {
-			*pos_len_r = (size_t)(p - match);
-			return k;
-		}
-	}
-	*pos_len_r = strlen(match);
-	return n;
-}
-
-/*
- * w->group[i] of each phrase of pos (the MATCH before its NOT, w->n_pos
- * phrases, as query.c writes it: terms joined by AND, an OR's terms in
- * parentheses), the AND's terms counted from 0, and w->n_groups; false
- * when pos has not w->n_pos phrases.  (free OR money) AND cash: free and
- * money in group 0, cash in group 1.
+ * w->n_pos, the phrases of match before its NOT (query.c writes the
+ * negated terms last, as " NOT (...)": a match holds none of them), and
+ * w->group[i] of each: the terms joined by AND counted from 0, an OR's
+ * terms (in parentheses) sharing one, so (free OR money) AND cash puts
+ * free and money in group 0 and cash in 1; w->n_groups.  False when a
+ * quote is unbalanced or there are more than IDX_RANK_PHRASES.
  */
 static bool
-phrase_groups(struct walk *w, const char *pos)
+phrase_groups(struct walk *w, const char *match)
 {
-	int k = 0, g = 0;
+	int g = 0;
 
-	for (const char *p = pos; *p != '\0'; p++) {
+	w->n_pos = 0;
+	for (const char *p = match; *p != '\0'; p++) {
 		if (*p == '"') {
-			for (p++; *p != '\0' && !(p[0] == '"' && p[1] != '"'); p++)
-				if (p[0] == '"')
-					p++;	/* a doubled quote is one */
-			if (*p == '\0' || k == w->n_pos)
+			if ((p = idx_match_phrase_end(p)) == NULL || w->n_pos == IDX_RANK_PHRASES)
 				return false;
-			w->group[k++] = g;
-		} else if (strncmp(p, " AND ", 5) == 0)
+			w->group[w->n_pos++] = g;
+		} else if (strncmp(p, " NOT ", 5) == 0)
+			break;
+		else if (strncmp(p, " AND ", 5) == 0)
 			g++;
 	}
 	w->n_groups = g + 1;
-	return k == w->n_pos;
+	return true;
+}
+
+/* search-private.h */
+const char *
+idx_match_phrase_end(const char *p)
+{
+	for (p++; *p != '\0' && !(p[0] == '"' && p[1] != '"'); p++)
+		if (p[0] == '"')
+			p++;	/* a doubled quote is one */
+	return *p == '"' ? p : NULL;
 }
 
 bool
@@ -1224,8 +1208,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	struct idx_rank_parts walk_parts = { 0 };
 	struct idx_ids both = { 0 };
 	int64_t max_id = 0;
-	size_t pos_len = 0;
-	char *prefix, *pos = NULL;
+	char *prefix;
 	bool ok = false, any = false;
 	int rc = -1;
 
@@ -1261,9 +1244,8 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 * The phrases after a NOT (-word) are in no match: they add nothing to
 	 * a score or a bound, and each range's MATCH leaves their rows out.
 	 */
-	w.n_pos = positive_phrases(q->match, w.n_ph, &pos_len);
-	pos = mb_xstrndup(q->match, pos_len);
-	if (w.n_pos < 1 || (w.n_pos < w.n_ph && !idx_rank_not_walked)) {
+	if (!phrase_groups(&w, q->match) || w.n_pos < 1 || w.n_pos > w.n_ph ||
+	    (w.n_pos < w.n_ph && !idx_rank_not_walked)) {
 		rc = 0;
 		goto out;
 	}
@@ -1277,8 +1259,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 * Several phrases: only words, a match holding all of them or one of
 	 * each OR's, and only when many messages hold them (few_matches)
 	 */
-	if (!phrase_groups(&w, pos) ||
-	    (w.n_pos > 1 && (!idx_rank_words_walked || !several_words(&w)))) {
+	if (w.n_pos > 1 && (!idx_rank_words_walked || !several_words(&w))) {
 		rc = 0;
 		goto out;
 	}
@@ -1350,7 +1331,6 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 out:
 	set->floor.parts = NULL;
 	free(both.ids);
-	free(pos);
 	idx_or_parts_release(&parts);
 	walk_release(&w);
 	return rc;

@@ -525,9 +525,8 @@ narrowest(const struct scope *s, const int *in, int *in_r)
 
 /*
  * How many of the scope's ids to read at most after a walk that gave up
- * (IDX_NARROW_WALKED_CAP), into *cap_r: one in IDX_NARROW_CAP of the
- * messages, or more for words with many rows, from the statistics the
- * walk kept.
+ * (IDX_NARROW_WALKED_CAP): *cap_r (one in IDX_NARROW_CAP of the messages)
+ * raised for words with many rows, from the statistics the walk kept.
  */
 static int
 walked_cap(struct mb_index *idx, const struct mb_query *q, int64_t max_id, int64_t *cap_r,
@@ -536,7 +535,6 @@ walked_cap(struct mb_index *idx, const struct mb_query *q, int64_t max_id, int64
 	int64_t rows = 0, most = max_id / IDX_NARROW_WALKED_CAP;
 	bool kept = false;
 
-	*cap_r = max_id / IDX_NARROW_CAP;
 	if (idx_rank_rows_kept(idx, q->match, &rows, &kept, err) == -1)
 		return -1;
 	if (kept && rows > *cap_r / IDX_NARROW_PER_JOIN)

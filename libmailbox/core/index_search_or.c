@@ -45,10 +45,7 @@ phrase_spans(const char *match, const char **start, size_t *len, int max)
 
 		if (*p != '"')
 			continue;
-		for (p++; *p != '\0' && !(p[0] == '"' && p[1] != '"'); p++)
-			if (p[0] == '"')
-				p++;
-		if (*p == '\0' || n == max)
+		if ((p = idx_match_phrase_end(s)) == NULL || n == max)
 			return -1;
 		start[n] = s;
 		len[n] = (size_t)(p - s) + 1;

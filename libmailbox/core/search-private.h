@@ -295,6 +295,12 @@ double	idx_rank_select(struct idx_ranked *rows, size_t n, size_t k);
  */
 int	idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set);
 
+/*
+ * The closing quote of the quoted phrase whose opening quote is at p, in
+ * a MATCH as query.c writes it (a doubled quote inside is one); NULL when
+ * it is not closed.
+ */
+const char	*idx_match_phrase_end(const char *p);
 /* Whether a MATCH expression (as query.c writes it) has no prefix ("..."*). */
 bool	idx_match_plain(const char *match);
 
