@@ -126,9 +126,10 @@ static const char *const count_span_sql[] = {
 };
 
 /*
- * Filters alone with is:flagged, is:unread, a label, has:attachment,
- * larger:N or list:X that few messages have (idx_narrow_few, migrations
- * 0019, 0020, 0024, 0025 and 0026): the ids of that flag, of the labelled
+ * Filters alone with is:flagged, is:unread, is:answered, is:draft, a
+ * label, has:attachment, larger:N or list:X that few messages have
+ * (idx_narrow_few, migrations 0019, 0020, 0024, 0025, 0026 and 0027): the
+ * ids of that flag, of the labelled
  * messages, of those with attachments, of those that large or of those
  * lists, each looked up in messages_search_filter, where the covered
  * statement reads every entry of it (1,000,000 at 1,000,000 messages).  An

@@ -76,12 +76,13 @@ static const char search_sql_filter_ix[] =
  * date, instead of reading the whole narrow index as search_sql_filter_ix
  * does (1,000,000 entries at 1,000,000 messages, for the 1% flagged).
  * is:flagged reads the flagged ids (but in a small folder, whose own
- * entries serve); the unread, labelled, attached, large or listed ids
- * serve filters few messages pass (sparse_filters) when a sample of the
- * messages finds that index holds few of them (idx_narrow_few): where a
- * client labels nearly every message, reading the narrow index in order is
- * cheaper than a seek for each.  Before migrations 0019, 0020, 0024, 0025
- * and 0026 they do not prepare, and the list is read as before.
+ * entries serve); the unread, labelled, attached, large, listed, answered
+ * or draft ids serve filters few messages pass (sparse_filters) when a
+ * sample of the messages finds that index holds few of them
+ * (idx_narrow_few): where a client labels nearly every message, reading
+ * the narrow index in order is cheaper than a seek for each.  Before
+ * migrations 0019, 0020, 0024, 0025, 0026 and 0027 they do not prepare,
+ * and the list is read as before.
  */
 #define FILTER_FEW_SQL(few, index, test) \
 	[few] = "SELECT m.id FROM " SEARCH_FEW_FROM(index) "WHERE " test " AND " \
@@ -249,8 +250,8 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 
 	/*
 	 * is:flagged through the flagged ids; other filters few messages pass
-	 * through the unread, labelled, attached, large or listed ids when the
-	 * sample finds those few
+	 * through the unread, labelled, attached, large, listed, answered or
+	 * draft ids when the sample finds those few
 	 */
 	if (scan && (q->flags_set & MB_FLAG_FLAGGED))
 		few = IDX_FEW_FLAGGED;

@@ -1,15 +1,18 @@
 /*
  * The ids a ranked search's scope lets through, when few do: a narrow
  * date range, a small folder, both, the flagged messages, the unread ones,
- * the labelled ones, those with attachments, the large ones or those of a
- * mailing list (docs/index.md, "Ranking", "A narrow scope"), and a thread
+ * the labelled ones, those with attachments, the large ones, those of a
+ * mailing list, the answered ones or the drafts (docs/index.md, "Ranking",
+ * "A narrow scope"), and a thread
  * beside a prefix (idx_narrow_thread_ids).  Read from the index
  * on the date (messages_sort_date), on the folder and date
  * (messages_folder_sort_date), of the flag (messages_flagged,
  * messages_unread: migrations/0019), of the labels (messages_labelled:
  * migrations/0020), of the attachments (messages_attached: migrations/0024),
  * of the sizes (messages_size: migrations/0025), of the lists
- * (messages_list: migrations/0026) or of the thread (messages_thread)
+ * (messages_list: migrations/0026), of the other two flags
+ * (messages_answered, messages_draft: migrations/0027) or of the thread
+ * (messages_thread)
  * into a bitmap, so that the read of every match answers
  * a row outside the scope before its hits are read or its filters joined.
  *
@@ -102,7 +105,8 @@ static const char filter_ids_sql[] =
  * The ids of an index of few (search-private.h, SEARCH_FEW_EACH), by the
  * index alone (covering: each entry holds its rowid).
  */
-static_assert(MB_FLAG_FLAGGED == 4 && MB_FLAG_SEEN == 1, "SEARCH_FLAGGED_AS spells the bits");
+static_assert(MB_FLAG_FLAGGED == 4 && MB_FLAG_SEEN == 1 && MB_FLAG_ANSWERED == 2 &&
+    MB_FLAG_DRAFT == 16, "SEARCH_FLAGGED_AS and the others spell the bits");
 #define FEW_IDS_SQL(few, index, test) \
 	[few] = "SELECT g.id FROM messages AS g INDEXED BY " index " WHERE " test " LIMIT ?4",
 static const char *const few_ids_sql[] = { SEARCH_FEW_EACH(FEW_IDS_SQL) };
@@ -189,6 +193,8 @@ enum source {
 	SOURCE_ATTACHED,	/* has:attachment */
 	SOURCE_LARGE,		/* larger:N */
 	SOURCE_LISTED,		/* list:X */
+	SOURCE_ANSWERED,	/* is:answered */
+	SOURCE_DRAFT,		/* is:draft */
 	SOURCE_THREAD,		/* thread:N, for a prefix: never sampled */
 	N_SOURCES
 };
@@ -196,7 +202,8 @@ enum source {
 static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
     [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED,
     [SOURCE_ATTACHED] = IDX_FEW_ATTACHED, [SOURCE_LARGE] = IDX_FEW_LARGE,
-    [SOURCE_LISTED] = IDX_FEW_LISTED };
+    [SOURCE_LISTED] = IDX_FEW_LISTED, [SOURCE_ANSWERED] = IDX_FEW_ANSWERED,
+    [SOURCE_DRAFT] = IDX_FEW_DRAFT };
 
 void
 idx_narrow_ids_release(struct idx_narrow_ids *d)
@@ -296,6 +303,10 @@ has_source(const struct scope *s, enum source src)
 		return s->larger > 0;
 	case SOURCE_LISTED:
 		return s->list != NULL;
+	case SOURCE_ANSWERED:
+		return (s->flags_set & MB_FLAG_ANSWERED) != 0;
+	case SOURCE_DRAFT:
+		return (s->flags_set & MB_FLAG_DRAFT) != 0;
 	case SOURCE_THREAD:
 		return s->thread_id > 0;
 	default:
@@ -326,6 +337,10 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 		return (sqlite3_column_int64(st, 2) & MB_FLAG_FLAGGED) != 0;
 	if (src == SOURCE_UNREAD)
 		return (sqlite3_column_int64(st, 2) & MB_FLAG_SEEN) == 0;
+	if (src == SOURCE_ANSWERED)
+		return (sqlite3_column_int64(st, 2) & MB_FLAG_ANSWERED) != 0;
+	if (src == SOURCE_DRAFT)
+		return (sqlite3_column_int64(st, 2) & MB_FLAG_DRAFT) != 0;
 	if (src == SOURCE_LABELLED)
 		return sqlite3_column_int(st, 3) != 0;
 	if (src == SOURCE_ATTACHED)
@@ -410,8 +425,8 @@ matches_at_least(struct mb_index *idx, const struct mb_query *q, int64_t n, bool
  * The statement that reads a source's ids, prepared (release it with
  * idx_stmt_done), or NULL: for a flag, the labels, the attachments, the
  * sizes or the lists, an index from before migrations/0019, 0020, 0024,
- * 0025 or 0026 has no such index to read, and a search then goes without a
- * bitmap.
+ * 0025, 0026 or 0027 has no such index to read, and a search then goes
+ * without a bitmap.
  */
 static sqlite3_stmt *
 source_stmt(struct mb_index *idx, const struct scope *s, enum source src, struct mb_err *err)
@@ -755,7 +770,7 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
 	if (ids_r != NULL)
 		*ids_r = 0;
 	if (!has_any_source(&s))
-		return 0;	/* none of is:flagged, is:unread, label:X, has:attachment, larger:, list: */
+		return 0;	/* none of is:flagged/unread/answered/draft, label:X, has:, larger:, list: */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;

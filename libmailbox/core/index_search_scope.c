@@ -59,8 +59,9 @@ static const char count_sql_filter_ix[] =
 	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED
 	"LIMIT ?19)";
 /*
- * The same through the flagged, the unread, the labelled, the attached, the
- * large or the listed ids (migrations 0019, 0020, 0024, 0025 and 0026),
+ * The same through the flagged, the unread, the answered, the draft, the
+ * labelled, the attached, the large or the listed ids (migrations 0019,
+ * 0020, 0024, 0025, 0026 and 0027),
  * when few messages are in that index (idx_narrow_few): a seek into
  * messages_search_filter for each, where the scan above reads every entry
  * until the cap has passed (at 1,000,000 messages, 1% flagged:

@@ -84,6 +84,12 @@ struct mb_query;
  */
 #define SEARCH_FLAGGED_AS(t)	"(" t ".flags & 4) <> 0"
 #define SEARCH_UNREAD_AS(t)	"(" t ".flags & 1) = 0"
+/*
+ * And migrations/0027's messages_answered (\Answered set, MB_FLAG_ANSWERED
+ * 2) and messages_draft (\Draft set, MB_FLAG_DRAFT 16).
+ */
+#define SEARCH_ANSWERED_AS(t)	"(" t ".flags & 2) <> 0"
+#define SEARCH_DRAFT_AS(t)	"(" t ".flags & 16) <> 0"
 /* Likewise migrations/0020's messages_labelled: a message with any keyword. */
 #define SEARCH_LABELLED_AS(t)	t ".keywords IS NOT NULL"
 /* And migrations/0024's messages_attached: a message with an attachment (has:attachment). */
@@ -110,7 +116,7 @@ struct mb_query;
 	"SELECT v FROM lists WHERE instr(lower(v), ?15) > 0"
 #define SEARCH_LISTED_AS(t)	t ".list_id IN (" SEARCH_LIST_VALUES ")"
 /*
- * Those six indexes "of few" (the sizes' a whole index read over a range,
+ * Those eight indexes "of few" (the sizes' a whole index read over a range,
  * the lists' over the values that hold the text), each as X(enum idx_few,
  * its name, its WHERE over alias g): the one place that pairs a name with
  * its WHERE, for every statement that reads them.
@@ -121,7 +127,9 @@ struct mb_query;
 	X(IDX_FEW_LABELLED, "messages_labelled", SEARCH_LABELLED_AS("g")) \
 	X(IDX_FEW_ATTACHED, "messages_attached", SEARCH_ATTACHED_AS("g")) \
 	X(IDX_FEW_LARGE, "messages_size", SEARCH_LARGE_AS("g")) \
-	X(IDX_FEW_LISTED, "messages_list", SEARCH_LISTED_AS("g"))
+	X(IDX_FEW_LISTED, "messages_list", SEARCH_LISTED_AS("g")) \
+	X(IDX_FEW_ANSWERED, "messages_answered", SEARCH_ANSWERED_AS("g")) \
+	X(IDX_FEW_DRAFT, "messages_draft", SEARCH_DRAFT_AS("g"))
 /* A FROM of one of them: its ids as g, each looked up in messages_search_filter as m. */
 #define SEARCH_FEW_FROM(index) \
 	"messages AS g INDEXED BY " index " CROSS JOIN messages AS m INDEXED BY " \
@@ -473,21 +481,22 @@ int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
 	    int64_t folder_id, int64_t max_id, bool *common_r, struct mb_err *err);
 /*
  * For filters alone: which of the indexes of migrations 0019, 0020, 0024,
- * 0025 and 0026 holds few of the messages and a part of q's scope
- * (is:flagged, is:unread, a label, has:attachment, larger:, list:), by the
+ * 0025, 0026 and 0027 holds few of the messages and a part of q's scope
+ * (is:flagged, is:unread, a label, has:attachment, larger:, list:,
+ * is:answered, is:draft), by the
  * same sample, into *few_r (IDX_FEW_NONE: no such part, or not few), and
  * when ids_r is not NULL how many ids the sample guesses it holds.  Their
  * ids are then read, each looked up for the other filters.  -1 with err on
  * a failure of SQLite's.
  */
 enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
-	IDX_FEW_ATTACHED, IDX_FEW_LARGE, IDX_FEW_LISTED };
+	IDX_FEW_ATTACHED, IDX_FEW_LARGE, IDX_FEW_LISTED, IDX_FEW_ANSWERED, IDX_FEW_DRAFT };
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    int64_t *ids_r, struct mb_err *err);
 /*
  * sql, a statement that reads one of those indexes, prepared (release it
  * with idx_stmt_done); NULL without an error for an index from before
- * migrations 0019, 0020, 0024, 0025 or 0026, whose caller then reads the
+ * migrations 0019, 0020, 0024, 0025, 0026 or 0027, whose caller then reads the
  * messages the old way.  Counts idx_few_reads.
  */
 sqlite3_stmt	*idx_few_stmt(struct mb_index *idx, const char *sql);

@@ -369,9 +369,9 @@ test_count_covering(void **state)
 
 /*
  * Counts of a flag, a label, attachments, a size or a mailing list that few
- * messages have read those messages' ids (migrations 0019, 0020, 0024, 0025
- * and 0026, idx_narrow_few): every grouping gives the same rows as the
- * covered scan gives on an index without those indexes.
+ * messages have read those messages' ids (migrations 0019, 0020, 0024,
+ * 0025, 0026 and 0027, idx_narrow_few): every grouping gives the same rows
+ * as the covered scan gives on an index without those indexes.
  */
 static void
 test_count_few_flags_and_labels(void **state)
@@ -380,7 +380,8 @@ test_count_few_flags_and_labels(void **state)
 		"is:flagged", "is:unread", "label:project-x", "is:starred folder:Sent",
 		"label:project-x after:2024-03-01", "is:unread -label:project-x",
 		"has:attachment", "larger:50K", "larger:50K -has:attachment folder:INBOX",
-		"list:rare", "list:rare -is:unread folder:INBOX",
+		"list:rare", "list:rare -is:unread folder:INBOX", "is:answered",
+		"is:draft folder:INBOX",
 	};
 	static const enum mb_count_group groups[] = {
 		MB_COUNT_FOLDER, MB_COUNT_MONTH, MB_COUNT_SENDER_DOMAIN, MB_COUNT_LABEL,
@@ -394,7 +395,8 @@ test_count_few_flags_and_labels(void **state)
 		snprintf(from, sizeof(from), "s%u@d%u.example", i % 7, i % 3);
 		put(f->rw, &(struct pm){ i % 5 ? f->inbox : f->sent, i, .from = from,
 		    .date = Y2024 + i * DAY / 4,
-		    .flags = (i % 43 == 7 ? 0 : MB_FLAG_SEEN) | (i % 41 == 3 ? MB_FLAG_FLAGGED : 0),
+		    .flags = (i % 43 == 7 ? 0 : MB_FLAG_SEEN) | (i % 41 == 3 ? MB_FLAG_FLAGGED : 0) |
+		    (i % 47 == 5 ? MB_FLAG_ANSWERED : 0) | (i % 53 == 6 ? MB_FLAG_DRAFT : 0),
 		    .keywords = i % 37 == 11 ? "project-x" : i % 37 == 12 ? "other $x" : NULL });
 	}
 	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "UPDATE messages SET "
@@ -417,10 +419,12 @@ test_count_few_flags_and_labels(void **state)
 	assert_int_equal(got[7][0].total, 42);	/* larger:50K: and i % 29 == 4 */
 	assert_int_equal(got[8][0].total, 17);	/* of those, none attached, in INBOX */
 	assert_int_equal(got[9][0].total, 56);	/* list:rare: i % 23 == 4 or 6 */
+	assert_int_equal(got[11][0].total, 14);	/* is:answered: i % 47 == 5 */
 	mb_index_close(&f->ro);
 	assert_int_equal(sqlite3_exec(mb_index_db(f->rw), "DROP INDEX messages_flagged; "
 	    "DROP INDEX messages_unread; DROP INDEX messages_labelled; "
-	    "DROP INDEX messages_attached; DROP INDEX messages_size; DROP INDEX messages_list",
+	    "DROP INDEX messages_attached; DROP INDEX messages_size; DROP INDEX messages_list; "
+	    "DROP INDEX messages_answered; DROP INDEX messages_draft",
 	    NULL, NULL, NULL),
 	    SQLITE_OK);
 	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)

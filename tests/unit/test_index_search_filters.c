@@ -525,11 +525,11 @@ a_small_folder_with_a_rare_filter_is_listed_from_its_own_entries(void **state)
 }
 
 /*
- * is:flagged, is:unread, label:X, has:attachment, larger: and list:
- * without words read the flagged, unread, labelled, attached, large or
- * listed ids from their indexes (migrations 0019, 0020, 0024, 0025 and
- * 0026): the list and its count are the messages' own, and the same from
- * an index without them.
+ * is:flagged, is:unread, label:X, has:attachment, larger:, list:,
+ * is:answered and is:draft without words read the flagged, unread,
+ * labelled, attached, large, listed, answered or draft ids from their
+ * indexes (migrations 0019, 0020, 0024, 0025, 0026 and 0027): the list and
+ * its count are the messages' own, and the same from an index without them.
  */
 static void
 flag_and_label_lists_are_their_messages(void **state)
@@ -555,13 +555,23 @@ flag_and_label_lists_are_their_messages(void **state)
 		{ "list:rare.lists -has:attachment in:inbox", "instr(lower(m.list_id), "
 		    "'rare.lists') > 0 AND m.attachment_count = 0 AND m.folder_id = "
 		    "(SELECT id FROM folders WHERE name = 'INBOX')" },
+		{ "is:answered", "(m.flags & 2) <> 0" },
+		{ "is:replied -is:flagged", "(m.flags & 6) = 2" },
+		{ "is:draft", "(m.flags & 16) <> 0" },
+		{ "is:draft -is:flagged in:inbox", "(m.flags & 20) = 16 AND m.folder_id = "
+		    "(SELECT id FROM folders WHERE name = 'INBOX')" },
 	};
 	struct fx *f = *state;
 
 	bulk(f, 1000, 800);
-	/* few flagged, unread and labelled: the lists and counts read their indexes */
+	/*
+	 * few flagged, unread, answered, drafts and labelled: the lists and
+	 * counts read their indexes
+	 */
 	sql(f, "UPDATE messages SET flags = CASE WHEN uid % 40 = 9 THEN 0 ELSE 1 END | "
-	    "CASE WHEN uid % 50 = 7 THEN 4 ELSE 0 END, keywords = CASE WHEN uid % 45 = 4 THEN "
+	    "CASE WHEN uid % 50 = 7 THEN 4 ELSE 0 END | CASE WHEN uid % 65 = 9 OR uid % 45 = 5 "
+	    "THEN 2 ELSE 0 END | CASE WHEN uid % 75 = 10 OR uid % 50 = 7 THEN 16 ELSE 0 END, "
+	    "keywords = CASE WHEN uid % 45 = 4 THEN "
 	    "'Project-X' WHEN uid % 45 = 5 THEN 'other' END, attachment_count = "
 	    "CASE WHEN uid % 35 = 6 THEN 2 ELSE 0 END, size = CASE WHEN uid % 70 = 6 OR "
 	    "uid % 60 = 7 THEN 1000 ELSE 100 END, list_id = CASE WHEN uid % 55 = 8 THEN "
@@ -580,7 +590,8 @@ flag_and_label_lists_are_their_messages(void **state)
 		if (pass == 0) {	/* again on an index from before the migrations */
 			sql(f, "DROP INDEX messages_flagged; DROP INDEX messages_unread; "
 			    "DROP INDEX messages_labelled; DROP INDEX messages_attached; "
-			    "DROP INDEX messages_size; DROP INDEX messages_list");
+			    "DROP INDEX messages_size; DROP INDEX messages_list; "
+			    "DROP INDEX messages_answered; DROP INDEX messages_draft");
 			mb_index_close(&f->ro);
 		}
 	}
@@ -688,9 +699,10 @@ a_list_of_much_mail_is_listed_newest_first(void **state)
  * narrow index whole when none of them had one (78 ms of CPU).  The
  * sample is now of the folder's own messages.  Here 2,000 of 20,006
  * messages are in Big, in one run of ids, and one in 25 of them is
- * answered (no other message is; has:attachment has an index of its own
- * since migrations/0024, and is:answered none): the 7 samples over every
- * id that fall in Big all miss, 3 of 64 over Big's own messages pass.
+ * answered (no other message is), and is:answered's own index
+ * (migrations/0027) is dropped, so that it is a filter few messages pass
+ * with no index, as from:me is: the 7 samples over every id that fall in
+ * Big all miss, 3 of 64 over Big's own messages pass.
  * Without messages_folder_ids (migrations/0021) the sample is over every id.
  */
 static void
@@ -707,6 +719,7 @@ a_big_folder_is_sampled_over_its_own_messages(void **state)
 	snprintf(text, sizeof(text), "UPDATE messages SET folder_id = %lld, flags = flags | "
 	    "(uid %% 25 = 0) * 2 WHERE uid > 9000 AND uid <= 11000", (long long)big);
 	sql(f, text);
+	sql(f, "DROP INDEX messages_answered");
 	if (first_page_whole(f, "in:Big is:answered", 0))
 		fail_msg("'in:Big is:answered' read the narrow index whole");
 	snprintf(where, sizeof(where), "m.folder_id = %lld AND (m.flags & 2) <> 0",
