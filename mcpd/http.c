@@ -1,6 +1,7 @@
 /*
- * The HTTP transport: libmicrohttpd with an internal thread pool.  This file
- * and http_deadline.c (the request deadline) are the only ones that know
+ * The HTTP transport: libmicrohttpd with an internal thread pool, its
+ * connections accepted by http_accept.c.  This file, http_accept.c and
+ * http_deadline.c (the request deadline) are the only ones that know
  * libmicrohttpd.  It enforces what the MCP
  * Streamable HTTP transport asks of the HTTP layer, in this order:
  *   Host allow-list (DNS rebinding) -> 403, Origin allow-list -> 403,
@@ -29,6 +30,7 @@
 #include "mailbox/unixsock.h"
 #include "mailbox/util.h"
 #include "auth.h"
+#include "http_accept.h"
 #include "http_deadline.h"
 #include "mcpd.h"
 
@@ -37,7 +39,8 @@ struct mcp_http {
 	struct mcp_server	*srv;
 	char			**hosts;	/* owned, NULL-terminated: allowed Host values */
 	char			**origins;	/* owned, NULL-terminated: allowed Origin values */
-	int			 listen_fd;	/* ours until the daemon takes it, else -1 */
+	int			 listen_fd;	/* owned: the listening socket, or -1 */
+	struct mcp_acceptor	*acceptor;	/* owned: hands its connections to the daemon */
 	struct mcp_deadlines	*deadlines;	/* owned; MCP_REQUEST_TIMEOUT */
 };
 
@@ -476,7 +479,7 @@ open_unix(const char *path, struct mb_err *err)
 /*
  * A TCP listener on the address in ss (len bytes), bound and listening, and
  * its port (the one asked for, or the kernel's choice for port 0) in
- * *port_r: the descriptor, which MHD_start_daemon() then owns, or -1.
+ * *port_r: the descriptor, or -1.
  * Bound here rather than by libmicrohttpd so that the port is known before
  * the daemon's threads start: the allowed Host values name it, and a list a
  * running thread could read while it grows is a data race (a request that
@@ -542,7 +545,10 @@ allowed_lists(struct mcp_http *h, const struct mcp_config *conf, unsigned port)
 /*
  * The listener first, then everything a request reads (the allowed lists),
  * then the daemon: its threads start with the state they share complete,
- * and never see it change.
+ * and never see it change.  The daemon listens on nothing: the acceptor
+ * (http_accept.c) accepts for it and hands each connection to the pool,
+ * which places it on a thread by its descriptor, so that connections that
+ * arrive together are spread over the threads.
  */
 struct mcp_http *
 mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
@@ -552,7 +558,8 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 	struct sockaddr_storage ss;
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+	    MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	socklen_t len;
 	unsigned port = 0;
 
@@ -583,7 +590,6 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 	allowed_lists(h, conf, port);
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-	    MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
 	    MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
 	    MHD_OPTION_CONNECTION_LIMIT, conf->max_connections,
 	    MHD_OPTION_CONNECTION_TIMEOUT, conf->timeout,
@@ -596,7 +602,8 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
 		goto fail;
 	}
-	h->listen_fd = -1;	/* the daemon owns (and closes) a socket it was given */
+	if ((h->acceptor = mcp_acceptor_start(h->listen_fd, h->daemon, err)) == NULL)
+		goto fail;
 	*port_r = port;
 	return h;
 fail:
@@ -611,6 +618,7 @@ mcp_http_stop(struct mcp_http **hp)
 
 	if (h == NULL)
 		return;
+	mcp_acceptor_stop(&h->acceptor);	/* no new connection, then the daemon's end */
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
 	mcp_deadlines_stop(&h->deadlines);	/* after the daemon: no more notifications */

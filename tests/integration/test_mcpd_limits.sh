@@ -10,7 +10,10 @@
 #      initialize calls from one address evicts only its own sessions; slow
 #      clients holding connections open are cut at MCP_REQUEST_TIMEOUT and
 #      capped per address, so /healthz still answers.  Callers are told apart
-#      by their loopback source address (127.0.0.2, 127.0.0.3).
+#      by their loopback source address (127.0.0.2, 127.0.0.3);
+#   3. connections: sixteen that arrive at once (as a load tester or a
+#      reverse proxy's pool opens them) are served by every thread of the
+#      pool, not by the one that happened to accept them.
 # Env: MB_BUILD_DIR, MB_SOURCE_DIR (set by ctest).  On failure the work
 # directory is kept and named.
 set -euo pipefail
@@ -175,6 +178,18 @@ read -r nclosed last <<<"$(cat "$work/slow.out")"
 ((nclosed >= 4)) || fail "slow connections closed by the server: $nclosed"
 python3 -c 'import sys; sys.exit(float(sys.argv[1]) > 6)' "$last" ||
     fail "the last slow connection was cut after $last s, want about 2"
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
+# --- 3. sixteen connections opened while mcpd cannot run, then searched on
+# in turn: each of the four pool threads serves its share.  libmicrohttpd's
+# own accept let whichever thread woke first take up to ten at once, and the
+# rest went to one more: two threads of four, often one, so that mcpd used
+# one core of two under load (docs/mcpd.md, Transport).
+mcpd_start MCP_RATE_LIMIT=0
+init 2025-11-25
+read -r busy shares <<<"$(python3 "$src/tests/integration/spread_check.py" "$pid" "$port" "$sid" 16 20)" ||
+    fail "the burst of connections was not served"
+((${busy:-0} >= 4)) || fail "16 connections at once kept ${busy:-0} threads busy, want the pool's 4 (shares of the run time: $shares)"
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 
 exit $((fails > 0))
