@@ -14,6 +14,7 @@
  * memory, body size.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct mcp_http {
 	char			**origins;	/* owned, NULL-terminated: allowed Origin values */
 	int			 listen_fd;	/* owned: the listening socket, or -1 */
 	struct mcp_acceptor	*acceptor;	/* owned: hands its connections to the daemon */
+	atomic_uint		 open;		/* connections open (connection_notify) */
 	struct mcp_deadlines	*deadlines;	/* owned; MCP_REQUEST_TIMEOUT */
 };
 
@@ -448,6 +450,23 @@ request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	*req_cls = NULL;
 }
 
+/*
+ * libmicrohttpd's word that a connection began or ended: counted for the
+ * acceptor (it accepts none past MCP_MAX_CONNECTIONS), then the deadline's.
+ */
+static void
+connection_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	struct mcp_http *h = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&h->open, 1);
+	else if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+		atomic_fetch_sub(&h->open, 1);
+	mcp_deadline_notify(h->deadlines, c, socket_context, toe);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) MB_PRINTF(2, 0);
 
 /* libmicrohttpd's own errors, into our log (its format strings are its own). */
@@ -596,13 +615,14 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->listen_unix ? 0u : conf->max_per_address,
 	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
-	    MHD_OPTION_NOTIFY_CONNECTION, mcp_deadline_notify, h->deadlines,
+	    MHD_OPTION_NOTIFY_CONNECTION, connection_notify, h,
 	    MHD_OPTION_END);
 	if (h->daemon == NULL) {
 		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
 		goto fail;
 	}
-	if ((h->acceptor = mcp_acceptor_start(h->listen_fd, h->daemon, err)) == NULL)
+	if ((h->acceptor = mcp_acceptor_start(h->listen_fd, h->daemon, &h->open,
+	    conf->max_connections, err)) == NULL)
 		goto fail;
 	*port_r = port;
 	return h;

@@ -3,7 +3,9 @@
  * A thread polls the listening socket and a stop descriptor; each time the
  * socket is readable it accepts until none is left and gives each
  * connection to libmicrohttpd (MHD_add_connection), which closes it when
- * the connection limits refuse it, as its own accept would.  Out of
+ * the connection limits refuse it, as its own accept would.  With as many
+ * connections open as the limit allows it accepts none, and looks again
+ * every 10 ms, so that the next waits in the backlog for a place.  Out of
  * descriptors or memory, it waits a tenth of a second before it tries
  * again rather than spin on the same error.
  */
@@ -27,19 +29,34 @@ struct mcp_acceptor {
 	int			 listen_fd;	/* the caller's */
 	int			 stop_fd;	/* owned: an eventfd, written by _stop */
 	struct MHD_Daemon	*daemon;
+	const atomic_uint	*open;		/* the caller's: connections open now */
+	unsigned		 limit;
 	pthread_t		 thread;
 };
 
-/* Accept every connection waiting on a->listen_fd; false once an error says wait. */
+/* Whether a place is free for one more connection. */
+static bool
+room(const struct mcp_acceptor *a)
+{
+	return atomic_load_explicit(a->open, memory_order_relaxed) < a->limit;
+}
+
+/*
+ * Accept the connections waiting on a->listen_fd while there is room; false
+ * once an error, or the limit, says wait.
+ */
 static bool
 accept_waiting(struct mcp_acceptor *a)
 {
 	for (;;) {
 		struct sockaddr_storage addr;
 		socklen_t len = sizeof(addr);
-		int fd = accept4(a->listen_fd, (struct sockaddr *)&addr, &len,
-		    SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd;
 
+		if (!room(a))
+			return false;
+		fd = accept4(a->listen_fd, (struct sockaddr *)&addr, &len,
+		    SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return true;
@@ -62,8 +79,12 @@ accept_loop(void *arg)
 	int wait_ms = -1;
 
 	for (;;) {
-		/* after an error that says wait: only the stop descriptor, for a while */
-		int rc = poll(p, wait_ms < 0 ? 2 : 1, wait_ms);
+		int rc;
+
+		if (wait_ms < 0 && !room(a))
+			wait_ms = 10;	/* at the limit: look again soon */
+		/* after an error or at the limit: only the stop descriptor, for a while */
+		rc = poll(p, wait_ms < 0 ? 2 : 1, wait_ms);
 
 		if (rc == -1 && errno != EINTR) {
 			mb_log_warn("http: poll of the listening socket");
@@ -77,12 +98,13 @@ accept_loop(void *arg)
 			continue;
 		}
 		if (rc > 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)))
-			wait_ms = accept_waiting(a) ? -1 : 100;
+			wait_ms = accept_waiting(a) ? -1 : room(a) ? 100 : 10;
 	}
 }
 
 struct mcp_acceptor *
-mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, struct mb_err *err)
+mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, const atomic_uint *open,
+    unsigned limit, struct mb_err *err)
 {
 	struct mcp_acceptor *a = mb_xcalloc(1, sizeof(*a));
 	int flags = fcntl(listen_fd, F_GETFL);
@@ -90,6 +112,8 @@ mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, struct mb_err *err)
 
 	a->listen_fd = listen_fd;
 	a->daemon = daemon;
+	a->open = open;
+	a->limit = limit;
 	/* non-blocking: a connection reset between poll() and accept() must not block */
 	if (flags == -1 || fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK) == -1 ||
 	    (a->stop_fd = eventfd(0, EFD_CLOEXEC)) == -1) {

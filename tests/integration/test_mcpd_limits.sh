@@ -13,7 +13,8 @@
 #      by their loopback source address (127.0.0.2, 127.0.0.3);
 #   3. connections: sixteen that arrive at once (as a load tester or a
 #      reverse proxy's pool opens them) are served by every thread of the
-#      pool, not by the one that happened to accept them.
+#      pool, not by the one that happened to accept them; one past
+#      MCP_MAX_CONNECTIONS waits for a place rather than being refused.
 # Env: MB_BUILD_DIR, MB_SOURCE_DIR (set by ctest).  On failure the work
 # directory is kept and named.
 set -euo pipefail
@@ -191,6 +192,16 @@ spread=$(python3 "$src/tests/integration/spread_check.py" "$pid" "$port" "$sid" 
     fail "the burst of connections was not served: ${spread:-no answer}"
 read -r busy shares <<<"$spread"
 ((${busy:-0} >= 4)) || fail "16 connections at once kept ${busy:-0} threads busy, want the pool's 4 (shares of the run time: $shares)"
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+
+# One connection past the limit (4 places, all held open) waits in the
+# listening socket's backlog and is served once one of them closes, a
+# second later, as libmicrohttpd's own accept left it; accepted at once and
+# handed to a full pool, it was closed unanswered.
+mcpd_start MCP_MAX_CONNECTIONS=4 MCP_MAX_CONNECTIONS_PER_ADDRESS=0
+read -r status secs <<<"$(python3 "$src/tests/integration/backlog_check.py" "$port" 4)"
+[ "$status" = 200 ] && python3 -c 'import sys; sys.exit(not 0.9 <= float(sys.argv[1]) < 4)' "$secs" ||
+    fail "/healthz past the connection limit: HTTP $status after $secs s, want 200 once a place freed (1 s)"
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 
 exit $((fails > 0))
