@@ -153,6 +153,7 @@ struct walk {
 	int			 n_ph;
 	int			 n_tokens;	/* of every phrase: each range seeks each */
 	int			 n_pos;		/* the phrases before NOT (a match holds none after) */
+	bool			 negated;	/* the MATCH has a NOT */
 	/* of each phrase before NOT, its group: a match holds one of each group (phrase_groups) */
 	int			 group[IDX_RANK_PHRASES];
 	int			 n_groups;
@@ -217,31 +218,12 @@ idx_match_phrases(const char *match, char **texts, int *n_r)
 }
 
 /*
- * Whether every phrase of match must be in a row for it to match: no OR,
- * no NOT outside the quoted strings (query.c writes the operators in
- * capitals, between spaces).
- */
-static bool
-match_all_of(const char *match)
-{
-	bool quoted = false;
-
-	for (const char *p = match; *p != '\0'; p++) {
-		if (*p == '"')
-			quoted = !quoted;	/* a doubled quote toggles twice */
-		else if (!quoted && (strncmp(p, " OR ", 4) == 0 || strncmp(p, " NOT ", 5) == 0))
-			return false;
-	}
-	return true;
-}
-
-/*
  * w->n_pos, the phrases of match before its NOT (query.c writes the
  * negated terms last, as " NOT (...)": a match holds none of them), and
  * w->group[i] of each: the terms joined by AND counted from 0, an OR's
  * terms (in parentheses) sharing one, so (free OR money) AND cash puts
- * free and money in group 0 and cash in 1; w->n_groups.  False when a
- * quote is unbalanced or there are more than IDX_RANK_PHRASES.
+ * free and money in group 0 and cash in 1; w->n_groups; and w->negated.
+ * False when a quote is unbalanced or there are more than IDX_RANK_PHRASES.
  */
 static bool
 phrase_groups(struct walk *w, const char *match)
@@ -249,13 +231,16 @@ phrase_groups(struct walk *w, const char *match)
 	int g = 0;
 
 	w->n_pos = 0;
+	w->negated = false;
 	for (const char *p = match; *p != '\0'; p++) {
 		if (*p == '"') {
 			if ((p = idx_match_phrase_end(p)) == NULL || w->n_pos == IDX_RANK_PHRASES)
 				return false;
 			w->group[w->n_pos++] = g;
-		} else if (strncmp(p, " NOT ", 5) == 0)
+		} else if (strncmp(p, " NOT ", 5) == 0) {
+			w->negated = true;
 			break;
+		}
 		else if (strncmp(p, " AND ", 5) == 0)
 			g++;
 	}
@@ -1402,7 +1387,9 @@ idx_rank_min_lengths(struct mb_index *idx, const struct mb_query *q, uint32_t **
 
 	*len_r = NULL;
 	*n_r = 0;
-	if (!idx_rank_min_len_used || q->match == NULL || !match_all_of(q->match))
+	/* only when every match holds every phrase: no OR, no NOT */
+	if (!idx_rank_min_len_used || q->match == NULL || !phrase_groups(&w, q->match) ||
+	    w.negated || w.n_groups != w.n_pos)
 		return 0;
 	if (bounds_usable(&w, &ok, err) == -1)
 		return -1;
