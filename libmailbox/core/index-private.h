@@ -448,4 +448,7 @@ int	mb_labels_register(sqlite3 *db, struct mb_err *err);
  */
 int	mb_text_register(sqlite3 *db, struct mb_err *err);
 
+/* Packed texts mb_text() has unpacked on this thread (a statistic, for tests). */
+extern _Thread_local uint64_t	idx_text_unpacked;
+
 #endif

@@ -151,8 +151,7 @@ static const char snippet_sql[] =
 	", ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35"
 	", ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51)";
 
-static const char preview_sql[] =
-	"SELECT substr(mb_text(body), 1, 200) FROM messages WHERE id = ?1";
+#define PREVIEW_CHARS	200	/* a page of filters alone shows each body's start */
 
 /* ---- which ids: ranked, or filters alone */
 
@@ -614,6 +613,26 @@ hit_set_snippet(struct mb_search_hit *h, char *s, size_t len)
 }
 
 /*
+ * The bytes of body's first chars characters, as SQLite's substr() counts
+ * them (the page of filters alone showed substr(body, 1, 200) until
+ * 2026-12-06, unpacking each body a second time for it): a byte of 0xc0 or
+ * more starts a character with the continuation bytes after it, any other
+ * byte is one, and a NUL ends the text.
+ */
+static size_t
+body_start(const char *body, size_t len, int chars)
+{
+	const unsigned char *u = (const unsigned char *)body;
+	size_t i = 0;
+
+	for (; i < len && u[i] != 0 && chars > 0; chars--)
+		if (u[i++] >= 0xc0)
+			while (i < len && (u[i] & 0xc0) == 0x80)
+				i++;
+	return i;
+}
+
+/*
  * Matches a snippet statement steps over costing about one statement of
  * its own (0.1 us a match against 40 us; see search_hits).
  */
@@ -747,14 +766,14 @@ search_hits(struct mb_index *idx, const struct mb_query *q, bool filtered,
     const struct search_ids *pg, struct page_words *pw, struct mb_search_page *page,
     struct mb_err *err)
 {
-	sqlite3_stmt *hit, *snip;
+	sqlite3_stmt *hit, *snip = NULL;
 	int64_t need[MB_SEARCH_MAX_LIMIT];
 	size_t n_need = 0;
 	int rc = SQLITE_DONE;
 
 	if ((hit = idx_stmt_sql(idx, hit_sql, err)) == NULL)
 		return -1;
-	if ((snip = idx_stmt_sql(idx, q->match ? snippet_sql : preview_sql, err)) == NULL) {
+	if (q->match && (snip = idx_stmt_sql(idx, snippet_sql, err)) == NULL) {
 		idx_stmt_done(hit);
 		return -1;
 	}
@@ -788,16 +807,13 @@ search_hits(struct mb_index *idx, const struct mb_query *q, bool filtered,
 			} else
 				need[n_need++] = pg->ids[i];
 			mb_buf_release(&ex);
-		} else {
-			sqlite3_reset(snip);
-			sqlite3_bind_int64(snip, 1, pg->ids[i]);
-			if (sqlite3_step(snip) == SQLITE_ROW &&
-			    sqlite3_column_type(snip, 0) != SQLITE_NULL) {
-				size_t len;
-				char *s = idx_col_text(snip, 0, &len);
+		} else if (sqlite3_column_type(hit, 9) != SQLITE_NULL) {
+			/* the body this row's read unpacked: not unpacked again */
+			const char *body = sqlite3_column_blob(hit, 9);
+			size_t len = body_start(body, (size_t)sqlite3_column_bytes(hit, 9),
+			    PREVIEW_CHARS);
 
-				hit_set_snippet(h, s, len);
-			}
+			hit_set_snippet(h, mb_xstrndup(body != NULL ? body : "", len), len);
 		}
 	}
 	if (q->match && n_need > 0) {
