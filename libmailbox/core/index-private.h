@@ -448,6 +448,9 @@ int	mb_labels_register(sqlite3 *db, struct mb_err *err);
  */
 int	mb_text_register(sqlite3 *db, struct mb_err *err);
 
+/* The VM steps of mb_read_folders()' statement on this thread (for tests). */
+extern _Thread_local uint64_t	idx_read_folders_steps;
+
 /* Packed texts mb_text() has unpacked on this thread (a statistic, for tests). */
 extern _Thread_local uint64_t	idx_text_unpacked;
 
