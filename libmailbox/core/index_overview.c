@@ -192,6 +192,15 @@ static const char *const summary_sql[] = {
 };
 
 /*
+ * The unread messages (is:unread alone, perhaps in a folder) by folder: the
+ * rows of count_unread (migration 0028), where the per-message count read
+ * every unread message (221 ms of CPU at 1,000,000 messages, a quarter of
+ * them unread).
+ */
+static const char summary_unread_sql[] = SUMMARY_SQL("f.name", "count_unread", "f.id");
+#define SUMMARY_UNREAD_SCHEMA	28	/* the migration that counts the unread messages */
+
+/*
  * The groups found so far (every group: the page is cut after sorting),
  * with an open-addressing table of their indexes by key (slot[i] - 1; 0
  * empty), kept under half full.
@@ -469,6 +478,30 @@ summary_serves(const struct mb_query *q, enum mb_count_group g)
 	return q->match == NULL && !idx_search_filtered(&rest);
 }
 
+/*
+ * Whether count_unread answers q by g: by folder, no words, no filter but
+ * is:unread and a folder (in: or a role), on an index with migration 0028.
+ */
+static int
+unread_summary_serves(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
+    bool *serves_r, struct mb_err *err)
+{
+	struct mb_query rest = *q;	/* shallow: only read */
+	int version;
+
+	*serves_r = false;
+	rest.folder = NULL;
+	rest.role = NULL;
+	rest.flags_clear = 0;
+	if (g != MB_COUNT_FOLDER || q->match != NULL || q->flags_clear != MB_FLAG_SEEN ||
+	    idx_search_filtered(&rest))
+		return 0;
+	if (mb_index_schema_version(idx, &version, err) == -1)
+		return -1;
+	*serves_r = version >= SUMMARY_UNREAD_SCHEMA;
+	return 0;
+}
+
 /* Every group of q by g into gs, with the totals into page. */
 static int
 count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
@@ -477,7 +510,7 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 	struct idx_narrow_ids scope = { 0 };
 	int64_t fid = 0;
 	sqlite3_stmt *st;
-	bool narrow = false;
+	bool narrow = false, unread;
 	int rc;
 
 	if (idx_search_scope(idx, q, &fid, err) == -1)
@@ -491,7 +524,13 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		idx_narrow_ids_release(&scope);
 		return rc;
 	}
-	if (summary_serves(q, g)) {
+	if (unread_summary_serves(idx, q, g, &unread, err) == -1)
+		return -1;
+	if (unread) {
+		if ((st = idx_stmt_sql(idx, summary_unread_sql, err)) != NULL &&
+		    (q->folder || q->role))
+			sqlite3_bind_int64(st, 2, fid);
+	} else if (summary_serves(q, g)) {
 		if ((st = idx_stmt_sql(idx, summary_sql[g], err)) != NULL && (q->folder || q->role))
 			sqlite3_bind_int64(st, 2, fid);
 		if (st != NULL && q->since != INT64_MIN)

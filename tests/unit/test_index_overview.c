@@ -409,7 +409,9 @@ test_count_few_flags_and_labels(void **state)
 			uint64_t reads = idx_few_reads;
 
 			count(f, queries[i], groups[j], 0, 100, &got[i][j]);
-			if (idx_few_reads == reads)
+			/* is:unread by folder reads count_unread (test_index_summaries.c) */
+			if (idx_few_reads == reads &&
+			    !(strcmp(queries[i], "is:unread") == 0 && groups[j] == MB_COUNT_FOLDER))
 				fail_msg("%s by %s: not through an index of few", queries[i],
 				    mb_count_group_name(groups[j]));
 		}

@@ -34,9 +34,11 @@
 #include "mailbox/overview.h"
 #include "mailbox/query.h"
 #include "mailbox/read.h"
+#include "mailbox/util.h"
 #include "support_index.h"
 
 #include "../../libmailbox/core/index-private.h"
+#include "../../libmailbox/core/search-private.h"
 
 #define DAY	86400
 #define T0	1704067200	/* 2024-01-01T00:00:00Z */
@@ -247,6 +249,40 @@ count(struct fx *f, const char *query, enum mb_count_group g, struct mb_count_pa
 }
 
 /*
+ * count_messages of the unread messages by folder (count_unread, migration
+ * 0028) against the same count with a filter every message passes, which
+ * takes the per-message path; also in one folder.
+ */
+static void
+check_unread_counts(struct fx *f, const char *when)
+{
+	static const char *const pairs[][2] = {
+		{ "is:unread", "is:unread smaller:100G" },
+		{ "is:unread in:INBOX", "is:unread in:INBOX smaller:100G" },
+	};
+
+	for (size_t k = 0; k < MB_ARRAY_LEN(pairs); k++) {
+		struct mb_count_page sum, per;
+
+		count(f, pairs[k][0], MB_COUNT_FOLDER, &sum);
+		count(f, pairs[k][1], MB_COUNT_FOLDER, &per);
+		if (sum.total != per.total || sum.ungrouped != per.ungrouped ||
+		    sum.groups != per.groups || sum.n != per.n)
+			fail_msg("%s: %s by folder: total %lld/%lld groups %lld/%lld", when,
+			    pairs[k][0], (long long)sum.total, (long long)per.total,
+			    (long long)sum.groups, (long long)per.groups);
+		for (size_t i = 0; i < sum.n; i++)
+			if (strcmp(sum.rows[i].key, per.rows[i].key) != 0 ||
+			    sum.rows[i].count != per.rows[i].count)
+				fail_msg("%s: %s: group %zu: %s %lld, truth %s %lld", when, pairs[k][0],
+				    i, sum.rows[i].key, (long long)sum.rows[i].count,
+				    per.rows[i].key, (long long)per.rows[i].count);
+		mb_count_page_release(&sum);
+		mb_count_page_release(&per);
+	}
+}
+
+/*
  * count_messages without a query (the summaries) against the same count
  * with a filter every message passes, which takes the per-message path.
  */
@@ -274,6 +310,7 @@ check_counts(struct fx *f, const char *when)
 		mb_count_page_release(&sum);
 		mb_count_page_release(&per);
 	}
+	check_unread_counts(f, when);
 }
 
 /* list_folders (mb_read_folders) against the messages, folder by folder. */
@@ -519,6 +556,7 @@ test_folders_read_from_summaries(void **state)
 	struct fx *f = *state;
 	struct mb_index *x = f->t.idx;
 	struct mb_read_folder *list;
+	struct mb_count_page pg;
 	struct mb_err err = { 0 };
 	uint64_t steps;
 	size_t n;
@@ -540,6 +578,15 @@ test_folders_read_from_summaries(void **state)
 	mb_read_folders_free(&list, n);
 	if (steps >= 600)
 		fail_msg("list_folders took %llu steps for 600 messages", (unsigned long long)steps);
+	/* and so does count_messages of the unread ones by folder */
+	steps = idx_count_steps;
+	count(f, "is:unread", MB_COUNT_FOLDER, &pg);
+	steps = idx_count_steps - steps;
+	assert_int_equal(pg.total, 200);
+	mb_count_page_release(&pg);
+	if (steps >= 200)
+		fail_msg("count_messages is:unread by folder took %llu steps for 200 unread",
+		    (unsigned long long)steps);
 	/* an index syncd has not yet taken to migration 0028: counted from the messages */
 	assert_int_equal(sqlite3_exec(mb_index_db(x), "DROP TRIGGER count_unread_insert; "
 	    "DROP TRIGGER count_unread_delete; DROP TRIGGER count_unread_update; "
