@@ -53,8 +53,8 @@ static const char folders_sql[] =
 	"SELECT f.name, f.role, f.last_sync, "
 	"(SELECT coalesce(sum(c.n), 0) FROM count_days AS c "
 	"WHERE c.folder_id = f.id AND c.uidvalidity = f.uidvalidity), "
-	"coalesce((SELECT u.n FROM count_unread AS u "
-	"WHERE u.folder_id = f.id AND u.uidvalidity = f.uidvalidity), 0), "
+	"(SELECT coalesce(sum(u.n), 0) FROM count_unread AS u "
+	"WHERE u.folder_id = f.id AND u.uidvalidity = f.uidvalidity), "
 	"coalesce(f.role_source = 'name', 0) "
 	"FROM folders AS f WHERE " IDX_LISTED("f") " ORDER BY f.name";
 /* The same counted from the messages, for an index from before migration 0028. */
