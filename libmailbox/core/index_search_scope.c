@@ -101,6 +101,16 @@ static const char count_sql_filter[] =
 	"SELECT count(*) FROM (SELECT 1 FROM messages AS m "
 	"JOIN folders AS f ON f.id = m.folder_id "
 	"WHERE " IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS "AND " SEARCH_DATES "LIMIT ?19)";
+/*
+ * thread:N without words: the thread's own entries of messages_thread, as
+ * its page reads them (index_search_list.c).  The covered count read every
+ * entry of messages_search_filter until the cap had passed (`thread:1`,
+ * 4,302 messages of 1,000,000: 3.3 million steps, 30 ms of CPU).
+ */
+static const char count_sql_filter_thread[] =
+	"SELECT count(*) FROM (SELECT 1 FROM messages AS m INDEXED BY messages_thread "
+	"JOIN folders AS f ON f.id = m.folder_id WHERE m.thread_id = ?14 AND "
+	IDX_CURRENT("m", "f") " AND " SEARCH_FILTERS "AND " SEARCH_DATES "LIMIT ?19)";
 
 /* The one folder of a special-use role (in:sent): the first, should there be two. */
 static const char role_sql[] =
@@ -254,14 +264,14 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	int rc;
 
 	/* filters alone with a flag or label few messages have: through those ids */
-	if (!q->match && ix && idx_narrow_few(idx, q, &few, NULL, err) == -1)
+	if (!q->match && ix && q->thread_id <= 0 && idx_narrow_few(idx, q, &few, NULL, err) == -1)
 		return -1;
 	if (few != IDX_FEW_NONE)
 		st = idx_few_stmt(idx, count_sql_few[few]);
 
-	sql = !q->match ? (!ix ? count_sql_filter : !q->folder && !q->role ? count_sql_filter_ix :
-	    dated ? count_sql_folder_dated_ix : count_sql_folder_ix) :
-	    ix ? count_sql_match_ix : count_sql_match;
+	sql = !q->match ? (q->thread_id > 0 ? count_sql_filter_thread : !ix ? count_sql_filter :
+	    !q->folder && !q->role ? count_sql_filter_ix : dated ? count_sql_folder_dated_ix :
+	    count_sql_folder_ix) : ix ? count_sql_match_ix : count_sql_match;
 	if (st == NULL)	/* no index of few to read, or none before its migration */
 		st = idx_stmt_sql(idx, sql, err);
 	else
