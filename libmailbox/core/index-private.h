@@ -448,6 +448,13 @@ int	mb_labels_register(sqlite3 *db, struct mb_err *err);
  */
 int	mb_text_register(sqlite3 *db, struct mb_err *err);
 
+/*
+ * The schema version from which count_unread (migrations/0028) counts the
+ * unread messages: list_folders and count_messages read it from then on, and
+ * count the messages of an older index.
+ */
+#define IDX_SCHEMA_COUNT_UNREAD	28
+
 /* The VM steps of mb_read_folders()' statement on this thread (for tests). */
 extern _Thread_local uint64_t	idx_read_folders_steps;
 

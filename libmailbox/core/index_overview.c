@@ -204,7 +204,6 @@ static const char *const summary_unread_sql[] = {
 	[MB_COUNT_MONTH] = SUMMARY_DAYS("count_unread"),
 	[MB_COUNT_DAY] = SUMMARY_DAYS("count_unread"),
 };
-#define SUMMARY_UNREAD_SCHEMA	28	/* the migration that counts the unread messages */
 
 /*
  * The groups found so far (every group: the page is cut after sorting),
@@ -510,7 +509,7 @@ unread_summary_serves(struct mb_index *idx, const struct mb_query *q, enum mb_co
 		return 0;
 	if (mb_index_schema_version(idx, &version, err) == -1)
 		return -1;
-	*serves_r = version >= SUMMARY_UNREAD_SCHEMA;
+	*serves_r = version >= IDX_SCHEMA_COUNT_UNREAD;
 	return 0;
 }
 

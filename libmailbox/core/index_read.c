@@ -63,7 +63,6 @@ static const char folders_counted_sql[] =
 	"coalesce(f.role_source = 'name', 0) "
 	"FROM folders AS f LEFT JOIN messages AS m ON m.folder_id = f.id AND "
 	IDX_CURRENT("m", "f") " WHERE " IDX_LISTED("f") " GROUP BY f.id ORDER BY f.name";
-#define FOLDER_UNREAD_SCHEMA	28	/* the migration that counts the unread messages */
 
 _Thread_local uint64_t idx_read_folders_steps;
 
@@ -372,7 +371,7 @@ mb_read_folders(struct mb_index *idx, struct mb_read_folder **list_r, size_t *n_
 	*list_r = NULL;
 	*n_r = 0;
 	if (mb_index_schema_version(idx, &version, err) == -1 ||
-	    (st = idx_stmt_sql(idx, version >= FOLDER_UNREAD_SCHEMA ? folders_sql :
+	    (st = idx_stmt_sql(idx, version >= IDX_SCHEMA_COUNT_UNREAD ? folders_sql :
 	    folders_counted_sql, err)) == NULL)
 		return -1;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
