@@ -249,77 +249,56 @@ count(struct fx *f, const char *query, enum mb_count_group g, struct mb_count_pa
 }
 
 /*
- * count_messages of the unread messages by folder and by date (count_unread,
- * migration 0028) against the same count with a filter every message
- * passes, which takes the per-message path; also in one folder and over
- * whole days.
+ * count_messages of query (NULL: none) by g against the same count with a
+ * filter every message passes added, which takes the per-message path:
+ * the same total, the same groups with the same counts, in order.
  */
 static void
-check_unread_counts(struct fx *f, const char *when)
+expect_counts_per_message(struct fx *f, const char *when, const char *query,
+    enum mb_count_group g)
 {
-	static const char *const queries[] = {
-		"is:unread", "is:unread in:INBOX", "is:unread after:2024-01-03",
-		"is:unread before:2024-01-05 in:INBOX",
-	};
+	struct mb_count_page sum, per;
 	char truth[128];
 
-	for (size_t k = 0; k < MB_ARRAY_LEN(queries); k++)
-		for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_DAY; g++) {
-			struct mb_count_page sum, per;
-
-			snprintf(truth, sizeof(truth), "%s smaller:100G", queries[k]);
-			count(f, queries[k], (enum mb_count_group)g, &sum);
-			count(f, truth, (enum mb_count_group)g, &per);
-			if (sum.total != per.total || sum.ungrouped != per.ungrouped ||
-			    sum.groups != per.groups || sum.n != per.n)
-				fail_msg("%s: %s by %s: total %lld/%lld ungrouped %lld/%lld "
-				    "groups %lld/%lld", when, queries[k],
-				    mb_count_group_name((enum mb_count_group)g), (long long)sum.total,
-				    (long long)per.total, (long long)sum.ungrouped,
-				    (long long)per.ungrouped, (long long)sum.groups,
-				    (long long)per.groups);
-			for (size_t i = 0; i < sum.n; i++)
-				if (strcmp(sum.rows[i].key, per.rows[i].key) != 0 ||
-				    sum.rows[i].count != per.rows[i].count)
-					fail_msg("%s: %s by %s: group %zu: %s %lld, truth %s %lld",
-					    when, queries[k],
-					    mb_count_group_name((enum mb_count_group)g), i,
-					    sum.rows[i].key, (long long)sum.rows[i].count,
-					    per.rows[i].key, (long long)per.rows[i].count);
-			mb_count_page_release(&sum);
-			mb_count_page_release(&per);
-		}
+	snprintf(truth, sizeof(truth), "%s smaller:100G", query ? query : "");
+	count(f, query, g, &sum);
+	count(f, truth, g, &per);
+	if (sum.total != per.total || sum.ungrouped != per.ungrouped ||
+	    sum.groups != per.groups || sum.n != per.n)
+		fail_msg("%s: '%s' by %s: total %lld/%lld ungrouped %lld/%lld groups %lld/%lld",
+		    when, query ? query : "", mb_count_group_name(g), (long long)sum.total,
+		    (long long)per.total, (long long)sum.ungrouped, (long long)per.ungrouped,
+		    (long long)sum.groups, (long long)per.groups);
+	for (size_t i = 0; i < sum.n; i++)
+		if (strcmp(sum.rows[i].key, per.rows[i].key) != 0 ||
+		    sum.rows[i].count != per.rows[i].count)
+			fail_msg("%s: '%s' by %s: group %zu: %s %lld, truth %s %lld", when,
+			    query ? query : "", mb_count_group_name(g), i, sum.rows[i].key,
+			    (long long)sum.rows[i].count, per.rows[i].key,
+			    (long long)per.rows[i].count);
+	mb_count_page_release(&sum);
+	mb_count_page_release(&per);
 }
 
 /*
- * count_messages without a query (the summaries) against the same count
- * with a filter every message passes, which takes the per-message path.
+ * count_messages without a query (the summaries) by every grouping, and of
+ * the unread messages (count_unread, migration 0028) by folder and by date,
+ * also in one folder and over whole days, each against its per-message
+ * count.
  */
 static void
 check_counts(struct fx *f, const char *when)
 {
-	for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_LABEL; g++) {
-		struct mb_count_page sum, per;
+	static const char *const unread[] = {
+		"is:unread", "is:unread in:INBOX", "is:unread after:2024-01-03",
+		"is:unread before:2024-01-05 in:INBOX",
+	};
 
-		count(f, NULL, (enum mb_count_group)g, &sum);
-		count(f, "smaller:100G", (enum mb_count_group)g, &per);
-		if (sum.total != per.total || sum.ungrouped != per.ungrouped ||
-		    sum.groups != per.groups || sum.n != per.n)
-			fail_msg("%s: by %s: total %lld/%lld ungrouped %lld/%lld groups %lld/%lld",
-			    when, mb_count_group_name((enum mb_count_group)g), (long long)sum.total,
-			    (long long)per.total, (long long)sum.ungrouped, (long long)per.ungrouped,
-			    (long long)sum.groups, (long long)per.groups);
-		for (size_t i = 0; i < sum.n; i++)
-			if (strcmp(sum.rows[i].key, per.rows[i].key) != 0 ||
-			    sum.rows[i].count != per.rows[i].count)
-				fail_msg("%s: by %s: group %zu: %s %lld, truth %s %lld", when,
-				    mb_count_group_name((enum mb_count_group)g), i, sum.rows[i].key,
-				    (long long)sum.rows[i].count, per.rows[i].key,
-				    (long long)per.rows[i].count);
-		mb_count_page_release(&sum);
-		mb_count_page_release(&per);
-	}
-	check_unread_counts(f, when);
+	for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_LABEL; g++)
+		expect_counts_per_message(f, when, NULL, (enum mb_count_group)g);
+	for (size_t k = 0; k < MB_ARRAY_LEN(unread); k++)
+		for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_DAY; g++)
+			expect_counts_per_message(f, when, unread[k], (enum mb_count_group)g);
 }
 
 /* list_folders (mb_read_folders) against the messages, folder by folder. */
