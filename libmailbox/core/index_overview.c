@@ -78,6 +78,18 @@ mb_count_group_name(enum mb_count_group g)
 	COUNT_FROM("INDEXED BY messages_search_filter ", SEARCH_FILTERS_ROW, \
 	    SEARCH_DATES_COVERED)
 #define COUNT_FROM_ALL		COUNT_FROM("", SEARCH_FILTERS, SEARCH_DATES)
+/*
+ * Covered with words: FTS5's matches first, in id order, each looked up
+ * once in messages_search_filter.  As `m.id IN (subquery)` SQLite built a
+ * b-tree of every match before the first lookup (158,306 ids for `linux`
+ * at 1,000,000 messages; docs/benchmarks.md, "Counts of words read their
+ * matches once").  CROSS JOIN keeps that order, and folders after them.
+ */
+#define COUNT_FROM_WORDS(range) \
+	" FROM messages_fts CROSS JOIN messages AS m INDEXED BY messages_search_filter " \
+	"ON m.id = messages_fts.rowid CROSS JOIN folders AS f ON f.id = m.folder_id " \
+	"WHERE messages_fts MATCH ?1 " range "AND " IDX_CURRENT("m", "f") " AND " \
+	SEARCH_FILTERS_ROW "AND " SEARCH_DATES_COVERED
 #define GROUP_SQL(key, from) \
 	"SELECT " key ", count(*)" from " GROUP BY 1"
 #define GROUP_SQL_MATCH(key, from) \
@@ -89,7 +101,7 @@ mb_count_group_name(enum mb_count_group g)
 /* [covered][words]: without and with text terms. */
 #define COUNT_SQL(what, key, date) { \
 	{ what(key, COUNT_FROM_ALL), what##_MATCH(key, COUNT_FROM_ALL) }, \
-	{ what(date, COUNT_FROM_COVERED), what##_MATCH(date, COUNT_FROM_COVERED) } }
+	{ what(date, COUNT_FROM_COVERED), what(date, COUNT_FROM_WORDS("")) } }
 
 static const char *const count_sql[][2][2] = {
 	[MB_COUNT_FOLDER] = COUNT_SQL(GROUP_SQL, "f.name", "f.name"),
@@ -110,10 +122,8 @@ static const char *const count_sql[][2][2] = {
  * messages, a folder of 30% in one run, joined all 158,306 matches of
  * linux.  [grouping].
  */
-#define COUNT_SPAN_MATCH \
-	" AND m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 " \
-	"AND rowid BETWEEN ?22 AND ?23)"
-#define COUNT_SPAN_SQL(what, key) what(key, COUNT_FROM_COVERED COUNT_SPAN_MATCH)
+#define COUNT_SPAN_SQL(what, key) \
+	what(key, COUNT_FROM_WORDS("AND messages_fts.rowid BETWEEN ?22 AND ?23 "))
 
 static const char *const count_span_sql[] = {
 	[MB_COUNT_FOLDER] = COUNT_SPAN_SQL(GROUP_SQL, "f.name"),
@@ -279,19 +289,71 @@ groups_add(struct groups *gs, const char *key, size_t len, int64_t count)
 	*sl = gs->n;
 }
 
-/* The key of a row's date (unix seconds) for g into buf; the last day's is remembered. */
+_Thread_local uint64_t idx_count_date_keys;
+
+/*
+ * The messages of each day (days since the epoch, UTC) a date grouping
+ * found, an open-addressing table kept under half full (n_slot a power of
+ * two; an empty slot's count is 0).  The matches of words come in id
+ * order, their days mixed, and a key made a row (gmtime_r, snprintf and
+ * the key's hash) cost more than the row's lookup; the keys are made once
+ * a day at the end (days_to_groups).
+ */
+struct days {
+	int64_t	*day, *n;
+	size_t	 used, n_slot;
+};
+
 static size_t
-date_key(enum mb_count_group g, int64_t t, char buf[16], int64_t *last_day, size_t *last_len)
+days_slot(const struct days *d, int64_t day)
 {
-	int64_t day = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+	size_t i = (size_t)((uint64_t)day * 0x9e3779b97f4a7c15ull >> 20) & (d->n_slot - 1);
+
+	while (d->n[i] != 0 && d->day[i] != day)
+		i = (i + 1) & (d->n_slot - 1);
+	return i;
+}
+
+/* Add count (> 0) to day's messages. */
+static void
+days_add(struct days *d, int64_t day, int64_t count)
+{
+	size_t i;
+
+	if (2 * (d->used + 1) > d->n_slot) {
+		struct days old = *d;
+
+		d->n_slot = old.n_slot ? 2 * old.n_slot : 1024;
+		d->day = mb_xcalloc(d->n_slot, sizeof(*d->day));
+		d->n = mb_xcalloc(d->n_slot, sizeof(*d->n));
+		for (size_t j = 0; j < old.n_slot; j++)
+			if (old.n[j] != 0) {
+				i = days_slot(d, old.day[j]);
+				d->day[i] = old.day[j];
+				d->n[i] = old.n[j];
+			}
+		free(old.day);
+		free(old.n);
+	}
+	i = days_slot(d, day);
+	if (d->n[i] == 0) {
+		d->day[i] = day;
+		d->used++;
+	}
+	d->n[i] += count;
+}
+
+/* The key of a day for g into buf (year, month or day); its length, 0 if none. */
+static size_t
+date_key(enum mb_count_group g, int64_t day, char buf[16])
+{
 	struct tm tm;
-	time_t tt = (time_t)t;
+	time_t tt = (time_t)(day * 86400);
 	int n;
 
-	if (day == *last_day && *last_len > 0)
-		return *last_len;
 	if (gmtime_r(&tt, &tm) == NULL)
 		return 0;
+	idx_count_date_keys++;
 	if (g == MB_COUNT_YEAR)
 		n = snprintf(buf, 16, "%04d", tm.tm_year + 1900);
 	else if (g == MB_COUNT_MONTH)
@@ -299,32 +361,42 @@ date_key(enum mb_count_group g, int64_t t, char buf[16], int64_t *last_day, size
 	else
 		n = snprintf(buf, 16, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1,
 		    tm.tm_mday);
-	*last_day = day;
-	*last_len = n > 0 && n < 16 ? (size_t)n : 0;
-	return *last_len;
+	return n > 0 && n < 16 ? (size_t)n : 0;
+}
+
+/* Each day of d into its group of gs by g (a day without a key: ungrouped); frees d. */
+static void
+days_to_groups(struct days *d, enum mb_count_group g, struct groups *gs, int64_t *ungrouped)
+{
+	char buf[16];
+	size_t len;
+
+	for (size_t i = 0; i < d->n_slot; i++)
+		if (d->n[i] != 0) {
+			if ((len = date_key(g, d->day[i], buf)) > 0)
+				groups_add(gs, buf, len, d->n[i]);
+			else
+				*ungrouped += d->n[i];
+		}
+	free(d->day);
+	free(d->n);
+	memset(d, 0, sizeof(*d));
 }
 
 /*
- * One row of a date or sender grouping (column 0 of st, count messages)
- * into gs; lower is the caller's scratch buffer for the lower-cased
- * address.  False when the row has no key.
+ * One row of a sender grouping (column 0 of st, count messages) into gs;
+ * lower is the caller's scratch buffer for the lower-cased address.  False
+ * when the row has no key.
  */
 static bool
-count_row(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, int64_t count,
-    struct mb_buf *lower, char datebuf[16], int64_t *last_day, size_t *last_len)
+count_sender(struct groups *gs, enum mb_count_group g, sqlite3_stmt *st, int64_t count,
+    struct mb_buf *lower)
 {
 	const char *a, *at;
 	size_t len;
 
 	if (sqlite3_column_type(st, 0) == SQLITE_NULL)
 		return false;
-	if (g == MB_COUNT_YEAR || g == MB_COUNT_MONTH || g == MB_COUNT_DAY) {
-		if ((len = date_key(g, sqlite3_column_int64(st, 0), datebuf, last_day,
-		    last_len)) == 0)
-			return false;
-		groups_add(gs, datebuf, len, count);
-		return true;
-	}
 	a = (const char *)sqlite3_column_text(st, 0);
 	len = (size_t)sqlite3_column_bytes(st, 0);
 	if (g == MB_COUNT_SENDER_DOMAIN && (at = memchr(a, '@', len)) != NULL) {
@@ -405,32 +477,45 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
 
 _Thread_local uint64_t idx_count_steps;
 
+/* Whether g groups by a date, whose rows' days days_add() counts first. */
+static bool
+by_date(enum mb_count_group g)
+{
+	return g == MB_COUNT_YEAR || g == MB_COUNT_MONTH || g == MB_COUNT_DAY;
+}
+
 /* Every group st (bound) gives into gs, with the totals into page; finishes st. */
 static int
 read_groups(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struct groups *gs,
     struct mb_count_page *page, struct mb_err *err)
 {
 	struct mb_buf lower = MB_BUF_INIT(64 * 1024);
-	int64_t last_day = 0;
-	size_t last_len = 0;
-	char datebuf[16];
+	struct days days = { 0 };
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(st, 0);
-		int64_t count = sqlite3_column_int64(st, 1);
+		int64_t count = sqlite3_column_int64(st, 1), t;
+		const char *key;
 
 		page->total += count;
-		if (g != MB_COUNT_FOLDER && g != MB_COUNT_LABEL) {
-			if (!count_row(gs, g, st, count, &lower, datebuf, &last_day, &last_len))
+		if (by_date(g)) {
+			if (sqlite3_column_type(st, 0) == SQLITE_NULL || count <= 0) {
 				page->ungrouped += count;
-		} else if (key == NULL)
+				continue;
+			}
+			t = sqlite3_column_int64(st, 0);
+			days_add(&days, t >= 0 ? t / 86400 : (t - 86399) / 86400, count);
+		} else if (g == MB_COUNT_SENDER || g == MB_COUNT_SENDER_DOMAIN) {
+			if (!count_sender(gs, g, st, count, &lower))
+				page->ungrouped += count;
+		} else if ((key = (const char *)sqlite3_column_text(st, 0)) == NULL)
 			page->ungrouped += count;
 		else if (g == MB_COUNT_LABEL)
 			count_labels(gs, key, count, &page->ungrouped);
 		else
 			groups_add(gs, key, (size_t)sqlite3_column_bytes(st, 0), count);
 	}
+	days_to_groups(&days, g, gs, &page->ungrouped);
 	mb_buf_release(&lower);
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "count", err);

@@ -241,6 +241,8 @@ extern _Thread_local uint64_t	idx_snippet_steps;
  * that words in a folder are counted over its runs of ids.
  */
 extern _Thread_local uint64_t	idx_count_steps;
+/* Date keys ("2024-03") count_messages made, for the tests: once a day and grouping. */
+extern _Thread_local uint64_t	idx_count_date_keys;
 
 /* One match of a ranked search. */
 struct idx_ranked {
