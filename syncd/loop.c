@@ -9,7 +9,9 @@
  * deadlines) and queues ranges; then the loop drains the queue through the
  * workers until nothing is due, in flight, or waiting out a backoff.  Then
  * the workers are stopped (an idle IMAP connection held for an hour helps
- * nobody) and the next tick is SYNC_INTERVAL after this one started.
+ * nobody) and the next tick is SYNC_INTERVAL after this one started.  After
+ * a push they are kept a minute (sd_pool_keep_warm): the next push's fetch
+ * then needs no LOGIN and no EXAMINE.
  */
 #include <errno.h>
 #include <math.h>
@@ -171,7 +173,7 @@ static void
 targeted_end(struct sd *sd)
 {
 	writer_tend(sd, true);
-	sd_pool_stop(sd);
+	sd_pool_keep_warm(sd);
 	sd->tick.in_tick = false;
 	if (sd->pool.auth_blocked)
 		sd_watch_auth_failed(sd);
@@ -341,6 +343,9 @@ sd_run(struct sd *sd)
 		}
 		dl = sd_watch_timeout(sd);
 		if (!sd->tick.in_tick && dl >= 0 && (timeout < 0 || dl < timeout))
+			timeout = dl;
+		dl = sd->tick.in_tick ? -1 : sd_pool_warm_timeout(sd);
+		if (dl >= 0 && (timeout < 0 || dl < timeout))
 			timeout = dl;
 		dl = sd_control_timeout(sd);
 		if (dl >= 0 && (timeout < 0 || dl < timeout))

@@ -348,6 +348,7 @@ struct sd_pool {
 	bool			 auth_blocked;	/* a refused login: nothing until the next tick */
 	unsigned		 spawn_failures;	/* workers that died before READY, this tick */
 	unsigned		 tick_dead;	/* ranges dead-lettered this tick */
+	long long		 warm_until_ms;	/* after a push: workers kept until then; 0: none */
 };
 
 /* Per folder, for the backfill's progress display. */
@@ -483,10 +484,11 @@ uint64_t	sd_reconcile_demand(struct sd *sd, const char *name, bool condstore);
 uint64_t	sd_flag_share(uint64_t left, const uint64_t *demand, size_t n);
 /*
  * Expunges not yet seen: compare EXISTS (less above_wm, the server's UIDs
- * above st->watermark this tick listed) with the rows at or below the
- * watermark; only when they differ, list the UIDs (UID SEARCH), delete the
- * rows the server no longer has, and lower st->watermark below any UID the
- * index lacks (returns 1 then, else 0).  -1: IMAP or index error.
+ * above st->watermark this tick listed that EXISTS counted) with the rows
+ * at or below the watermark; only when they differ, list the UIDs (UID
+ * SEARCH), delete the rows the server no longer has, and lower
+ * st->watermark below any UID the index lacks (returns 1 then, else 0).
+ * -1: IMAP or index error.
  */
 int	sd_reconcile_expunges(struct sd *sd, struct mb_imap *imap, struct mb_folder_state *st,
 	    uint32_t exists, size_t above_wm, struct mb_err *err);
@@ -506,6 +508,15 @@ int	sd_pool_deadlines(struct sd *sd);
 unsigned	sd_pool_busy(const struct sd *sd);
 /* Stop every worker (TERM, then KILL after a grace period); ranges stay queued. */
 void	sd_pool_stop(struct sd *sd);
+/*
+ * After a push (a targeted sync): keep the workers, logged in with their
+ * folder examined, for SD_POOL_WARM_MS, so that the next push fetches after
+ * a NOOP rather than a LOGIN and an EXAMINE (docs/syncd.md, "Push"); stop
+ * them now when a login was refused or a write failed.
+ */
+void	sd_pool_keep_warm(struct sd *sd);
+/* Stop kept workers whose time is up; ms until the next is due (-1: none kept). */
+int	sd_pool_warm_timeout(struct sd *sd);
 /* sd_pool_init's slots freed (after sd_pool_stop). */
 void	sd_pool_release(struct sd *sd);
 /* A targeted sync begins: failure counts at zero, a refused login still stands. */

@@ -35,6 +35,15 @@
 #define FROM_SCHEDULER	MB_IPC_BIT(MB_IPC_RANGE)
 #define TRIM_BODY	(256u << 10)	/* a row that does not fit a frame is cut to this */
 #define TRIM_LIST	64
+/*
+ * A session idle this long is asked a NOOP before its next range even when
+ * the range holds no new UID; a NOOP that fails (the session was dropped:
+ * a server's idle timeout, `doveadm kick`) is answered by one fresh login
+ * before the range is failed.  The scheduler keeps workers for a minute
+ * after a push (pool.c, SD_POOL_WARM_MS); within a tick ranges follow each
+ * other without a pause.
+ */
+#define SESSION_STALE_MS	5000
 
 int
 sd_blob_store(const char *data_dir, const void *data, size_t len, char sha256_r[65],
@@ -222,6 +231,7 @@ struct session {
 	char		*folder;	/* owned; NULL: nothing examined */
 	uint32_t	 uidvalidity;
 	uint32_t	 uidnext;	/* at the EXAMINE: the session has seen every UID below */
+	long long	 idle_since_ms;	/* the end of its last range */
 };
 
 static void
@@ -234,7 +244,9 @@ session_forget(struct session *s)
 /*
  * Have folder examined with the range's uidvalidity and every UID up to
  * last visible.  0: go on and fetch; 1: refused, FAIL sent, the session is
- * still usable; -1: FAIL sent, the session is unusable.
+ * still usable; 2: the session was dropped since its last range (its NOOP
+ * failed; nothing sent: the caller logs in again, once); -1: FAIL sent, the
+ * session is unusable.
  */
 static int
 session_ready(struct session *s, struct mb_imap *imap, struct mb_ipc_conn *conn,
@@ -243,20 +255,24 @@ session_ready(struct session *s, struct mb_imap *imap, struct mb_ipc_conn *conn,
 	struct mb_imap_status st = { 0 };
 	struct mb_err err = { 0 };
 	char msg[128];
+	bool same = s->folder != NULL && strcmp(s->folder, folder) == 0 &&
+	    s->uidvalidity == uidvalidity;
+	bool stale = s->folder != NULL && mb_now_ms() - s->idle_since_ms >= SESSION_STALE_MS;
 
-	if (s->folder != NULL && strcmp(s->folder, folder) == 0 && s->uidvalidity == uidvalidity) {
-		if (last < s->uidnext)
-			return 0;	/* every UID of the range existed at the EXAMINE */
-		/* Mail may have arrived since: a NOOP makes it visible. */
+	if (same && last < s->uidnext && !stale)
+		return 0;	/* every UID of the range existed at the EXAMINE */
+	if (same || stale) {
+		/* Mail may have arrived since, and an idle session may be gone: a
+		 * NOOP makes the one visible and proves the other. */
 		if (mb_imap_noop(imap, &st, &err) == -1) {
-			send_simple(conn, MB_IPC_FAIL, range_id, err.code == MB_OK ? MB_E_TEMP :
-			    err.code, err.msg, 0);
 			session_forget(s);
-			return -1;
+			mb_log_info("session gone since its last range (%s); logging in again",
+			    err.msg);
+			return 2;
 		}
-		if (st.uidvalidity == uidvalidity)
+		if (same && st.uidvalidity == uidvalidity)
 			return 0;
-		/* The server says the folder changed under the session: look again. */
+		/* Another folder, or the server says this one changed under the session. */
 	}
 	/* Another folder, a uidvalidity to settle, or nothing examined yet. */
 	session_forget(s);
@@ -277,13 +293,37 @@ session_ready(struct session *s, struct mb_imap *imap, struct mb_ipc_conn *conn,
 }
 
 /*
- * One range.  Returns 0 to go on, -1 when the session is unusable (the
- * failure has been reported; the caller exits).
+ * A fresh session in place of *imap, which was found dropped while idle:
+ * 0, or -1 with FAIL sent for the range (the server refused or is gone).
  */
 static int
-do_range(const struct sd_worker_args *a, struct session *s, struct mb_imap *imap,
+session_renew(const struct sd_worker_args *a, struct mb_imap **imap, struct mb_ipc_conn *conn,
+    uint32_t range_id, long long deadline)
+{
+	struct mb_imap_conf c;
+	struct mb_err err = { 0 };
+
+	mb_imap_close(imap);
+	sd_imap_conf(a->conf, a->password, &c);
+	if (mb_imap_connect(&c, imap, &err) == -1) {
+		send_simple(conn, MB_IPC_FAIL, range_id, err.code == MB_OK ? MB_E_TEMP : err.code,
+		    err.msg, 0);
+		return -1;
+	}
+	mb_imap_set_deadline(*imap, deadline);
+	return 0;
+}
+
+/*
+ * One range on *imap (replaced when it was dropped while idle).  Returns 0
+ * to go on, -1 when the session is unusable (the failure has been
+ * reported; the caller exits).
+ */
+static int
+do_range(const struct sd_worker_args *a, struct session *s, struct mb_imap **imap_p,
     struct mb_ipc_conn *conn, struct mb_ipc_frame *f)
 {
+	struct mb_imap *imap;
 	struct mb_err err = { 0 };
 	struct fetch_ctx x = { a, conn, f->hdr.id, 0, 0, 0, &err };
 	uint32_t first, last;
@@ -301,8 +341,14 @@ do_range(const struct sd_worker_args *a, struct session *s, struct mb_imap *imap
 		free(folder);
 		_exit(1);	/* the scheduler does not send bad frames: something is badly off */
 	}
-	mb_imap_set_deadline(imap, deadline);
-	r = session_ready(s, imap, conn, x.range_id, folder, x.uidvalidity, last);
+	mb_imap_set_deadline(*imap_p, deadline);
+	r = session_ready(s, *imap_p, conn, x.range_id, folder, x.uidvalidity, last);
+	if (r == 2) {
+		r = session_renew(a, imap_p, conn, x.range_id, deadline) == -1 ? -1 :
+		    session_ready(s, *imap_p, conn, x.range_id, folder, x.uidvalidity, last);
+	}
+	imap = *imap_p;
+	s->idle_since_ms = mb_now_ms();
 	if (r != 0) {
 		free(folder);
 		return r == 1 ? 0 : -1;
@@ -316,6 +362,7 @@ do_range(const struct sd_worker_args *a, struct session *s, struct mb_imap *imap
 		return -1;
 	}
 	mb_imap_set_deadline(imap, 0);
+	s->idle_since_ms = mb_now_ms();
 	send_simple(conn, MB_IPC_RANGE_DONE, x.range_id, MB_OK, NULL, x.sent);
 	free(folder);
 	return 0;
@@ -349,7 +396,7 @@ sd_worker_main(const struct sd_worker_args *a)
 		int r;
 
 		while ((r = mb_ipc_next(&conn, &f, &err)) == 1)
-			if (do_range(a, &sess, imap, &conn, &f) == -1) {
+			if (do_range(a, &sess, &imap, &conn, &f) == -1) {
 				mb_imap_close(&imap);
 				_exit(0);
 			}

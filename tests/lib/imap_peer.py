@@ -44,6 +44,9 @@ Modes (what goes wrong):
                      "* ENABLED", as iCloud answers); one second into the first
                      IDLE message 4 arrives and "* 4 EXISTS" is sent to the
                      idling session; DONE is answered
+  idle_search_ahead  like idle, and message 5 arrives while the targeted sync
+                     runs: after its EXAMINE (which saw 4), before its UID
+                     SEARCH, whose reply brings "* 5 EXISTS" and lists 5 too
   idle_bad           IDLE offered, and answered with BAD
   idle_stall_done    IDLE offered and entered, but DONE is never answered
 The idle modes serve connections in parallel (a watcher holds one while
@@ -65,7 +68,7 @@ import time
 MESSAGES = {
     uid: (b"From: peer@example.org\r\nSubject: peer message %d\r\n"
           b"Message-ID: <%d@peer.example>\r\n\r\nbody of message %d\r\n" % (uid, uid, uid))
-    for uid in (1, 2, 3, 4)
+    for uid in (1, 2, 3, 4, 5)
 }
 UIDVALIDITY = 42
 # Per UID: FLAGS and the INTERNALDATE zone (the date is always 01-Jan-2024 10:00:00).
@@ -74,10 +77,11 @@ FLAGS = {
     2: (b"\\Answered $Forwarded \\Recent Junk", b"-0530"),
     3: (b"", b"+0000"),
     4: (b"", b"+0000"),
+    5: (b"", b"+0000"),
 }
 # The mailbox's UIDs now (new_mail adds 4); each session sees a snapshot of it.
 mailbox = [1, 2, 3]
-IDLE_MODES = ("idle", "idle_bad", "idle_stall_done")
+IDLE_MODES = ("idle", "idle_search_ahead", "idle_bad", "idle_stall_done")
 # LOGINs answered so far, over every connection (auth_fail_workers).
 logins = [0]
 
@@ -228,7 +232,7 @@ def serve(conn, mode):
                 conn.send(tag + b" BAD IDLE not supported here\r\n")
                 continue
             conn.send(b"+ idling\r\n")
-            if mode == "idle" and 4 not in mailbox:
+            if mode in ("idle", "idle_search_ahead") and 4 not in mailbox:
                 def arrive():
                     mailbox.append(4)
                     conn.send(b"* %d EXISTS\r\n" % len(mailbox))
@@ -268,6 +272,10 @@ def serve(conn, mode):
             conn.send(b"* STATUS INBOX (UIDNEXT %d)\r\n" % (max(mailbox) + 1)
                       + tag + b" OK done\r\n")
         elif cmd == b"UID SEARCH":
+            if mode == "idle_search_ahead" and 4 in view and 5 not in mailbox:
+                mailbox.append(5)
+                view = list(mailbox)
+                conn.send(b"* %d EXISTS\r\n" % len(view))
             m = re.match(rb"UID (\S+)$", args)
             uids = uid_set(m.group(1).decode(), view) if m else []
             conn.send(b"* SEARCH" + b"".join(b" %d" % u for u in uids) + b"\r\n"
