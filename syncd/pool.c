@@ -560,7 +560,14 @@ worker_exited(void *arg, pid_t pid, int status)
 void
 sd_pool_keep_warm(struct sd *sd)
 {
-	if (sd->pool.auth_blocked || sd->writer.write_failed || sd->tick.quit) {
+	/*
+	 * Not with OAuth: a worker logs in with the token it was forked with,
+	 * and kept from push to push it could outlive it; a session dropped
+	 * then would log in again with an expired token, a refusal that stops
+	 * every login until the next tick.
+	 */
+	if (sd->pool.auth_blocked || sd->writer.write_failed || sd->tick.quit ||
+	    sd->conf->imap_auth == MB_IMAP_AUTH_OAUTH2) {
 		sd_pool_stop(sd);
 		return;
 	}

@@ -512,7 +512,8 @@ void	sd_pool_stop(struct sd *sd);
  * After a push (a targeted sync): keep the workers, logged in with their
  * folder examined, for SD_POOL_WARM_MS, so that the next push fetches after
  * a NOOP rather than a LOGIN and an EXAMINE (docs/syncd.md, "Push"); stop
- * them now when a login was refused or a write failed.
+ * them now when a login was refused, a write failed or the login is OAuth's
+ * (a worker's token could expire while it is kept).
  */
 void	sd_pool_keep_warm(struct sd *sd);
 /* Stop kept workers whose time is up; ms until the next is due (-1: none kept). */
