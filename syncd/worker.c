@@ -292,6 +292,16 @@ session_ready(struct session *s, struct mb_imap *imap, struct mb_ipc_conn *conn,
 	return 0;
 }
 
+/* The worker's login with the credential it was forked with: mb_imap_connect's. */
+static int
+worker_login(const struct sd_worker_args *a, struct mb_imap **imap_r, struct mb_err *err)
+{
+	struct mb_imap_conf c;
+
+	sd_imap_conf(a->conf, a->password, &c);
+	return mb_imap_connect(&c, imap_r, err);
+}
+
 /*
  * A fresh session in place of *imap, which was found dropped while idle:
  * 0, or -1 with FAIL sent for the range (the server refused or is gone).
@@ -300,12 +310,10 @@ static int
 session_renew(const struct sd_worker_args *a, struct mb_imap **imap, struct mb_ipc_conn *conn,
     uint32_t range_id, long long deadline)
 {
-	struct mb_imap_conf c;
 	struct mb_err err = { 0 };
 
 	mb_imap_close(imap);
-	sd_imap_conf(a->conf, a->password, &c);
-	if (mb_imap_connect(&c, imap, &err) == -1) {
+	if (worker_login(a, imap, &err) == -1) {
 		send_simple(conn, MB_IPC_FAIL, range_id, err.code == MB_OK ? MB_E_TEMP : err.code,
 		    err.msg, 0);
 		return -1;
@@ -372,7 +380,6 @@ void
 sd_worker_main(const struct sd_worker_args *a)
 {
 	static char procname[32];
-	struct mb_imap_conf c;
 	struct mb_imap *imap = NULL;
 	struct session sess = { 0 };
 	struct mb_ipc_conn conn;
@@ -384,8 +391,7 @@ sd_worker_main(const struct sd_worker_args *a)
 	mb_mime_global_init();
 	mb_ipc_conn_init(&conn, a->fd, FROM_SCHEDULER);
 
-	sd_imap_conf(a->conf, a->password, &c);
-	if (mb_imap_connect(&c, &imap, &err) == -1) {
+	if (worker_login(a, &imap, &err) == -1) {
 		send_simple(&conn, MB_IPC_FAIL, 0, err.code, err.msg, 0);
 		_exit(0);
 	}

@@ -56,7 +56,7 @@ mb_count_group_name(enum mb_count_group g)
  * rows the query matches: the text terms are a rowid set from FTS5, the
  * filters the search's own (SEARCH_FILTERS, SEARCH_DATES).  Folders and labels are
  * grouped by SQL (few keys; labels are split in C, count_labels); dates and
- * senders are read row by row and grouped here (count_row), which costs a
+ * senders are read row by row and grouped here (days_add, count_sender), which costs a
  * quarter of a GROUP BY on strftime() or lower(): the index scan is the
  * same, but no temporary b-tree is built and no SQL function runs per row.
  *
@@ -551,8 +551,7 @@ count_runs(struct mb_index *idx, const struct mb_query *q, int64_t fid, enum mb_
 static bool
 by_day(enum mb_count_group g)
 {
-	return g == MB_COUNT_FOLDER || g == MB_COUNT_YEAR || g == MB_COUNT_MONTH ||
-	    g == MB_COUNT_DAY;
+	return g == MB_COUNT_FOLDER || by_date(g);
 }
 
 /*

@@ -384,15 +384,16 @@ test_count_words_once_a_match(void **state)
 		enum mb_count_group	 g;
 		const char		*first;		/* the first group, with its count */
 		int64_t			 n_first, groups;
+		int64_t			 total, n_rest;	/* every group after the first: n_rest */
 		uint64_t		 days;		/* the days counted: at most a key each */
 	} cases[] = {
-		{ "body", MB_COUNT_DAY, "2024-01-30", 40, 30, 30 },
-		{ "body", MB_COUNT_MONTH, "2024-01", 1200, 1, 30 },
-		{ "body", MB_COUNT_YEAR, "2024", 1200, 1, 30 },
-		{ "body", MB_COUNT_FOLDER, "INBOX", 960, 2, 0 },
-		{ "body", MB_COUNT_SENDER_DOMAIN, "d0.example", 400, 3, 0 },
-		{ "body after:2024-01-21", MB_COUNT_MONTH, "2024-01", 400, 1, 10 },
-		{ "body in:Sent", MB_COUNT_DAY, "2024-01-26", 40, 6, 6 },
+		{ "body", MB_COUNT_DAY, "2024-01-30", 40, 30, 1200, 40, 30 },
+		{ "body", MB_COUNT_MONTH, "2024-01", 1200, 1, 1200, 0, 30 },
+		{ "body", MB_COUNT_YEAR, "2024", 1200, 1, 1200, 0, 30 },
+		{ "body", MB_COUNT_FOLDER, "INBOX", 960, 2, 1200, 240, 0 },
+		{ "body", MB_COUNT_SENDER_DOMAIN, "d0.example", 400, 3, 1200, 400, 0 },
+		{ "body after:2024-01-21", MB_COUNT_MONTH, "2024-01", 400, 1, 400, 0, 10 },
+		{ "body in:Sent", MB_COUNT_DAY, "2024-01-26", 40, 6, 240, 40, 6 },
 	};
 	struct fx *f = *state;
 	struct mb_count_page pg;
@@ -410,10 +411,16 @@ test_count_words_once_a_match(void **state)
 		keys = idx_count_date_keys - keys;
 		if (pg.groups != cases[i].groups || pg.n == 0 ||
 		    strcmp(pg.rows[0].key, cases[i].first) != 0 ||
-		    pg.rows[0].count != cases[i].n_first || pg.ungrouped != 0)
-			fail_msg("%s by %s: %lld groups, the first %s %lld", cases[i].query,
-			    mb_count_group_name(cases[i].g), (long long)pg.groups,
+		    pg.rows[0].count != cases[i].n_first || pg.ungrouped != 0 ||
+		    pg.total != cases[i].total)
+			fail_msg("%s by %s: %lld in %lld groups, the first %s %lld", cases[i].query,
+			    mb_count_group_name(cases[i].g), (long long)pg.total, (long long)pg.groups,
 			    pg.n ? pg.rows[0].key : "-", pg.n ? (long long)pg.rows[0].count : 0LL);
+		for (size_t k = 1; k < pg.n; k++)
+			if (pg.rows[k].count != cases[i].n_rest)
+				fail_msg("%s by %s: group %s has %lld, want %lld", cases[i].query,
+				    mb_count_group_name(cases[i].g), pg.rows[k].key,
+				    (long long)pg.rows[k].count, (long long)cases[i].n_rest);
 		if (keys > cases[i].days)
 			fail_msg("%s by %s: %llu date keys made for %llu days", cases[i].query,
 			    mb_count_group_name(cases[i].g), (unsigned long long)keys,
