@@ -71,7 +71,7 @@ v=$(syncd_sql "SELECT uidvalidity FROM folders WHERE name = 'Faulty'")
 [ "$(syncd_sql "SELECT count(*) FROM work_queue")" = 0 ] || fail "dead range still queued"
 diff <(server_uids INBOX) <(index_uids INBOX) > /dev/null || fail "INBOX not written beside the failing range"
 [ "$(index_uids Faulty | wc -l)" = 0 ] || fail "part of a failed range was written"
-syncd --status | grep -q "folder 'Faulty' uidvalidity $v UIDs 1:100, 3 attempts: blob:" || fail "status lacks the dead letter"
+grep -q "folder 'Faulty' uidvalidity $v UIDs 1:100, 3 attempts: blob:" <<< "$(syncd --status)" || fail "status lacks the dead letter"
 # The fault gone, the next tick finds the gap again and fills it.
 rm "$SYNCD_DATA/blobs/${sha:0:2}"
 syncd --once || fail "tick after the fault"

@@ -98,7 +98,7 @@ scenario stall_mid_literal
 grep -qE "folder 'INBOX' uidvalidity 42 UIDs 1:100: attempt 1 of 3 failed" "$SYNCD_LOG" ||
     fail "stall: the stalled attempt was not failed"
 [ "$(syncd_sql "SELECT attempts FROM work_queue")" = 1 ] || fail "stall: range not kept for retry"
-syncd --status | grep -q "^queue: 1 range" || fail "stall: status"
+grep -q "^queue: 1 range" <<< "$(syncd --status)" || fail "stall: status"
 
 # A refused login: exactly one LOGIN, no worker, status 77 (auth), said loudly.
 scenario auth_fail

@@ -122,7 +122,7 @@ bodies() { dovecot_count_commands " UID FETCH ${1:-[0-9:]+} \(UID FLAGS INTERNAL
 [ "$(bodies 6)" = 1 ] || fail "UID 6 not fetched alone"
 [ "$(bodies)" = 2 ] || fail "indexed mail fetched again: $(bodies) body fetches"
 status=$("$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --status)
-echo "$status" | grep -qE '^  Archive +via NOTIFY ' || fail "--status: Archive not via NOTIFY: $status"
+grep -qE '^  Archive +via NOTIFY ' <<< "$status" || fail "--status: Archive not via NOTIFY: $status"
 
 # 1b. The next mail within the minute: the worker that fetched UID 6 is still
 # logged in with INBOX examined, so it fetches UID 7 after a NOOP.  One
@@ -173,7 +173,7 @@ wait_for 20 "mail after the kick" has_hits afterkick 1
 # the kept worker's session was kicked too: it logged in again, no attempt spent
 logged "attempt 1 of" && fail "a range failed after the kick: $(grep -- 'attempt 1 of' "$SYNCD_LOG")"
 status=$("$MB_BUILD_DIR/syncd" --config "$SYNCD_CONF" --status)
-echo "$status" | grep -qE '^  INBOX +idle +[0-9-]+ [0-9:]+Z +[0-9-]+ [0-9:]+Z +new mail +1$' ||
+grep -qE '^  INBOX +idle +[0-9-]+ [0-9:]+Z +[0-9-]+ [0-9:]+Z +new mail +1$' <<< "$status" ||
     fail "--status: no 'INBOX idle ... new mail 1' line: $status"
 
 # 5. A refused LOGIN on reconnect: that one LOGIN, then the watcher stops.
