@@ -11,7 +11,8 @@
  * the workers are stopped (an idle IMAP connection held for an hour helps
  * nobody) and the next tick is SYNC_INTERVAL after this one started.  After
  * a push they are kept a minute (sd_pool_keep_warm; not with OAuth): the
- * next push's fetch then needs no LOGIN and no EXAMINE.
+ * next push's fetch then needs no LOGIN and no EXAMINE.  So is the push's
+ * own session (sched.c, push_session): the next push EXAMINEs on it.
  */
 #include <errno.h>
 #include <math.h>
@@ -347,6 +348,9 @@ sd_run(struct sd *sd)
 		dl = sd->tick.in_tick ? -1 : sd_pool_warm_timeout(sd);
 		if (dl >= 0 && (timeout < 0 || dl < timeout))
 			timeout = dl;
+		dl = sd->tick.in_tick ? -1 : sd_sched_kept_timeout(sd);
+		if (dl >= 0 && (timeout < 0 || dl < timeout))
+			timeout = dl;
 		dl = sd_control_timeout(sd);
 		if (dl >= 0 && (timeout < 0 || dl < timeout))
 			timeout = dl;
@@ -411,6 +415,7 @@ sd_run(struct sd *sd)
 	/* Stopping: the ranges in the open group are complete; keep them. */
 	writer_tend(sd, true);
 	sd_pool_stop(sd);
+	sd_sched_release(sd);
 	sd_watch_release(sd);
 	free(sd->tick.targeted);
 	sd->tick.targeted = NULL;

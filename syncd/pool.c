@@ -23,13 +23,6 @@
 			 MB_IPC_BIT(MB_IPC_RANGE_DONE) | MB_IPC_BIT(MB_IPC_FAIL))
 #define KILL_GRACE_MS	5000	/* after the worker's own IMAP deadline */
 #define SPAWN_FAILURES_MAX 3	/* workers dying before READY, then the tick gives up */
-/*
- * Workers kept after a push.  A minute covers a conversation's replies and
- * a list's trickle; far below the 30 minutes a server may drop an idle
- * session after (RFC 3501 5.4), and a worker whose session was dropped
- * anyway logs in again when its NOOP fails (worker.c, session_ready).
- */
-#define SD_POOL_WARM_MS	60000
 
 void
 sd_pool_init(struct sd *sd)
@@ -557,6 +550,16 @@ worker_exited(void *arg, pid_t pid, int status)
 	}
 }
 
+int
+sd_warm_left(long long until_ms)
+{
+	long long left = until_ms - mb_now_ms();
+
+	if (left <= 0)
+		return -1;
+	return left > SD_POOL_WARM_MS ? SD_POOL_WARM_MS : (int)left;
+}
+
 void
 sd_pool_keep_warm(struct sd *sd)
 {
@@ -577,13 +580,12 @@ sd_pool_keep_warm(struct sd *sd)
 int
 sd_pool_warm_timeout(struct sd *sd)
 {
-	long long left;
+	int left;
 
 	if (sd->pool.warm_until_ms == 0)
 		return -1;
-	left = sd->pool.warm_until_ms - mb_now_ms();
-	if (left > 0)
-		return left > SD_POOL_WARM_MS ? SD_POOL_WARM_MS : (int)left;
+	if ((left = sd_warm_left(sd->pool.warm_until_ms)) >= 0)
+		return left;
 	mb_log_debug("workers kept after a push: stopping them");
 	sd_pool_stop(sd);
 	return -1;

@@ -21,6 +21,7 @@
 
 #define SCHED_BUCKETS_AT_ONCE	1024
 #define SCHED_RUNS_MAX		8	/* ranges per bucket, then one over all its holes */
+#define SD_SCHED_NOOP_MS	10000	/* a kept session's NOOP: answered by then, or replaced */
 
 static int
 cmp_u32(const void *a, const void *b)
@@ -436,6 +437,9 @@ sd_sched_tick(struct sd *sd, struct mb_err *err)
 	sd->sched.tick_queued = 0;
 	sd->sched.flag_used = 0;
 	sd->sched.tick_converged = false;
+	/* A tick logs in afresh, and a push's kept session is closed first:
+	 * one scheduler session at a time, against the server's limit. */
+	sd_sched_release(sd);
 	/* this session alone: VANISHED for the reconciliation */
 	if (sd_connect(sd, true, &imap, err) == -1)
 		return -1;
@@ -540,6 +544,55 @@ out:
 	return r;
 }
 
+/*
+ * The session of a targeted sync: the one the last push kept, if it still
+ * answers a NOOP, else a new LOGIN.  A kept session saves each push a
+ * connection and a LOGIN, about four round trips to the server (more with
+ * TLS; docs/benchmarks.md, "Push: the scheduler's session kept").  On
+ * success *imap_r is the caller's.
+ */
+static int
+push_session(struct sd *sd, struct mb_imap **imap_r, struct mb_err *err)
+{
+	struct mb_imap *kept = sd->sched.kept;
+	struct mb_imap_status st = { 0 };
+	struct mb_err nerr = { 0 };
+
+	sd->sched.kept = NULL;
+	sd->sched.kept_until_ms = 0;
+	if (kept != NULL) {
+		mb_imap_set_deadline(kept, mb_now_ms() + SD_SCHED_NOOP_MS);
+		if (mb_imap_noop(kept, &st, &nerr) == 0) {
+			*imap_r = kept;
+			return 0;
+		}
+		mb_log_info("the last push's session is gone (%s); logging in again", nerr.msg);
+		mb_imap_close(&kept);
+	}
+	return sd_connect(sd, true, imap_r, err);
+}
+
+void
+sd_sched_release(struct sd *sd)
+{
+	mb_imap_close(&sd->sched.kept);
+	sd->sched.kept_until_ms = 0;
+}
+
+int
+sd_sched_kept_timeout(struct sd *sd)
+{
+	int left;
+
+	if (sd->sched.kept == NULL)
+		return -1;
+	if ((left = sd_warm_left(sd->sched.kept_until_ms)) >= 0)
+		return left;
+	mb_log_debug("the last push's session kept a minute: closing it");
+	sd_sched_release(sd);
+	return -1;
+}
+
 int
 sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 {
@@ -559,7 +612,7 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 		role_by_name = known.role_by_name;
 	}
 	mb_folder_state_release(&known);
-	if (sd_connect(sd, true, &imap, err) == -1)
+	if (push_session(sd, &imap, err) == -1)
 		goto out;
 	sd->sched.targeted = true;
 	/* One folder: the whole budget is its own. */
@@ -573,6 +626,12 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	if (sd_commit(sd, err) == -1)
 		goto out;
 	r = 0;
+	/* Kept for the next push; a session that failed is not. */
+	if (!quit_requested(sd)) {
+		sd->sched.kept = imap;
+		sd->sched.kept_until_ms = mb_now_ms() + SD_POOL_WARM_MS;
+		imap = NULL;
+	}
 out:
 	sd->sched.targeted = false;
 	free(role);

@@ -334,6 +334,8 @@ struct sd_sched_state {
 	bool			 targeted;	/* sd_sched_folder: queue only the new UIDs */
 	uint64_t		 flag_share;	/* flags the folder at hand may fetch (no CONDSTORE) */
 	uint64_t		 flag_used;	/* flags fetched so far this tick */
+	struct mb_imap		*kept;		/* owned: the last push's session, for the next push */
+	long long		 kept_until_ms;	/* kept is closed then */
 };
 
 /* Written by attach.c only: where its slices of work got to. */
@@ -450,6 +452,10 @@ int	sd_sched_tick(struct sd *sd, struct mb_err *err);
  * as sd_sched_tick.
  */
 int	sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err);
+/* Close the session the last push kept (a tick, a stop); NULL-safe as to the session. */
+void	sd_sched_release(struct sd *sd);
+/* Close the kept session when its time is up; ms until then (-1: none kept). */
+int	sd_sched_kept_timeout(struct sd *sd);
 
 /* ---- reconcile.c: flags and expunges of indexed mail (docs/syncd.md) */
 
@@ -506,6 +512,16 @@ void	sd_pool_output(struct sd *sd, struct sd_worker *w);
 /* Kill workers past their deadline; returns ms to the next deadline (-1 none). */
 int	sd_pool_deadlines(struct sd *sd);
 unsigned	sd_pool_busy(const struct sd *sd);
+/*
+ * How long a push keeps its workers (pool.c) and the scheduler's session
+ * (sched.c).  A minute covers a conversation's replies and a list's
+ * trickle; far below the 30 minutes a server may drop an idle session after
+ * (RFC 3501 5.4), and a session dropped anyway is found by a NOOP and
+ * replaced by a new LOGIN (worker.c session_ready, sched.c push_session).
+ */
+#define SD_POOL_WARM_MS	60000
+/* What a kept thing has left of its time: ms to until_ms, -1 once it is up. */
+int	sd_warm_left(long long until_ms);
 /* Stop every worker (TERM, then KILL after a grace period); ranges stay queued. */
 void	sd_pool_stop(struct sd *sd);
 /*
