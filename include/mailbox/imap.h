@@ -155,7 +155,9 @@ typedef int (*mb_imap_message_cb)(const struct mb_imap_message *m, void *ctx);
  * Messages whose RFC822.SIZE exceeds size_cap are fetched as
  * BODY.PEEK[HEADER] only and flagged headers_only: the sizes are fetched
  * first (UID RFC822.SIZE), then the messages in runs of consecutive UIDs on
- * one side of the cap, so usually two round trips per range.  size_cap
+ * one side of the cap, so usually two round trips per range.  A range of
+ * one UID takes one: its body asked up to size_cap + 1 octets, a longer one
+ * is over the cap and its header fetched next.  size_cap
  * UINT64_MAX means no cap and one round trip.  A callback returning -1
  * stops the fetch (MB_E_INTERNAL unless the callback set err).  Any
  * protocol, parse or stream error leaves the session unusable: close it.

@@ -1223,8 +1223,10 @@ struct uid_size {
 struct fetch {
 	struct mb_imap		*c;
 	uint32_t		 first, last;
-	int			 pass;		/* 1: UID RFC822.SIZE; 2: the messages */
+	int			 pass;		/* 1: UID RFC822.SIZE; 2: the messages; 3: one UID */
 	bool			 headers_only;	/* pass 2: this run is BODY.PEEK[HEADER] */
+	uint64_t		 one_cap;	/* pass 3: a longer body is over the cap */
+	bool			 over_cap;	/* pass 3: it was, and was not delivered */
 	struct uid_size		*v;		/* pass 1 result */
 	size_t			 n, cap;
 	mb_imap_message_cb	 cb;
@@ -1389,6 +1391,10 @@ on_msg_att(struct mailimap_msg_att *att, void *arg)
 	}
 	if (!has_body)
 		return;
+	if (f->pass == 3 && m.raw_len > f->one_cap) {
+		f->over_cap = true;	/* cut at cap + 1 octets: its header comes next */
+		return;
+	}
 	if (m.raw == NULL)
 		m.raw = "";	/* an empty literal or NIL */
 	m.keywords = f->kw.data;
@@ -1430,8 +1436,9 @@ uid_fetch(struct fetch *f, uint32_t first, uint32_t last, struct mailimap_fetch_
 	return 0;
 }
 
+/* The message's attributes and its body: the header, the whole, or (upto > 0) its first upto octets. */
 static struct mailimap_fetch_type *
-message_fetch_type(struct mb_imap *c, bool headers_only)
+message_fetch_type(struct mb_imap *c, bool headers_only, uint32_t upto)
 {
 	struct mailimap_fetch_type *ft = mailimap_fetch_type_new_fetch_att_list_empty();
 	struct mailimap_section *sec = headers_only ? mailimap_section_new_header() :
@@ -1444,20 +1451,48 @@ message_fetch_type(struct mb_imap *c, bool headers_only)
 	if (c->sel_modseq)
 		mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_modseq());
 	/* PEEK, always: the read path never sets \Seen. */
-	mailimap_fetch_type_new_fetch_att_list_add(ft, mailimap_fetch_att_new_body_peek_section(sec));
+	mailimap_fetch_type_new_fetch_att_list_add(ft, upto > 0 ?
+	    mailimap_fetch_att_new_body_peek_section_partial(sec, 0, upto) :
+	    mailimap_fetch_att_new_body_peek_section(sec));
 	return ft;
 }
 
 static int
 fetch_run(struct fetch *f, uint32_t first, uint32_t last, bool headers_only, struct mb_err *err)
 {
-	struct mailimap_fetch_type *ft = message_fetch_type(f->c, headers_only);
+	struct mailimap_fetch_type *ft = message_fetch_type(f->c, headers_only, 0);
 	int r;
 
 	f->pass = 2;
 	f->headers_only = headers_only;
 	r = uid_fetch(f, first, last, ft, err);
 	mailimap_fetch_type_free(ft);
+	return r;
+}
+
+/*
+ * One UID under a cap (a push's range): one round trip where the sizes
+ * first take two.  The body is asked up to size_cap + 1 octets
+ * (BODY.PEEK[]<0.N>): a literal of at most size_cap octets is the whole
+ * message; a longer one (the cut, or all of it from a server that ignores
+ * the partial) is over the cap, and its header is fetched next, as the
+ * two passes would.  Decided by the octets received, not by RFC822.SIZE.
+ * What a message over the cap costs more: size_cap + 1 octets read and
+ * dropped, for one message at most.
+ */
+static int
+fetch_one(struct fetch *f, uint32_t uid, uint64_t size_cap, struct mb_err *err)
+{
+	struct mailimap_fetch_type *ft = message_fetch_type(f->c, false, (uint32_t)(size_cap + 1));
+	int r;
+
+	f->pass = 3;
+	f->one_cap = size_cap;
+	f->headers_only = false;
+	r = uid_fetch(f, uid, uid, ft, err);
+	mailimap_fetch_type_free(ft);
+	if (r == 0 && f->over_cap && !f->stopped)
+		r = fetch_run(f, uid, uid, true, err);
 	return r;
 }
 
@@ -1496,6 +1531,10 @@ mb_imap_fetch_range(struct mb_imap *imap, uint32_t first, uint32_t last, uint64_
 		return -1;
 	if (size_cap == UINT64_MAX) {	/* no cap: one round trip */
 		r = fetch_run(&f, first, last, false, err);
+		goto out;
+	}
+	if (first == last && size_cap < UINT32_MAX) {	/* one UID: one round trip too */
+		r = fetch_one(&f, first, size_cap, err);
 		goto out;
 	}
 	/*

@@ -168,6 +168,7 @@ done < <(sed -n 's/.* internaldate=//p' "$log/fetch")
 pass "fetch: 10 messages byte-exact, the one over the size cap headers only, dates right"
 
 [ "$(dovecot_count_commands ' UID FETCH 1:11 \(UID RFC822.SIZE\)$')" = 1 ] || fail "size pass"
+
 [ "$(dovecot_count_commands ' UID FETCH 9 .*BODY.PEEK\[HEADER\]\)$')" = 1 ] || fail "header run"
 [ "$(dovecot_count_commands ' UID FETCH .*BODY.PEEK\[\]\)$')" = 2 ] || fail "body runs"
 [ "$(dovecot_count_commands 'BODY\[|RFC822\)|RFC822.TEXT| SELECT | STORE |ESEARCH|RETURN \(|COMPRESS|SEARCH .*MODSEQ')" = 0 ] ||
@@ -178,6 +179,28 @@ flags=$(dovecot_doveadm fetch -u "$DOVECOT_USER" 'uid flags' mailbox INBOX all)
 run fetch_drafts "${auth[@]}" "${starttls[@]}" fetch 'Entwürfe' 1 2
 grep -q '^msg uid=1 .* flags=\\Seen,\\Flagged ' "$log/fetch_drafts" || fail "flags: $(cat "$log/fetch_drafts")"
 pass "fetch: EXAMINE + PEEK only (no SELECT/STORE/ESEARCH/COMPRESS), \\Seen unchanged, flags mapped"
+# One UID (a push's range): one round trip, the body asked up to the cap + 1
+# octets; the one over the cap gets its header the same way, in a second.
+rm -f "$DOVECOT_RAWLOG"/*
+rm -rf "$work/one" && mkdir "$work/one"
+run fetch_one3 "${auth[@]}" "${tls[@]}" --size-cap 100000 --out-dir "$work/one" fetch INBOX 3 3
+run fetch_one9 "${auth[@]}" "${tls[@]}" --size-cap 100000 --out-dir "$work/one" fetch INBOX 9 9
+cmp -s "$work/exp/3.eml" "$work/one/3.eml" || fail "one UID: UID 3 not byte-exact"
+grep -q "^msg uid=3 size=$(stat -c %s "$work/exp/3.eml") raw_len=$(stat -c %s "$work/exp/3.eml") headers_only=0 " \
+    "$log/fetch_one3" || fail "one UID: UID 3 attributes: $(cat "$log/fetch_one3")"
+cmp -s "$work/out/9.eml" "$work/one/9.eml" || fail "one UID: UID 9 is not its header"
+grep -q "^msg uid=9 size=$(stat -c %s "$work/exp/9.eml") raw_len=$(stat -c %s "$work/one/9.eml") headers_only=1 " \
+    "$log/fetch_one9" || fail "one UID: UID 9 not flagged headers_only: $(cat "$log/fetch_one9")"
+[ "$(dovecot_count_commands ' UID FETCH [0-9]+ \(UID RFC822.SIZE\)$')" = 0 ] || fail "one UID: a size pass"
+[ "$(dovecot_count_commands ' UID FETCH 3 \(.*BODY.PEEK\[\]<0.100001>\)$')" = 1 ] ||
+    fail "one UID: UID 3 not asked up to the cap + 1 octets"
+[ "$(dovecot_count_commands ' UID FETCH 3 ')" = 1 ] || fail "one UID: UID 3 took more than one round trip"
+[ "$(dovecot_count_commands ' UID FETCH 9 ')" = 2 ] || fail "one UID: UID 9 took other than two round trips"
+[ "$(dovecot_count_commands 'BODY\[|RFC822\)|RFC822.TEXT| SELECT | STORE ')" = 0 ] ||
+    fail "one UID: a command that could change the mailbox: $(cat "$DOVECOT_RAWLOG"/*.in)"
+! dovecot_doveadm fetch -u "$DOVECOT_USER" 'flags' mailbox INBOX uid 3 | grep -q Seen ||
+    fail "one UID: \\Seen set by the fetch"
+pass "fetch of one UID: one round trip, the message over the cap its header in a second"
 
 # 2,000 messages of ~4 KB in ranges of 100: all arrive, every byte counted.
 python3 - "$work/bulk" <<'PY'
@@ -294,6 +317,14 @@ expect_line "$log/peer_fetch" 'msg uid=1 size=100 raw_len=100 headers_only=0 fla
 expect_line "$log/peer_fetch" 'msg uid=2 size=100 raw_len=100 headers_only=0 flags=\Answered keywords=$Forwarded Junk modseq=0 internaldate=1704123000'
 expect_line "$log/peer_fetch" 'msg uid=3 size=100 raw_len=100 headers_only=0 flags=- keywords=- modseq=0 internaldate=1704103200'
 ! grep -q 'MODSEQ' "$peer_file.log" || fail "MODSEQ asked of a server without CONDSTORE"
+# One UID from a server that ignores the partial and sends all 100 octets of
+# a message over a cap of 50: over the cap, so its header, as two passes give.
+peer_run peer_fetch_one 10 --size-cap 50 fetch INBOX 2 2
+grep -q '^msg uid=2 size=100 raw_len=[0-9]* headers_only=1 ' "$log/peer_fetch_one" ||
+    fail "peer: one UID over the cap: $(cat "$log/peer_fetch_one")"
+grep -q ' UID FETCH 2 (.*BODY.PEEK\[\]<0.51>)$' "$peer_file.log" || fail "peer: one UID not asked up to 51 octets"
+peer_run peer_fetch_small 10 --size-cap 1000 fetch INBOX 3 3
+expect_line "$log/peer_fetch_small" 'msg uid=3 size=100 raw_len=100 headers_only=0 flags=- keywords=- modseq=0 internaldate=1704103200'
 pass "peer: flags, keywords (\\Recent dropped), INTERNALDATE zones +0100/-0530/+0000; no MODSEQ without CONDSTORE"
 
 peer auth_fail
