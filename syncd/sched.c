@@ -21,7 +21,7 @@
 
 #define SCHED_BUCKETS_AT_ONCE	1024
 #define SCHED_RUNS_MAX		8	/* ranges per bucket, then one over all its holes */
-#define SD_SCHED_NOOP_MS	10000	/* a kept session's NOOP: answered by then, or replaced */
+#define SCHED_NOOP_MS		10000	/* a kept session's NOOP: answered by then, or replaced */
 
 static int
 cmp_u32(const void *a, const void *b)
@@ -561,7 +561,7 @@ push_session(struct sd *sd, struct mb_imap **imap_r, struct mb_err *err)
 	sd->sched.kept = NULL;
 	sd->sched.kept_until_ms = 0;
 	if (kept != NULL) {
-		mb_imap_set_deadline(kept, mb_now_ms() + SD_SCHED_NOOP_MS);
+		mb_imap_set_deadline(kept, mb_now_ms() + SCHED_NOOP_MS);
 		if (mb_imap_noop(kept, &st, &nerr) == 0) {
 			*imap_r = kept;
 			return 0;
