@@ -555,7 +555,7 @@ sd_warm_left(long long until_ms)
 {
 	long long left = until_ms - mb_now_ms();
 
-	if (left <= 0)
+	if (until_ms == 0 || left <= 0)
 		return -1;
 	return left > SD_POOL_WARM_MS ? SD_POOL_WARM_MS : (int)left;
 }
@@ -580,15 +580,13 @@ sd_pool_keep_warm(struct sd *sd)
 int
 sd_pool_warm_timeout(struct sd *sd)
 {
-	int left;
+	int left = sd_warm_left(sd->pool.warm_until_ms);
 
-	if (sd->pool.warm_until_ms == 0)
-		return -1;
-	if ((left = sd_warm_left(sd->pool.warm_until_ms)) >= 0)
-		return left;
-	mb_log_debug("workers kept after a push: stopping them");
-	sd_pool_stop(sd);
-	return -1;
+	if (left < 0 && sd->pool.warm_until_ms != 0) {
+		mb_log_debug("workers kept after a push: stopping them");
+		sd_pool_stop(sd);	/* clears warm_until_ms */
+	}
+	return left;
 }
 
 void

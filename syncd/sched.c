@@ -582,15 +582,13 @@ sd_sched_release(struct sd *sd)
 int
 sd_sched_kept_timeout(struct sd *sd)
 {
-	int left;
+	int left = sd_warm_left(sd->sched.kept_until_ms);	/* 0 while none is kept */
 
-	if (sd->sched.kept == NULL)
-		return -1;
-	if ((left = sd_warm_left(sd->sched.kept_until_ms)) >= 0)
-		return left;
-	mb_log_debug("the last push's session kept a minute: closing it");
-	sd_sched_release(sd);
-	return -1;
+	if (left < 0 && sd->sched.kept != NULL) {
+		mb_log_debug("the last push's session kept a minute: closing it");
+		sd_sched_release(sd);
+	}
+	return left;
 }
 
 int

@@ -520,7 +520,7 @@ unsigned	sd_pool_busy(const struct sd *sd);
  * replaced by a new LOGIN (worker.c session_ready, sched.c push_session).
  */
 #define SD_POOL_WARM_MS	60000
-/* What a kept thing has left of its time: ms to until_ms, -1 once it is up. */
+/* What a kept thing has left of its time: ms to until_ms, -1 once it is up or when until_ms is 0 (nothing kept). */
 int	sd_warm_left(long long until_ms);
 /* Stop every worker (TERM, then KILL after a grace period); ranges stay queued. */
 void	sd_pool_stop(struct sd *sd);
