@@ -172,27 +172,36 @@ static const char sample_folder_pass_sql[] =
 #define LIST_SEEK_COST	6
 
 /*
- * Whether few messages pass q's filters for a page at offset of limit rows
- * (*few_r): at most one of LIST_SAMPLES messages, or too few for the walk
- * to find the page in fewer rows than the narrow index has entries over
- * IDX_LIST_ROW_COST; and what the walk would cost, in entries of that
- * index (*walk_r; 0 for a small index, which is read whole).  -1 with err
- * on a failure of SQLite's.
+ * When at most one of the LIST_SAMPLES passes, the filters may still pass
+ * one message in 50 (each of two filters on much mail, few messages on
+ * both: `list:spamassassin is:unread` at 1,000,000 messages, 2%), which
+ * the walk serves in about a thousand rows, where the other read, an index
+ * of few's tens of thousands of ids each sought or the narrow index whole,
+ * costs many times that.  So up to LIST_SAMPLES_MORE more are taken (each
+ * a seek, LIST_SEEK_COST), at most a LIST_SAMPLES_SHARE'th of what that
+ * other read costs, and fewer than 2 * LIST_SAMPLES not at all.  Of those
+ * the walk needs more than two to pass: 2 of 512 was a filter on one
+ * message in 670 (`list:spamassassin larger:10000` at 1,000,000 messages),
+ * whose walk gave up past its budget.
+ */
+#define LIST_SAMPLES_MORE	512
+#define LIST_SAMPLES_SHARE	16
+
+/*
+ * How many of *n_r messages sampled evenly over the ids (the folder's, with
+ * migrations/0021) pass q's filters, into *in_r; *n_r is lowered to the
+ * number of ids when there are fewer.  -1 with err on a failure of
+ * SQLite's.
  */
 static int
-few_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t offset,
-    size_t limit, bool *few_r, double *walk_r, struct mb_err *err)
+sample_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t max_id,
+    int *n_r, int *in_r, struct mb_err *err)
 {
 	sqlite3_stmt *st;
-	int64_t max_id = 0, lo = -1, hi = -1;
-	int in = 0, rc = SQLITE_ROW;
+	int64_t lo = -1, hi = -1;
+	int rc = SQLITE_ROW;
 
-	*few_r = true;
-	*walk_r = 0;
-	if (idx_max_id(idx, "search: sample the filters", &max_id, err) == -1)
-		return -1;
-	if (max_id < LIST_SAMPLES * IDX_LIST_ROW_COST)
-		return 0;	/* a small index: reading it whole costs little */
+	*in_r = 0;
 	if ((q->folder || q->role) && idx_folder_span(idx, folder_id, &lo, &hi, err) == -1)
 		return -1;
 	if (lo < 0) {	/* no folder, or no messages_folder_ids: over every id */
@@ -203,23 +212,164 @@ few_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int6
 		st = idx_stmt_sql(idx, sample_folder_pass_sql, err);
 	if (st == NULL)
 		return -1;
+	if (*n_r > hi - lo + 1)
+		*n_r = (int)(hi - lo + 1);
 	idx_search_bind(st, q, folder_id);
-	for (int i = 0; i < LIST_SAMPLES && rc == SQLITE_ROW; i++) {
+	for (int i = 0; i < *n_r && rc == SQLITE_ROW; i++) {
 		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 30, lo + (hi - lo + 1) / LIST_SAMPLES * i);
+		sqlite3_bind_int64(st, 30, lo + (hi - lo + 1) / *n_r * i);
 		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			in += sqlite3_column_int(st, 0);
+			*in_r += sqlite3_column_int(st, 0);
 		else if (rc == SQLITE_DONE)
 			rc = SQLITE_ROW;	/* no message at or after it: none passes */
 	}
 	idx_stmt_done(st);
-	if (rc != SQLITE_ROW)
-		return idx_sqlerr(idx, rc, "search: sample the filters", err);
-	/* the walk reads about (offset + limit + 1) * LIST_SAMPLES / in rows (the folder's) */
+	return rc == SQLITE_ROW ? 0 : idx_sqlerr(idx, rc, "search: sample the filters", err);
+}
+
+/*
+ * Whether few messages pass q's filters for a page at offset of limit rows
+ * (*few_r): at most one of the messages sampled, or too few for the walk
+ * to find the page in fewer rows than the narrow index has entries over
+ * IDX_LIST_ROW_COST; and what the walk would cost, in entries of that
+ * index (*walk_r; 0 for a small index, which is read whole).  few_ids is
+ * the guessed size of the index of few the page would be read through
+ * instead (-1: none, the narrow index whole): what that read costs pays for
+ * more samples when the first are too thin to tell.  -1 with err on a
+ * failure of SQLite's.
+ */
+static int
+few_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t offset,
+    size_t limit, int64_t few_ids, bool *few_r, double *walk_r, struct mb_err *err)
+{
+	int64_t max_id = 0;
+	int n = LIST_SAMPLES, in = 0, more;
+	double other;
+
+	*few_r = true;
+	*walk_r = 0;
+	if (idx_max_id(idx, "search: sample the filters", &max_id, err) == -1)
+		return -1;
+	if (max_id < LIST_SAMPLES * IDX_LIST_ROW_COST)
+		return 0;	/* a small index: reading it whole costs little */
+	if (sample_pass(idx, q, folder_id, max_id, &n, &in, err) == -1)
+		return -1;
+	other = few_ids >= 0 ? (double)few_ids * LIST_SEEK_COST : (double)max_id;
+	more = other / (LIST_SAMPLES_SHARE * LIST_SEEK_COST) > LIST_SAMPLES_MORE ?
+	    LIST_SAMPLES_MORE : (int)(other / (LIST_SAMPLES_SHARE * LIST_SEEK_COST));
+	if (in <= 1 && more >= 2 * LIST_SAMPLES) {
+		n = more;
+		if (sample_pass(idx, q, folder_id, max_id, &n, &in, err) == -1)
+			return -1;
+	}
+	/* the walk reads about (offset + limit + 1) * n / in rows (the folder's) */
 	*walk_r = in == 0 ? (double)INT64_MAX :
-	    ((double)offset + (double)limit + 1.0) * LIST_SAMPLES / in * IDX_LIST_ROW_COST;
-	*few_r = in <= 1 || *walk_r > (double)max_id;
+	    ((double)offset + (double)limit + 1.0) * n / in * IDX_LIST_ROW_COST;
+	*few_r = in <= (n > LIST_SAMPLES ? 2 : 1) || *walk_r > (double)max_id;
 	return 0;
+}
+
+/*
+ * A walk newest first chosen by the sample over the ids reads rows in date
+ * order, so mail whose dates the ids do not follow can make it read far
+ * more rows than the sample said: `list:spamassassin larger:10000` at
+ * 1,000,000 messages passes one message in 670, all dated in five weeks
+ * of 2002 with 415,000 messages dated after them, and walked 415,000 rows
+ * (400 ms of CPU) where the lists' index served in 130.  So such a walk
+ * is given what the other read would cost, counted in SQLite's steps, and
+ * past that the page is read the other way.  A walked row is
+ * LIST_STEPS_PER_ROW steps (13 to 20 at 1,000,000 messages) and costs
+ * about what a seek of an index of few's id does (0.8 us: the walk of
+ * list:spamassassin 18,350 rows in 14 ms, its 81,000 ids sought in 65),
+ * or IDX_LIST_ROW_COST entries of the narrow index read whole.
+ */
+#define LIST_STEPS_PER_ROW	20
+/* SQLite's steps between two looks at a walk's budget (sqlite3_progress_handler). */
+#define LIST_BUDGET_OPS		1000
+
+struct walk_budget {
+	uint64_t	looks_left;	/* LIST_BUDGET_OPS steps each */
+	bool		over;
+};
+
+static int
+walk_over_budget(void *arg)
+{
+	struct walk_budget *b = arg;
+
+	if (b->looks_left == 0) {
+		b->over = true;
+		return 1;	/* the step answers SQLITE_INTERRUPT */
+	}
+	b->looks_left--;
+	return 0;
+}
+
+_Thread_local uint64_t idx_list_walks_given_up;
+
+/*
+ * Prepare (unless st is already) and bind sql for a page of limit rows at
+ * offset; NULL with err on a failure of SQLite's.  The caller steps it
+ * (list_read()), which finishes it.
+ */
+static sqlite3_stmt *
+list_stmt(struct mb_index *idx, sqlite3_stmt *st, const char *sql, const struct mb_query *q,
+    int64_t folder_id, int64_t offset, size_t limit, struct mb_err *err)
+{
+	if (st == NULL && (st = idx_stmt_sql(idx, sql, err)) == NULL)
+		return NULL;
+	idx_list_scans += sql == search_sql_filter_ix;
+	idx_search_bind(st, q, folder_id);
+	/* both ends bound: see search_sql_filter_dated */
+	if (sql == search_sql_filter_dated || sql == search_sql_filter_folder_dated) {
+		sqlite3_bind_int64(st, 3, q->since);
+		sqlite3_bind_int64(st, 4, q->until);
+	}
+	sqlite3_bind_int64(st, 8, (int64_t)limit + 1);
+	sqlite3_bind_int64(st, 9, offset);
+	return st;
+}
+
+/*
+ * Step st (list_stmt()) for a page of up to limit ids into ids, *n_r and
+ * *more_r (a row past the page), and finish it.  With budget (SQLite's
+ * steps; 0: none) a read that would take more gives up: *over_r true and
+ * no ids.  -1 with err on a failure of SQLite's.
+ */
+static int
+list_read(struct mb_index *idx, sqlite3_stmt *st, size_t limit, uint64_t budget,
+    int64_t *ids, size_t *n_r, bool *more_r, bool *over_r, struct mb_err *err)
+{
+	sqlite3 *db = idx->db;
+	struct walk_budget b = { .looks_left = budget / LIST_BUDGET_OPS, .over = false };
+	int rc;
+
+	*n_r = 0;
+	*more_r = false;
+	*over_r = false;
+	if (budget > 0)
+		sqlite3_progress_handler(db, LIST_BUDGET_OPS, walk_over_budget, &b);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n_r == limit) {
+			*more_r = true;
+			rc = SQLITE_DONE;
+			break;
+		}
+		ids[(*n_r)++] = sqlite3_column_int64(st, 0);
+	}
+	if (budget > 0)
+		sqlite3_progress_handler(db, 0, NULL, NULL);
+	idx_list_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
+	if (rc == SQLITE_INTERRUPT && b.over) {
+		idx_list_walks_given_up++;
+		*over_r = true;
+		*n_r = 0;
+		*more_r = false;
+		rc = SQLITE_DONE;
+	} else if (rc != SQLITE_DONE)
+		idx_sqlerr(idx, rc, "search: filter", err);
+	idx_stmt_done(st);
+	return rc == SQLITE_DONE ? 0 : -1;
 }
 
 int
@@ -229,14 +379,14 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
 	/* filters alone the narrow index covers: read through an index of few or sampled */
 	bool few_index = !q->msgid && q->thread_id <= 0 && !q->match && idx_search_covered(q);
-	enum idx_few few = IDX_FEW_NONE;
+	enum idx_few few = IDX_FEW_NONE, other_few = IDX_FEW_NONE;
 	int64_t few_ids = 0;
 	bool scan = few_index && sparse_filters(q);
-	bool small = false;
+	bool small = false, sampled = false, over = false;
 	double walk = 0;
+	uint64_t budget = 0;
 	const char *sql;
 	sqlite3_stmt *st = NULL;
-	int rc;
 
 	/*
 	 * A small folder's own entries serve whatever its filters: reading all
@@ -265,17 +415,22 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 * list:spamassassin at 1,000,000 messages: 81,000 ids sought, 89 ms of
 	 * CPU, where the walk reads some 300 rows), walk
 	 */
-	if (scan && few != IDX_FEW_FLAGGED &&
-	    few_pass(idx, q, folder_id, offset, limit, &scan, &walk, err) == -1)
-		return -1;
+	if (scan && few != IDX_FEW_FLAGGED) {
+		if (few_pass(idx, q, folder_id, offset, limit, few != IDX_FEW_NONE ? few_ids : -1,
+		    &scan, &walk, err) == -1)
+			return -1;
+		sampled = !scan;	/* a walk the sample chose, which a budget bounds */
+	}
 	if (few != IDX_FEW_NONE && few != IDX_FEW_FLAGGED && !scan &&
-	    walk < (double)few_ids * LIST_SEEK_COST)
+	    walk < (double)few_ids * LIST_SEEK_COST) {
+		other_few = few;
 		few = IDX_FEW_NONE;
+	}
 	if (few != IDX_FEW_NONE)	/* none before its migration: read as below */
 		st = idx_few_stmt(idx, search_sql_filter_few[few]);
 	/* is:flagged from before migration 0019: sampled as the other filters */
 	if (st == NULL && few == IDX_FEW_FLAGGED &&
-	    few_pass(idx, q, folder_id, offset, limit, &scan, &walk, err) == -1)
+	    few_pass(idx, q, folder_id, offset, limit, -1, &scan, &walk, err) == -1)
 		return -1;
 	sql = few != IDX_FEW_NONE && st != NULL ? search_sql_filter_few[few] :
 	    q->msgid ? search_sql_filter_msgid :
@@ -285,31 +440,28 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	    q->folder || q->role ? (dated ? search_sql_filter_folder_dated :
 	    search_sql_filter_folder) :
 	    dated ? search_sql_filter_dated : search_sql_filter;
-	if (st == NULL)
-		st = idx_stmt_sql(idx, sql, err);
-	if (st == NULL)
-		return -1;
-	idx_list_scans += sql == search_sql_filter_ix;
-	idx_search_bind(st, q, folder_id);
-	/* both ends bound: see search_sql_filter_dated */
-	if (sql == search_sql_filter_dated || sql == search_sql_filter_folder_dated) {
-		sqlite3_bind_int64(st, 3, q->since);
-		sqlite3_bind_int64(st, 4, q->until);
-	}
-	sqlite3_bind_int64(st, 8, (int64_t)limit + 1);
-	sqlite3_bind_int64(st, 9, offset);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n_r == limit) {
-			*more_r = true;
-			rc = SQLITE_DONE;
-			break;
-		}
-		ids[(*n_r)++] = sqlite3_column_int64(st, 0);
-	}
-	if (rc != SQLITE_DONE)
-		idx_sqlerr(idx, rc, "search: filter", err);
-	idx_list_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
-	idx_stmt_done(st);
-	return rc == SQLITE_DONE ? 0 : -1;
-}
+	/* the walk's budget: what the index of few's ids, or the narrow index whole, would cost */
+	if (sampled && few == IDX_FEW_NONE && sql != search_sql_filter_ix) {
+		int64_t max_id = 0;
 
+		if (other_few == IDX_FEW_NONE &&
+		    idx_max_id(idx, "search: the walk's budget", &max_id, err) == -1)
+			return -1;
+		budget = (uint64_t)(other_few != IDX_FEW_NONE ? few_ids :
+		    max_id / IDX_LIST_ROW_COST) * LIST_STEPS_PER_ROW;
+		if (budget < LIST_BUDGET_OPS)
+			budget = LIST_BUDGET_OPS;
+	}
+	if ((st = list_stmt(idx, st, sql, q, folder_id, offset, limit, err)) == NULL ||
+	    list_read(idx, st, limit, budget, ids, n_r, more_r, &over, err) == -1)
+		return -1;
+	if (!over)
+		return 0;
+	/* the walk gave up: the index of few it was chosen over (none before its migration), or the narrow index whole */
+	st = other_few != IDX_FEW_NONE ? idx_few_stmt(idx, search_sql_filter_few[other_few]) :
+	    NULL;
+	sql = st != NULL ? search_sql_filter_few[other_few] : search_sql_filter_ix;
+	if ((st = list_stmt(idx, st, sql, q, folder_id, offset, limit, err)) == NULL)
+		return -1;
+	return list_read(idx, st, limit, 0, ids, n_r, more_r, &over, err);
+}

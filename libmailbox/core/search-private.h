@@ -516,6 +516,11 @@ extern _Thread_local uint64_t	idx_list_scans;
  * reads that folder's messages, not every message.
  */
 extern _Thread_local uint64_t	idx_list_steps;
+/*
+ * Walks newest first that gave up past their budget (index_search_list.c,
+ * LIST_STEPS_PER_ROW), the page then read another way; for tests.
+ */
+extern _Thread_local uint64_t	idx_list_walks_given_up;
 /* Whether q tests a label that must be there (label:X), which messages_labelled holds. */
 bool	idx_search_labelled(const struct mb_query *q);
 /* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */

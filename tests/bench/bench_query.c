@@ -89,7 +89,8 @@ now_ms(clockid_t c)
 
 /* The engine's counters (BENCH_COUNTERS), as they stood before a repetition. */
 struct counters {
-	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps, snippet_steps;
+	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps, snippet_steps,
+			list_steps;
 };
 
 static void
@@ -103,6 +104,7 @@ counters_mark(struct counters *c)
 	c->lengths = idx_rank_lengths_served;
 	c->total_steps = idx_total_steps;
 	c->snippet_steps = idx_snippet_steps;
+	c->list_steps = idx_list_steps;
 }
 
 /* The counters' growth since mark, on one line under the query's. */
@@ -114,7 +116,7 @@ counters_print(const struct counters *mark)
 	counters_mark(&now);
 	printf("    walks %llu, hits read %llu, measured %llu (%llu from kept lengths), "
 	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu, "
-	    "the snippets' VM steps %llu\n",
+	    "the snippets' VM steps %llu, a list's VM steps %llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
 	    (unsigned long long)(now.sized - mark->sized),
@@ -122,7 +124,8 @@ counters_print(const struct counters *mark)
 	    (unsigned long long)(now.rest - mark->rest),
 	    (unsigned long long)(now.joined - mark->joined),
 	    (unsigned long long)(now.total_steps - mark->total_steps),
-	    (unsigned long long)(now.snippet_steps - mark->snippet_steps));
+	    (unsigned long long)(now.snippet_steps - mark->snippet_steps),
+	    (unsigned long long)(now.list_steps - mark->list_steps));
 }
 
 static int
