@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,6 +551,12 @@ worker_exited(void *arg, pid_t pid, int status)
 	}
 }
 
+long long
+sd_push_keep_ms(const struct sd *sd)
+{
+	return (long long)sd->conf->sync_push_keep * 1000;
+}
+
 int
 sd_warm_left(long long until_ms)
 {
@@ -557,7 +564,7 @@ sd_warm_left(long long until_ms)
 
 	if (until_ms == 0 || left <= 0)
 		return -1;
-	return left > SD_POOL_WARM_MS ? SD_POOL_WARM_MS : (int)left;
+	return left > INT_MAX ? INT_MAX : (int)left;
 }
 
 void
@@ -570,11 +577,11 @@ sd_pool_keep_warm(struct sd *sd)
 	 * every login until the next tick.
 	 */
 	if (sd->pool.auth_blocked || sd->writer.write_failed || sd->tick.quit ||
-	    sd->conf->imap_auth == MB_IMAP_AUTH_OAUTH2) {
+	    sd->conf->imap_auth == MB_IMAP_AUTH_OAUTH2 || sd_push_keep_ms(sd) == 0) {
 		sd_pool_stop(sd);
 		return;
 	}
-	sd->pool.warm_until_ms = mb_now_ms() + SD_POOL_WARM_MS;
+	sd->pool.warm_until_ms = mb_now_ms() + sd_push_keep_ms(sd);
 }
 
 int

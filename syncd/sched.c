@@ -624,10 +624,10 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	if (sd_commit(sd, err) == -1)
 		goto out;
 	r = 0;
-	/* Kept for the next push; a session that failed is not. */
-	if (!quit_requested(sd)) {
+	/* Kept for the next push (SYNC_PUSH_KEEP); a session that failed is not. */
+	if (!quit_requested(sd) && sd_push_keep_ms(sd) > 0) {
 		sd->sched.kept = imap;
-		sd->sched.kept_until_ms = mb_now_ms() + SD_POOL_WARM_MS;
+		sd->sched.kept_until_ms = mb_now_ms() + sd_push_keep_ms(sd);
 		imap = NULL;
 	}
 out:

@@ -71,6 +71,8 @@ const struct mb_conf_key sd_conf_keys[] = {
 	    "IMAP connections the watch may hold; 0: no push, the tick alone"),
 	K("SYNC_WATCH_RENEW", MB_CONF_UINT, sync_watch_renew, "1740", 5, 1740, 0, NULL,
 	    "seconds between IDLE renewals (RFC 2177: at most 29 minutes)"),
+	K("SYNC_PUSH_KEEP", MB_CONF_UINT, sync_push_keep, "60", 0, 1740, 0, NULL,
+	    "seconds a push keeps its IMAP sessions logged in for the next; 0: closed at once"),
 	K("DRAFT_FROM", MB_CONF_STR, draft_from, NULL, 0, 0, 0, NULL,
 	    "From of create_draft's drafts (Name <addr>); empty: IMAP_USER if it is an address"),
 	K("SYNC_SINCE", MB_CONF_STR, sync_since, NULL, 0, 0, 0, NULL,

@@ -90,6 +90,7 @@ struct sd_conf {
 	char		*sync_watch;		/* comma-separated folders held in IDLE */
 	unsigned	 sync_watch_max;	/* connections the watch may hold; 0: off */
 	unsigned	 sync_watch_renew;	/* seconds between IDLE renewals */
+	unsigned	 sync_push_keep;	/* seconds a push keeps its sessions; 0: none */
 	/* OAuth 2.0 login (oauth.c, docs/syncd.md "OAuth 2.0") */
 	unsigned	 imap_auth;		/* enum mb_imap_auth, same order as the choices */
 	char		*oauth_provider;	/* a preset's name, or NULL */
@@ -514,19 +515,21 @@ int	sd_pool_deadlines(struct sd *sd);
 unsigned	sd_pool_busy(const struct sd *sd);
 /*
  * How long a push keeps its workers (pool.c) and the scheduler's session
- * (sched.c).  A minute covers a conversation's replies and a list's
- * trickle; far below the 30 minutes a server may drop an idle session after
- * (RFC 3501 5.4), and a session dropped anyway is found by a NOOP and
- * replaced by a new LOGIN (worker.c session_ready, sched.c push_session).
+ * (sched.c): SYNC_PUSH_KEEP seconds, by default a minute, which covers a
+ * conversation's replies and a list's trickle; the most, 29 minutes, stays
+ * under the 30 a server may drop an idle session after (RFC 3501 5.4), and
+ * a session dropped anyway is found by a NOOP and replaced by a new LOGIN
+ * (worker.c session_ready, sched.c push_session).  0 keeps nothing: every
+ * push logs in, for a server that counts connections tightly.
  */
-#define SD_POOL_WARM_MS	60000
+long long	sd_push_keep_ms(const struct sd *sd);
 /* What a kept thing has left of its time: ms to until_ms, -1 once it is up or when until_ms is 0 (nothing kept). */
 int	sd_warm_left(long long until_ms);
 /* Stop every worker (TERM, then KILL after a grace period); ranges stay queued. */
 void	sd_pool_stop(struct sd *sd);
 /*
  * After a push (a targeted sync): keep the workers, logged in with their
- * folder examined, for SD_POOL_WARM_MS, so that the next push fetches after
+ * folder examined, for sd_push_keep_ms(), so that the next push fetches after
  * a NOOP rather than a LOGIN and an EXAMINE (docs/syncd.md, "Push"); stop
  * them now when a login was refused, a write failed or the login is OAuth's
  * (a worker's token could expire while it is kept).

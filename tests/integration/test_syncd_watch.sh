@@ -13,7 +13,9 @@
 #   re-established and --status counts it, and the kept worker and the
 #   scheduler's kept session, kicked too, log in again with nothing failed; a LOGIN refused on reconnect stops
 #   the watcher after that one LOGIN.
-#   Through a listener without NOTIFY: one watcher per folder.
+#   Through a listener without NOTIFY: one watcher per folder; with
+#   SYNC_PUSH_KEEP=5 the push's two sessions log out when the five seconds
+#   are up, and the next push logs them in again.
 # The scripted peer (tests/lib/imap_peer.py), for what Dovecot will not do:
 #   IDLE works with a bare ENABLE reply (as iCloud answers); mail arriving
 #   between a targeted sync's EXAMINE and its search is fetched with no
@@ -214,7 +216,7 @@ syncd_log_clean "$SYNCD_LOG"
 sed -i "s/^\($DOVECOT_USER:{PLAIN}\)[^:]*/\1$DOVECOT_PASSWORD/" "$work/srv/users"
 mkdir "$work/plain"
 SYNCD_LOG=$work/plain/syncd.log syncd_init "$work/plain" IMAP_HOST=127.0.0.2 SYNC_WORKERS=1 \
-    SYNC_FOLDERS=INBOX,Archive SYNC_WATCH=INBOX,Archive SYNC_INTERVAL=3600
+    SYNC_FOLDERS=INBOX,Archive SYNC_WATCH=INBOX,Archive SYNC_INTERVAL=3600 SYNC_PUSH_KEEP=5
 export SYNCD_LOG=$work/plain/syncd.log
 start_daemon
 wait_for 20 "no NOTIFY: INBOX idling" logged "watch 'INBOX': idling"
@@ -223,6 +225,20 @@ logged "NOTIFY: one connection" && fail "NOTIFY used through a listener without 
 archived() { [ "$(index_uids Archive | wc -l)" = 2 ]; }
 append 1 plainbird Archive
 wait_for 10 "no NOTIFY: the message APPENDed to Archive indexed" archived
+# SYNC_PUSH_KEEP=5: after the push the scheduler's session and the worker stay
+# logged in (four sessions with the two watchers), then log out when the five
+# seconds are up, and the next push logs both in again.
+sessions() { dovecot_doveadm who -1 "$DOVECOT_USER" 2>/dev/null | grep -c "^$DOVECOT_USER " || true; }
+sessions_are() { [ "$(sessions)" = "$1" ]; }
+wait_for 3 "the push's two sessions kept beside the two watchers" sessions_are 4
+wait_for 15 "the kept sessions logged out after SYNC_PUSH_KEEP" sessions_are 2
+logins=$(dovecot_login_attempts)
+append 1 plainbird Archive
+archived() { [ "$(index_uids Archive | wc -l)" = 3 ]; }
+wait_for 10 "no NOTIFY: the second message APPENDed to Archive indexed" archived
+sleep 0.5	# Dovecot's log lags its replies
+[ "$(dovecot_login_attempts)" = $((logins + 3)) ] ||
+    fail "want the APPENDing client's LOGIN, the scheduler's and the worker's, got $(($(dovecot_login_attempts) - logins))"
 kill -TERM "$daemon"
 wait "$daemon" || fail "no NOTIFY: daemon exit $?"
 daemon=
