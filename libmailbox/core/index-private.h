@@ -454,6 +454,8 @@ int	mb_text_register(sqlite3 *db, struct mb_err *err);
  * count the messages of an older index.
  */
 #define IDX_SCHEMA_COUNT_UNREAD	28
+/* And from which count_unread_senders and count_unread_labels (migrations/0029) count them by sender and label. */
+#define IDX_SCHEMA_COUNT_UNREAD_PEOPLE	29
 
 /* The VM steps of mb_read_folders()' statement on this thread (for tests). */
 extern _Thread_local uint64_t	idx_read_folders_steps;

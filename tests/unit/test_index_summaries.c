@@ -282,9 +282,10 @@ expect_counts_per_message(struct fx *f, const char *when, const char *query,
 
 /*
  * count_messages without a query (the summaries) by every grouping, and of
- * the unread messages (count_unread, migration 0028) by folder and by date,
- * also in one folder and over whole days, each against its per-message
- * count.
+ * the unread messages by every grouping (count_unread, migration 0028, by
+ * folder and date; count_unread_senders and count_unread_labels, 0029, by
+ * sender, domain and label), also in one folder and over whole days, each
+ * against its per-message count.
  */
 static void
 check_counts(struct fx *f, const char *when)
@@ -297,7 +298,7 @@ check_counts(struct fx *f, const char *when)
 	for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_LABEL; g++)
 		expect_counts_per_message(f, when, NULL, (enum mb_count_group)g);
 	for (size_t k = 0; k < MB_ARRAY_LEN(unread); k++)
-		for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_DAY; g++)
+		for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_LABEL; g++)
 			expect_counts_per_message(f, when, unread[k], (enum mb_count_group)g);
 }
 
@@ -557,8 +558,8 @@ test_folders_read_from_summaries(void **state)
 	assert_int_equal(mb_index_begin(x, &err), 0);
 	for (uint32_t uid = 1; uid <= 600; uid++)
 		mb_test_put(x, f->inbox, uid, &(struct mb_test_msg){ .subject = "bulk",
-		    .from = "bulk@b.example", .date = T0 + uid * 600,
-		    .flags = uid % 3 ? MB_FLAG_SEEN : 0 });
+		    .from = uid % 4 ? "bulk@b.example" : "other@c.example", .date = T0 + uid * 600,
+		    .keywords = uid % 2 ? "news" : NULL, .flags = uid % 3 ? MB_FLAG_SEEN : 0 });
 	assert_int_equal(mb_index_commit(x, &err), 0);
 	check_folders(f, "600 in INBOX");
 	steps = idx_read_folders_steps;
@@ -572,38 +573,54 @@ test_folders_read_from_summaries(void **state)
 	if (steps >= 600)
 		fail_msg("list_folders took %llu steps for 600 messages", (unsigned long long)steps);
 	/*
-	 * And count_messages of the unread ones by folder or month: a few steps
-	 * a day, a tenth of what counting them one by one takes (the same
-	 * count with a filter every message passes).
+	 * And count_messages of the unread ones by folder, month, sender or
+	 * label: a few steps a day, sender or label, a tenth of what counting
+	 * them one by one takes (the same count with a filter every message
+	 * passes); by sender and label it counted them one by one until
+	 * migration 0029.
 	 */
-	for (int g = MB_COUNT_FOLDER; g <= MB_COUNT_MONTH; g += MB_COUNT_MONTH - MB_COUNT_FOLDER) {
+	static const enum mb_count_group summarised[] = { MB_COUNT_FOLDER, MB_COUNT_MONTH,
+	    MB_COUNT_SENDER, MB_COUNT_SENDER_DOMAIN, MB_COUNT_LABEL };
+
+	for (size_t i = 0; i < MB_ARRAY_LEN(summarised); i++) {
+		enum mb_count_group g = summarised[i];
 		uint64_t each;
 
 		steps = idx_count_steps;
-		count(f, "is:unread", (enum mb_count_group)g, &pg);
+		count(f, "is:unread", g, &pg);
 		steps = idx_count_steps - steps;
 		assert_int_equal(pg.total, 200);
 		mb_count_page_release(&pg);
 		each = idx_count_steps;
-		count(f, "is:unread smaller:100G", (enum mb_count_group)g, &pg);
+		count(f, "is:unread smaller:100G", g, &pg);
 		each = idx_count_steps - each;
 		assert_int_equal(pg.total, 200);
 		mb_count_page_release(&pg);
 		if (steps * 10 >= each)
 			fail_msg("count_messages is:unread by %s took %llu steps, one by one %llu",
-			    mb_count_group_name((enum mb_count_group)g), (unsigned long long)steps,
+			    mb_count_group_name(g), (unsigned long long)steps,
 			    (unsigned long long)each);
 	}
-	/* an index syncd has not yet taken to migration 0028: counted from the messages */
+	/*
+	 * an index syncd has not yet taken to migration 0029, then 0028:
+	 * counted from the messages (check_counts compares those counts with
+	 * the per-message ones)
+	 */
+	assert_int_equal(sqlite3_exec(mb_index_db(x), "DROP TRIGGER count_unread_people_insert; "
+	    "DROP TRIGGER count_unread_people_delete; DROP TRIGGER count_unread_people_update; "
+	    "DROP TABLE count_unread_senders; DROP TABLE count_unread_labels; "
+	    "DELETE FROM schema_migrations WHERE version = 29", NULL, NULL, NULL), SQLITE_OK);
+	check_counts(f, "before migration 0029");
 	assert_int_equal(sqlite3_exec(mb_index_db(x), "DROP TRIGGER count_unread_insert; "
 	    "DROP TRIGGER count_unread_delete; DROP TRIGGER count_unread_update; "
 	    "DROP TABLE count_unread; DELETE FROM schema_migrations WHERE version = 28",
 	    NULL, NULL, NULL), SQLITE_OK);
 	check_folders(f, "before migration 0028");
+	check_counts(f, "before migration 0028");
 }
 
 /*
- * Mail indexed before migrations 0011 and 0028: their objects are dropped
+ * Mail indexed before migrations 0011, 0028 and 0029: their objects are dropped
  * and their records removed, and opening the index applies them again with
  * their backfills, which must give the summaries the triggers would have
  * kept.
@@ -621,8 +638,11 @@ test_migration_backfill(void **state)
 		"DROP TABLE count_days; DROP TABLE count_senders; DROP TABLE count_labels; "
 		"DROP TRIGGER count_unread_insert; DROP TRIGGER count_unread_delete; "
 		"DROP TRIGGER count_unread_update; DROP TABLE count_unread; "
+		"DROP TRIGGER count_unread_people_insert; DROP TRIGGER count_unread_people_delete; "
+		"DROP TRIGGER count_unread_people_update; DROP TABLE count_unread_senders; "
+		"DROP TABLE count_unread_labels; "
 		"ALTER TABLE messages DROP COLUMN sort_day; "
-		"DELETE FROM schema_migrations WHERE version IN (11, 28)";
+		"DELETE FROM schema_migrations WHERE version IN (11, 28, 29)";
 	struct fx *f = *state;
 	struct mb_err err = { 0 };
 
