@@ -15,7 +15,7 @@
 #   the watcher after that one LOGIN.
 #   Through a listener without NOTIFY: one watcher per folder; with
 #   SYNC_PUSH_KEEP=5 the push's two sessions log out when the five seconds
-#   are up, and the next push logs them in again.
+#   are up, and the next push logs them in again; with 0, when it ends.
 # The scripted peer (tests/lib/imap_peer.py), for what Dovecot will not do:
 #   IDLE works with a bare ENABLE reply (as iCloud answers); mail arriving
 #   between a targeted sync's EXAMINE and its search is fetched with no
@@ -239,6 +239,21 @@ wait_for 10 "no NOTIFY: the second message APPENDed to Archive indexed" archived
 sleep 0.5	# Dovecot's log lags its replies
 [ "$(dovecot_login_attempts)" = $((logins + 3)) ] ||
     fail "want the APPENDing client's LOGIN, the scheduler's and the worker's, got $(($(dovecot_login_attempts) - logins))"
+kill -TERM "$daemon"
+wait "$daemon" || fail "no NOTIFY: daemon exit $?"
+# SYNC_PUSH_KEEP=0: the push's sessions log out when it ends (within the 3 s
+# that five seconds of keeping would fail).
+sed -i 's/^SYNC_PUSH_KEEP=.*/SYNC_PUSH_KEEP=0/' "$SYNCD_CONF"
+grep -qx 'SYNC_PUSH_KEEP=0' "$SYNCD_CONF" || fail "SYNC_PUSH_KEEP not rewritten"
+idles=$(count_log "watch 'Archive': idling")
+start_daemon
+idled_again() { [ "$(count_log "watch 'Archive': idling")" -gt "$idles" ]; }
+wait_for 20 "no NOTIFY: Archive idling again" idled_again
+wait_for 10 "no NOTIFY: the tick's session gone" sessions_are 2
+append 1 plainbird Archive
+archived() { [ "$(index_uids Archive | wc -l)" = 4 ]; }
+wait_for 10 "no NOTIFY: the third message APPENDed to Archive indexed" archived
+wait_for 3 "SYNC_PUSH_KEEP=0: the push's sessions logged out" sessions_are 2
 kill -TERM "$daemon"
 wait "$daemon" || fail "no NOTIFY: daemon exit $?"
 daemon=
