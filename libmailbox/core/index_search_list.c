@@ -114,7 +114,7 @@ static const char search_sql_filter_thread[] =
 
 /*
  * True when q has a filter that few messages may pass: a label, from:me, a
- * List-Id, a lower size bound, is:flagged/answered/draft or
+ * List-Id, a lower or an upper size bound, is:flagged/answered/draft or
  * has:attachment.  Which way a page of filters alone is read depends on
  * it (search_sql_filter_ix) and on a sample (few_pass).
  */
@@ -122,7 +122,8 @@ static bool
 sparse_filters(const struct mb_query *q)
 {
 	return idx_search_labelled(q) || q->from_me == 1 ||
-	    q->list != NULL || q->size_min >= 0 || (q->flags_set & ~(unsigned)MB_FLAG_SEEN) ||
+	    q->list != NULL || q->size_min >= 0 || q->size_max >= 0 ||
+	    (q->flags_set & ~(unsigned)MB_FLAG_SEEN) ||
 	    q->has_attachment == 1;
 }
 

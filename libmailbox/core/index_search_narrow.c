@@ -180,6 +180,7 @@ struct scope {
 	bool		labelled;		/* a label that must be there */
 	bool		attached;		/* has:attachment */
 	int64_t		larger;			/* larger:N's bytes; 0 or less: none */
+	int64_t		smaller;		/* smaller:N's bytes (size < N); 0 or less: none */
 	const char	*list;			/* list:X's text (the query's); NULL: none */
 	int64_t		thread_id;		/* 0: none; only idx_narrow_thread_ids sets it */
 };
@@ -192,6 +193,7 @@ enum source {
 	SOURCE_LABELLED,	/* label:X (every labelled message) */
 	SOURCE_ATTACHED,	/* has:attachment */
 	SOURCE_LARGE,		/* larger:N */
+	SOURCE_SMALL,		/* smaller:N (and size:..N) */
 	SOURCE_LISTED,		/* list:X */
 	SOURCE_ANSWERED,	/* is:answered */
 	SOURCE_DRAFT,		/* is:draft */
@@ -202,6 +204,7 @@ enum source {
 static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGGED,
     [SOURCE_UNREAD] = IDX_FEW_UNREAD, [SOURCE_LABELLED] = IDX_FEW_LABELLED,
     [SOURCE_ATTACHED] = IDX_FEW_ATTACHED, [SOURCE_LARGE] = IDX_FEW_LARGE,
+    [SOURCE_SMALL] = IDX_FEW_SMALL,
     [SOURCE_LISTED] = IDX_FEW_LISTED, [SOURCE_ANSWERED] = IDX_FEW_ANSWERED,
     [SOURCE_DRAFT] = IDX_FEW_DRAFT };
 
@@ -301,6 +304,8 @@ has_source(const struct scope *s, enum source src)
 		return s->attached;
 	case SOURCE_LARGE:
 		return s->larger > 0;
+	case SOURCE_SMALL:
+		return s->smaller > 0;
 	case SOURCE_LISTED:
 		return s->list != NULL;
 	case SOURCE_ANSWERED:
@@ -348,6 +353,9 @@ in_source(const struct scope *s, enum source src, sqlite3_stmt *st)
 	if (src == SOURCE_LARGE)
 		return sqlite3_column_type(st, 5) != SQLITE_NULL &&
 		    sqlite3_column_int64(st, 5) >= s->larger;
+	if (src == SOURCE_SMALL)
+		return sqlite3_column_type(st, 5) != SQLITE_NULL &&
+		    sqlite3_column_int64(st, 5) < s->smaller;
 	if (src == SOURCE_LISTED)
 		return sqlite3_column_int(st, 6) != 0;	/* NULL, no List-Id: 0 */
 	if (src == SOURCE_THREAD)
@@ -494,6 +502,8 @@ read_scope(struct mb_index *idx, const struct scope *s, enum source src, int64_t
 		sqlite3_bind_int64(st, 1, s->thread_id);
 	if (src == SOURCE_LARGE)
 		sqlite3_bind_int64(st, 11, s->larger);
+	if (src == SOURCE_SMALL)
+		sqlite3_bind_int64(st, 12, s->smaller);
 	if (src == SOURCE_LISTED)
 		idx_bind_text(st, 15, s->list);
 	if (src == SOURCE_FOLDER_DATES && s->dated) {
@@ -572,7 +582,7 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	    .since = q->since, .until = q->until,
 	    .flags_set = q->flags_set, .flags_clear = q->flags_clear,
 	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
-	    .larger = q->size_min, .list = q->list };
+	    .larger = q->size_min, .smaller = q->size_max, .list = q->list };
 	int64_t max_id = 0, cap;
 	int in_each[N_SOURCES], in = 0;
 	bool in_folder[IDX_NARROW_SAMPLES];
@@ -761,7 +771,7 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
 {
 	struct scope s = { .flags_set = q->flags_set, .flags_clear = q->flags_clear,
 	    .labelled = idx_search_labelled(q), .attached = q->has_attachment == 1,
-	    .larger = q->size_min, .list = q->list };
+	    .larger = q->size_min, .smaller = q->size_max, .list = q->list };
 	int in_each[N_SOURCES], in = 0;
 	int64_t max_id = 0;
 	enum source src;
@@ -770,7 +780,7 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
 	if (ids_r != NULL)
 		*ids_r = 0;
 	if (!has_any_source(&s))
-		return 0;	/* none of is:flagged/unread/answered/draft, label:X, has:, larger:, list: */
+		return 0;	/* none of is:flagged/unread/answered/draft, label:X, has:, larger:, smaller:, list: */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;

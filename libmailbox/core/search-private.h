@@ -99,6 +99,8 @@ struct mb_query;
  * bound by idx_search_bind; NULL passes nothing, so read only for larger:).
  */
 #define SEARCH_LARGE_AS(t)	t ".size >= ?11"
+/* The same index below the bound smaller:N names (?12: size < N; NULL passes nothing). */
+#define SEARCH_SMALL_AS(t)	t ".size < ?12"
 /*
  * And migrations/0026's messages_list, over the lists whose List-Id holds
  * list:X's lower-cased text (?15, bound by idx_search_bind; NULL passes
@@ -116,7 +118,8 @@ struct mb_query;
 	"SELECT v FROM lists WHERE instr(lower(v), ?15) > 0"
 #define SEARCH_LISTED_AS(t)	t ".list_id IN (" SEARCH_LIST_VALUES ")"
 /*
- * Those eight indexes "of few" (the sizes' a whole index read over a range,
+ * Those indexes "of few" (the sizes' a whole index read over a range, once
+ * for larger: and once for smaller:,
  * the lists' over the values that hold the text), each as X(enum idx_few,
  * its name, its WHERE over alias g): the one place that pairs a name with
  * its WHERE, for every statement that reads them.
@@ -127,6 +130,7 @@ struct mb_query;
 	X(IDX_FEW_LABELLED, "messages_labelled", SEARCH_LABELLED_AS("g")) \
 	X(IDX_FEW_ATTACHED, "messages_attached", SEARCH_ATTACHED_AS("g")) \
 	X(IDX_FEW_LARGE, "messages_size", SEARCH_LARGE_AS("g")) \
+	X(IDX_FEW_SMALL, "messages_size", SEARCH_SMALL_AS("g")) \
 	X(IDX_FEW_LISTED, "messages_list", SEARCH_LISTED_AS("g")) \
 	X(IDX_FEW_ANSWERED, "messages_answered", SEARCH_ANSWERED_AS("g")) \
 	X(IDX_FEW_DRAFT, "messages_draft", SEARCH_DRAFT_AS("g"))
@@ -484,15 +488,16 @@ int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
 /*
  * For filters alone: which of the indexes of migrations 0019, 0020, 0024,
  * 0025, 0026 and 0027 holds few of the messages and a part of q's scope
- * (is:flagged, is:unread, a label, has:attachment, larger:, list:,
- * is:answered, is:draft), by the
+ * (is:flagged, is:unread, a label, has:attachment, larger:, smaller:,
+ * list:, is:answered, is:draft), by the
  * same sample, into *few_r (IDX_FEW_NONE: no such part, or not few), and
  * when ids_r is not NULL how many ids the sample guesses it holds.  Their
  * ids are then read, each looked up for the other filters.  -1 with err on
  * a failure of SQLite's.
  */
 enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
-	IDX_FEW_ATTACHED, IDX_FEW_LARGE, IDX_FEW_LISTED, IDX_FEW_ANSWERED, IDX_FEW_DRAFT };
+	IDX_FEW_ATTACHED, IDX_FEW_LARGE, IDX_FEW_SMALL, IDX_FEW_LISTED, IDX_FEW_ANSWERED,
+	IDX_FEW_DRAFT };
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    int64_t *ids_r, struct mb_err *err);
 /*
