@@ -10,8 +10,8 @@
  * workers until nothing is due, in flight, or waiting out a backoff.  Then
  * the workers are stopped (an idle IMAP connection held for an hour helps
  * nobody) and the next tick is SYNC_INTERVAL after this one started.  After
- * a push they are kept a minute (sd_pool_keep_warm; not with OAuth): the
- * next push's fetch then needs no LOGIN and no EXAMINE.  So is the push's
+ * a push they are kept SYNC_PUSH_KEEP seconds (sd_pool_keep_warm; not with
+ * OAuth): the next push's fetch then needs no LOGIN and no EXAMINE.  So is the push's
  * own session (sched.c, push_session): the next push EXAMINEs on it.
  */
 #include <errno.h>

@@ -585,7 +585,7 @@ sd_sched_kept_timeout(struct sd *sd)
 	int left = sd_warm_left(sd->sched.kept_until_ms);	/* 0 while none is kept */
 
 	if (left < 0 && sd->sched.kept != NULL) {
-		mb_log_debug("the last push's session kept a minute: closing it");
+		mb_log_debug("the last push's session kept SYNC_PUSH_KEEP seconds: closing it");
 		sd_sched_release(sd);
 	}
 	return left;

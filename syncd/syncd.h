@@ -448,9 +448,9 @@ void	sd_attach_tick(struct sd *sd);
 int	sd_sched_tick(struct sd *sd, struct mb_err *err);
 /*
  * A targeted sync of one folder (push, docs/syncd.md "Push"): LOGIN (or the
- * last push's session, kept a minute), EXAMINE, the same reconciliation of
- * flags and expunges as a tick, and ranges queued for the UIDs above the
- * watermark only (no LIST, no other folder).  Errors as sd_sched_tick.
+ * last push's session, kept SYNC_PUSH_KEEP seconds), EXAMINE, the same
+ * reconciliation of flags and expunges as a tick, and ranges queued for the
+ * UIDs above the watermark only (no LIST, no other folder).  Errors as sd_sched_tick.
  */
 int	sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err);
 /* Close the session the last push kept (a tick, a stop); NULL-safe as to the session. */

@@ -39,9 +39,9 @@
  * A session idle this long is asked a NOOP before its next range even when
  * the range holds no new UID; a NOOP that fails (the session was dropped:
  * a server's idle timeout, `doveadm kick`) is answered by one fresh login
- * before the range is failed.  The scheduler keeps workers for a minute
- * after a push (pool.c, SYNC_PUSH_KEEP); within a tick ranges follow each
- * other without a pause.
+ * before the range is failed.  The scheduler keeps workers SYNC_PUSH_KEEP
+ * seconds after a push (pool.c); within a tick ranges follow each other
+ * without a pause.
  */
 #define SESSION_STALE_MS	5000
 
