@@ -229,48 +229,6 @@ sample_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, i
 }
 
 /*
- * Whether few messages pass q's filters for a page at offset of limit rows
- * (*few_r): at most one of the messages sampled, or too few for the walk
- * to find the page in fewer rows than the narrow index has entries over
- * IDX_LIST_ROW_COST; and what the walk would cost, in entries of that
- * index (*walk_r; 0 for a small index, which is read whole).  few_ids is
- * the guessed size of the index of few the page would be read through
- * instead (-1: none, the narrow index whole): what that read costs pays for
- * more samples when the first are too thin to tell.  -1 with err on a
- * failure of SQLite's.
- */
-static int
-few_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t offset,
-    size_t limit, int64_t few_ids, bool *few_r, double *walk_r, struct mb_err *err)
-{
-	int64_t max_id = 0;
-	int n = LIST_SAMPLES, in = 0, more;
-	double other;
-
-	*few_r = true;
-	*walk_r = 0;
-	if (idx_max_id(idx, "search: sample the filters", &max_id, err) == -1)
-		return -1;
-	if (max_id < LIST_SAMPLES * IDX_LIST_ROW_COST)
-		return 0;	/* a small index: reading it whole costs little */
-	if (sample_pass(idx, q, folder_id, max_id, &n, &in, err) == -1)
-		return -1;
-	other = few_ids >= 0 ? (double)few_ids * LIST_SEEK_COST : (double)max_id;
-	more = other / (LIST_SAMPLES_SHARE * LIST_SEEK_COST) > LIST_SAMPLES_MORE ?
-	    LIST_SAMPLES_MORE : (int)(other / (LIST_SAMPLES_SHARE * LIST_SEEK_COST));
-	if (in <= 1 && more >= 2 * LIST_SAMPLES) {
-		n = more;
-		if (sample_pass(idx, q, folder_id, max_id, &n, &in, err) == -1)
-			return -1;
-	}
-	/* the walk reads about (offset + limit + 1) * n / in rows (the folder's) */
-	*walk_r = in == 0 ? (double)INT64_MAX :
-	    ((double)offset + (double)limit + 1.0) * n / in * IDX_LIST_ROW_COST;
-	*few_r = in <= (n > LIST_SAMPLES ? 2 : 1) || *walk_r > (double)max_id;
-	return 0;
-}
-
-/*
  * A walk newest first chosen by the sample over the ids reads rows in date
  * order, so mail whose dates the ids do not follow can make it read far
  * more rows than the sample said: `list:spamassassin larger:10000` at
@@ -287,6 +245,56 @@ few_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int6
 #define LIST_STEPS_PER_ROW	20
 /* SQLite's steps between two looks at a walk's budget (sqlite3_progress_handler). */
 #define LIST_BUDGET_OPS		1000
+
+/*
+ * Whether few messages pass q's filters for a page at offset of limit rows
+ * (*few_r): at most one of the messages sampled, or too few for the walk
+ * to find the page in fewer rows than the narrow index has entries over
+ * IDX_LIST_ROW_COST; and what the walk would cost, in entries of that
+ * index (*walk_r; 0 for a small index, which is read whole), and the
+ * budget of SQLite's steps past which a walk has cost what the other read
+ * would (*budget_r).  few_ids is the guessed size of the index of few the
+ * page would be read through instead (-1: none, the narrow index whole):
+ * what that read costs pays for more samples when the first are too thin
+ * to tell, and is the budget.  -1 with err on a failure of SQLite's.
+ */
+static int
+few_pass(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t offset,
+    size_t limit, int64_t few_ids, bool *few_r, double *walk_r, uint64_t *budget_r,
+    struct mb_err *err)
+{
+	int64_t max_id = 0;
+	int n = LIST_SAMPLES, in = 0, more;
+	double other;
+
+	*few_r = true;
+	*walk_r = 0;
+	*budget_r = 0;
+	if (idx_max_id(idx, "search: sample the filters", &max_id, err) == -1)
+		return -1;
+	if (max_id < LIST_SAMPLES * IDX_LIST_ROW_COST)
+		return 0;	/* a small index: reading it whole costs little */
+	if (sample_pass(idx, q, folder_id, max_id, &n, &in, err) == -1)
+		return -1;
+	other = few_ids >= 0 ? (double)few_ids * LIST_SEEK_COST : (double)max_id;
+	/* a walked row costs what an id sought does, or IDX_LIST_ROW_COST entries */
+	*budget_r = (uint64_t)(few_ids >= 0 ? few_ids : max_id / IDX_LIST_ROW_COST) *
+	    LIST_STEPS_PER_ROW;
+	if (*budget_r < LIST_BUDGET_OPS)
+		*budget_r = LIST_BUDGET_OPS;
+	more = other / (LIST_SAMPLES_SHARE * LIST_SEEK_COST) > LIST_SAMPLES_MORE ?
+	    LIST_SAMPLES_MORE : (int)(other / (LIST_SAMPLES_SHARE * LIST_SEEK_COST));
+	if (in <= 1 && more >= 2 * LIST_SAMPLES) {
+		n = more;
+		if (sample_pass(idx, q, folder_id, max_id, &n, &in, err) == -1)
+			return -1;
+	}
+	/* the walk reads about (offset + limit + 1) * n / in rows (the folder's) */
+	*walk_r = in == 0 ? (double)INT64_MAX :
+	    ((double)offset + (double)limit + 1.0) * n / in * IDX_LIST_ROW_COST;
+	*few_r = in <= (n > LIST_SAMPLES ? 2 : 1) || *walk_r > (double)max_id;
+	return 0;
+}
 
 struct walk_budget {
 	uint64_t	looks_left;	/* LIST_BUDGET_OPS steps each */
@@ -385,7 +393,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	bool scan = few_index && sparse_filters(q);
 	bool small = false, sampled = false, over = false;
 	double walk = 0;
-	uint64_t budget = 0;
+	uint64_t walk_budget = 0;
 	const char *sql;
 	sqlite3_stmt *st = NULL;
 
@@ -418,7 +426,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 */
 	if (scan && few != IDX_FEW_FLAGGED) {
 		if (few_pass(idx, q, folder_id, offset, limit, few != IDX_FEW_NONE ? few_ids : -1,
-		    &scan, &walk, err) == -1)
+		    &scan, &walk, &walk_budget, err) == -1)
 			return -1;
 		sampled = !scan;	/* a walk the sample chose, which a budget bounds */
 	}
@@ -431,7 +439,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		st = idx_few_stmt(idx, search_sql_filter_few[few]);
 	/* is:flagged from before migration 0019: sampled as the other filters */
 	if (st == NULL && few == IDX_FEW_FLAGGED &&
-	    few_pass(idx, q, folder_id, offset, limit, -1, &scan, &walk, err) == -1)
+	    few_pass(idx, q, folder_id, offset, limit, -1, &scan, &walk, &walk_budget, err) == -1)
 		return -1;
 	sql = few != IDX_FEW_NONE && st != NULL ? search_sql_filter_few[few] :
 	    q->msgid ? search_sql_filter_msgid :
@@ -441,20 +449,10 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	    q->folder || q->role ? (dated ? search_sql_filter_folder_dated :
 	    search_sql_filter_folder) :
 	    dated ? search_sql_filter_dated : search_sql_filter;
-	/* the walk's budget: what the index of few's ids, or the narrow index whole, would cost */
-	if (sampled && few == IDX_FEW_NONE && sql != search_sql_filter_ix) {
-		int64_t max_id = 0;
-
-		if (other_few == IDX_FEW_NONE &&
-		    idx_max_id(idx, "search: the walk's budget", &max_id, err) == -1)
-			return -1;
-		budget = (uint64_t)(other_few != IDX_FEW_NONE ? few_ids :
-		    max_id / IDX_LIST_ROW_COST) * LIST_STEPS_PER_ROW;
-		if (budget < LIST_BUDGET_OPS)
-			budget = LIST_BUDGET_OPS;
-	}
+	/* a walk the sample chose: bounded by what the read it was chosen over would cost */
 	if ((st = list_stmt(idx, st, sql, q, folder_id, offset, limit, err)) == NULL ||
-	    list_read(idx, st, limit, budget, ids, n_r, more_r, &over, err) == -1)
+	    list_read(idx, st, limit, sampled && few == IDX_FEW_NONE &&
+	    sql != search_sql_filter_ix ? walk_budget : 0, ids, n_r, more_r, &over, err) == -1)
 		return -1;
 	if (!over)
 		return 0;
