@@ -6,6 +6,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -13,6 +14,7 @@
 #include "mailbox/index.h"
 #include "mailbox/msg.h"
 #include "mailbox/query.h"
+#include "mailbox/util.h"
 
 #include "index-private.h"
 #include "search-private.h"
@@ -317,6 +319,92 @@ walk_over_budget(void *arg)
 _Thread_local uint64_t idx_list_walks_given_up;
 
 /*
+ * The date a message sorts by, by its entry of messages_search_filter (?30
+ * its id), when it passes q's filters (?2-?18, idx_search_bind): for the
+ * ids two indexes of few meet at (idx_narrow_meet).
+ */
+static const char meet_pass_sql[] =
+	"SELECT " SEARCH_DATE_COVERED " FROM messages AS m INDEXED BY messages_search_filter "
+	"WHERE m.id = ?30 AND " SEARCH_FILTERS_COVERED "AND " SEARCH_DATES_COVERED;
+
+/* A message that passes, for the page's order. */
+struct dated {
+	int64_t	id;
+	int64_t	date;
+	bool	undated;
+};
+
+/* The page's order: ORDER BY the date DESC (no date last, as SQLite puts NULL), id DESC. */
+static int
+newest_first(const void *pa, const void *pb)
+{
+	const struct dated *a = pa, *b = pb;
+
+	if (a->undated != b->undated)
+		return a->undated ? 1 : -1;
+	if (!a->undated && a->date != b->date)
+		return a->date > b->date ? -1 : 1;
+	return (a->id < b->id) - (a->id > b->id);
+}
+
+/*
+ * A page of filters alone through the ids two indexes of few meet at
+ * (idx_narrow_meet): each sought in messages_search_filter for every
+ * filter and its date, the page sorted from those that pass, and their
+ * number the total (*total_r), exact where the counts stop at
+ * MB_SEARCH_COUNT_CAP.  *used_r false (nothing set) when the meeting is
+ * not read.  -1 with err on a failure of SQLite's.
+ */
+static int
+meet_page(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t offset,
+    size_t limit, int64_t *ids, size_t *n_r, bool *more_r, int64_t *total_r, bool *used_r,
+    struct mb_err *err)
+{
+	struct idx_ids meet;
+	struct dated *d;
+	sqlite3_stmt *st;
+	size_t n = 0;
+	int rc = SQLITE_DONE;
+
+	if (idx_narrow_meet(idx, q, &meet, used_r, err) == -1)
+		return -1;
+	if (!*used_r)
+		return 0;
+	if ((st = idx_stmt_sql(idx, meet_pass_sql, err)) == NULL) {
+		free(meet.ids);
+		return -1;
+	}
+	idx_search_bind(st, q, folder_id);
+	d = mb_xcalloc(meet.n + 1, sizeof(*d));
+	for (size_t i = 0; i < meet.n && rc == SQLITE_DONE; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 30, meet.ids[i]);
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			d[n].id = meet.ids[i];
+			d[n].undated = sqlite3_column_type(st, 0) == SQLITE_NULL;
+			d[n].date = sqlite3_column_int64(st, 0);
+			n++;
+			rc = SQLITE_DONE;
+		}
+	}
+	idx_list_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
+	idx_stmt_done(st);
+	free(meet.ids);
+	if (rc != SQLITE_DONE) {
+		free(d);
+		return idx_sqlerr(idx, rc, "search: the filters' meeting", err);
+	}
+	qsort(d, n, sizeof(*d), newest_first);
+	*n_r = 0;
+	for (int64_t i = offset; i < (int64_t)n && *n_r < limit; i++)
+		ids[(*n_r)++] = d[i].id;
+	*more_r = (int64_t)n > offset + (int64_t)*n_r;
+	*total_r = (int64_t)n;
+	free(d);
+	return 0;
+}
+
+/*
  * Prepare (unless st is already) and bind sql for a page of limit rows at
  * offset; NULL with err on a failure of SQLite's.  The caller steps it
  * (list_read()), which finishes it.
@@ -383,7 +471,8 @@ list_read(struct mb_index *idx, sqlite3_stmt *st, size_t limit, uint64_t budget,
 
 int
 idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
-    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r, struct mb_err *err)
+    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r, int64_t *total_r,
+    struct mb_err *err)
 {
 	bool dated = q->since != INT64_MIN || q->until != INT64_MAX;
 	/* filters alone the narrow index covers: read through an index of few or sampled */
@@ -391,12 +480,13 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	enum idx_few few = IDX_FEW_NONE, other_few = IDX_FEW_NONE;
 	int64_t few_ids = 0;
 	bool scan = few_index && sparse_filters(q);
-	bool small = false, sampled = false, over = false;
+	bool small = false, sampled = false, over = false, met = false;
 	double walk = 0;
 	uint64_t walk_budget = 0;
 	const char *sql;
 	sqlite3_stmt *st = NULL;
 
+	*total_r = -1;
 	/*
 	 * A small folder's own entries serve whatever its filters: reading all
 	 * of them costs less than any other read (`in:Notes has:attachment`,
@@ -435,6 +525,16 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		other_few = few;
 		few = IDX_FEW_NONE;
 	}
+	/*
+	 * few pass, through an index of few: where another part of the filters
+	 * has one too and holds not much more, through the ids both hold
+	 */
+	if (scan && few != IDX_FEW_NONE && few != IDX_FEW_FLAGGED &&
+	    meet_page(idx, q, folder_id, offset, limit, ids, n_r, more_r, total_r, &met,
+	    err) == -1)
+		return -1;
+	if (met)
+		return 0;
 	if (few != IDX_FEW_NONE)	/* none before its migration: read as below */
 		st = idx_few_stmt(idx, search_sql_filter_few[few]);
 	/* is:flagged from before migration 0019: sampled as the other filters */

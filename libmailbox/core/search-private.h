@@ -201,12 +201,14 @@ int	idx_search_me_match(struct mb_index *idx, const struct mb_query *q, char **m
 /*
  * Ids [offset, offset + limit) of a query of filters alone, newest first,
  * into ids (room for limit) and *n_r (0 on entry); *more_r true when a next
- * page exists.  q->match, if set, is not the user's words but the own
- * addresses' phrases (idx_search_me_match).  Returns 0, or -1 with err.
+ * page exists; *total_r every message that passes when the read counted
+ * them all (two indexes of few met: idx_narrow_meet), else -1.  q->match,
+ * if set, is not the user's words but the own addresses' phrases
+ * (idx_search_me_match).  Returns 0, or -1 with err.
  */
 int	idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	    int64_t offset, size_t limit, int64_t *ids, size_t *n_r, bool *more_r,
-	    struct mb_err *err);
+	    int64_t *total_r, struct mb_err *err);
 
 /* Ids lo to hi, both included. */
 struct idx_id_run {
@@ -500,6 +502,18 @@ enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
 	IDX_FEW_DRAFT };
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    int64_t *ids_r, struct mb_err *err);
+/*
+ * For a list of filters alone (idx_search_list) that two of those indexes
+ * each hold much of: when the sample finds the wider part's share at most
+ * a few times the narrower's, the ids both hold (the wider's read into a
+ * bitmap, the narrower's tested against it), sorted by the narrower's
+ * index, into meet (the caller frees meet->ids), *used_r true; else
+ * nothing read and *used_r false.  -1 with err on a failure of SQLite's.
+ */
+int	idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
+	    bool *used_r, struct mb_err *err);
+/* How many lists this thread read through such a meeting (the tests check that they do). */
+extern _Thread_local uint64_t	idx_list_meets;
 /*
  * sql, a statement that reads one of those indexes, prepared (release it
  * with idx_stmt_done); NULL without an error for an index from before

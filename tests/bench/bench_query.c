@@ -90,7 +90,7 @@ now_ms(clockid_t c)
 /* The engine's counters (BENCH_COUNTERS), as they stood before a repetition. */
 struct counters {
 	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps, snippet_steps,
-			list_steps;
+			list_steps, meets;
 };
 
 static void
@@ -105,6 +105,7 @@ counters_mark(struct counters *c)
 	c->total_steps = idx_total_steps;
 	c->snippet_steps = idx_snippet_steps;
 	c->list_steps = idx_list_steps;
+	c->meets = idx_list_meets;
 }
 
 /* The counters' growth since mark, on one line under the query's. */
@@ -116,7 +117,8 @@ counters_print(const struct counters *mark)
 	counters_mark(&now);
 	printf("    walks %llu, hits read %llu, measured %llu (%llu from kept lengths), "
 	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu, "
-	    "the snippets' VM steps %llu, a list's VM steps %llu\n",
+	    "the snippets' VM steps %llu, a list's VM steps %llu, lists where two indexes met "
+	    "%llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
 	    (unsigned long long)(now.sized - mark->sized),
@@ -125,7 +127,8 @@ counters_print(const struct counters *mark)
 	    (unsigned long long)(now.joined - mark->joined),
 	    (unsigned long long)(now.total_steps - mark->total_steps),
 	    (unsigned long long)(now.snippet_steps - mark->snippet_steps),
-	    (unsigned long long)(now.list_steps - mark->list_steps));
+	    (unsigned long long)(now.list_steps - mark->list_steps),
+	    (unsigned long long)(now.meets - mark->meets));
 }
 
 static int
