@@ -162,6 +162,21 @@ static const char *const count_few_sql[][MB_ARRAY_LEN(group_names)] = {
 	SEARCH_FEW_EACH(COUNT_FEW_SQL)
 };
 
+/* One message (?30) of the ids two of those indexes meet at (count_meet()), a row if it passes. */
+#define COUNT_FROM_ID \
+	" FROM messages AS m INDEXED BY messages_search_filter JOIN folders AS f ON " \
+	"f.id = m.folder_id WHERE m.id = ?30 AND " IDX_CURRENT("m", "f") " AND " \
+	SEARCH_FILTERS_ROW "AND " SEARCH_DATES_COVERED
+static const char *const count_id_sql[] = {
+	[MB_COUNT_FOLDER] = ROW_SQL("f.name", COUNT_FROM_ID),
+	[MB_COUNT_YEAR] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_ID),
+	[MB_COUNT_MONTH] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_ID),
+	[MB_COUNT_DAY] = ROW_SQL(SEARCH_DATE_COVERED, COUNT_FROM_ID),
+	[MB_COUNT_SENDER] = ROW_SQL("m.from_addr", COUNT_FROM_ID),
+	[MB_COUNT_SENDER_DOMAIN] = ROW_SQL("m.from_addr", COUNT_FROM_ID),
+	[MB_COUNT_LABEL] = ROW_SQL("m.keywords", COUNT_FROM_ID),
+};
+
 /*
  * Without a query (no words, no filter but a folder) the counts come from
  * the summary rows of migration 0011 instead: per folder generation and
@@ -465,21 +480,27 @@ by_key_desc(const void *pa, const void *pb)
 /*
  * The statement of count_few_sql for q by g, prepared, into *st_r when q is
  * filters alone with a flag or label few messages have and the index has
- * that index (else NULL).  -1 with err on a failure of SQLite's.
+ * that index (else NULL); or, when another of its filters has such an
+ * index too, the ids the two meet at into meet (*met_r true; the caller
+ * frees meet->ids, count_meet() counts them).  -1 with err on a failure of
+ * SQLite's.
  */
 static int
 few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
-    sqlite3_stmt **st_r, struct mb_err *err)
+    sqlite3_stmt **st_r, struct idx_ids *meet, bool *met_r, struct mb_err *err)
 {
 	enum idx_few few = IDX_FEW_NONE;
 
 	*st_r = NULL;
+	*met_r = false;
 	if (q->match != NULL || !idx_search_covered(q))
 		return 0;
 	if (idx_narrow_few(idx, q, &few, NULL, err) == -1)
 		return -1;
+	if (few != IDX_FEW_NONE && idx_narrow_meet(idx, q, meet, met_r, err) == -1)
+		return -1;
 	/* none before its migration: the caller's covered statement */
-	if (few != IDX_FEW_NONE)
+	if (few != IDX_FEW_NONE && !*met_r)
 		*st_r = idx_few_stmt(idx, count_few_sql[few][g]);
 	return 0;
 }
@@ -493,13 +514,20 @@ by_date(enum mb_count_group g)
 	return g == MB_COUNT_YEAR || g == MB_COUNT_MONTH || g == MB_COUNT_DAY;
 }
 
-/* Every group st (bound) gives into gs, with the totals into page; finishes st. */
+/* What reading groups keeps between statements: the days counted first, a sender's buffer. */
+struct group_read {
+	struct mb_buf	lower;
+	struct days	days;
+};
+
+/*
+ * Every group st (bound) gives into gs (a date's into r's days), with the
+ * totals into page; finishes st.  read_end() makes the days groups.
+ */
 static int
-read_groups(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struct groups *gs,
-    struct mb_count_page *page, struct mb_err *err)
+read_rows(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struct groups *gs,
+    struct mb_count_page *page, struct group_read *r, struct mb_err *err)
 {
-	struct mb_buf lower = MB_BUF_INIT(64 * 1024);
-	struct days days = { 0 };
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -513,9 +541,9 @@ read_groups(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struc
 				continue;
 			}
 			t = sqlite3_column_int64(st, 0);
-			days_add(&days, t >= 0 ? t / 86400 : (t - 86399) / 86400, count);
+			days_add(&r->days, t >= 0 ? t / 86400 : (t - 86399) / 86400, count);
 		} else if (g == MB_COUNT_SENDER || g == MB_COUNT_SENDER_DOMAIN) {
-			if (!count_sender(gs, g, st, count, &lower))
+			if (!count_sender(gs, g, st, count, &r->lower))
 				page->ungrouped += count;
 		} else if ((key = (const char *)sqlite3_column_text(st, 0)) == NULL)
 			page->ungrouped += count;
@@ -524,13 +552,70 @@ read_groups(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struc
 		else
 			groups_add(gs, key, (size_t)sqlite3_column_bytes(st, 0), count);
 	}
-	days_to_groups(&days, g, gs, &page->ungrouped);
-	mb_buf_release(&lower);
 	if (rc != SQLITE_DONE)
 		idx_sqlerr(idx, rc, "count", err);
 	idx_count_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
 	idx_stmt_done(st);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The days read_rows() counted into gs, and r released. */
+static void
+read_end(enum mb_count_group g, struct groups *gs, struct mb_count_page *page,
+    struct group_read *r)
+{
+	days_to_groups(&r->days, g, gs, &page->ungrouped);
+	mb_buf_release(&r->lower);
+}
+
+/*
+ * Every group st (bound) gives into gs, with the totals into page, once,
+ * or with ids (n of them) once an id, bound as ?30; finishes st.
+ */
+static int
+read_groups_of(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struct groups *gs,
+    struct mb_count_page *page, const int64_t *ids, size_t n, struct mb_err *err)
+{
+	struct group_read r = { .lower = MB_BUF_INIT(64 * 1024) };
+	int rc = ids == NULL ? read_rows(idx, st, g, gs, page, &r, err) : 0;
+
+	for (size_t i = 0; ids != NULL && i < n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 30, ids[i]);
+		rc = read_rows(idx, st, g, gs, page, &r, err);
+	}
+	if (ids != NULL && n == 0)
+		idx_stmt_done(st);	/* no id: never stepped */
+	read_end(g, gs, page, &r);
+	return rc;
+}
+
+/* Every group st (bound) gives into gs, with the totals into page; finishes st. */
+static int
+read_groups(struct mb_index *idx, sqlite3_stmt *st, enum mb_count_group g, struct groups *gs,
+    struct mb_count_page *page, struct mb_err *err)
+{
+	return read_groups_of(idx, st, g, gs, page, NULL, 0, err);
+}
+
+/*
+ * The groups of the ids two indexes of few meet at (idx_narrow_meet: filters
+ * alone, two of them with such an index), each looked up in
+ * messages_search_filter by count_id_sql, where the statement through one
+ * of those indexes looks up every id it holds: `list:spamassassin
+ * larger:10000` by month at 1,000,000 messages, 80,208 listed ids for 1,487
+ * that pass.
+ */
+static int
+count_meet(struct mb_index *idx, const struct mb_query *q, int64_t fid, enum mb_count_group g,
+    const struct idx_ids *meet, struct groups *gs, struct mb_count_page *page,
+    struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(idx, count_id_sql[g], err);
+
+	if (st == NULL)
+		return -1;
+	idx_search_bind(st, q, fid);
+	return read_groups_of(idx, st, g, gs, page, meet->ids, meet->n, err);
 }
 
 /*
@@ -614,9 +699,10 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
     struct groups *gs, struct mb_count_page *page, struct mb_err *err)
 {
 	struct idx_narrow_ids scope = { 0 };
+	struct idx_ids meet = { 0 };
 	int64_t fid = 0;
 	sqlite3_stmt *st;
-	bool narrow = false, unread;
+	bool narrow = false, unread, met = false;
 	int rc;
 
 	if (idx_search_scope(idx, q, &fid, err) == -1)
@@ -641,8 +727,13 @@ count_groups(struct mb_index *idx, const struct mb_query *q, enum mb_count_group
 		if (st != NULL && q->until != INT64_MAX)
 			sqlite3_bind_int64(st, 4, q->until);
 	} else {
-		if (few_stmt(idx, q, g, &st, err) == -1)
+		if (few_stmt(idx, q, g, &st, &meet, &met, err) == -1)
 			return -1;
+		if (met) {
+			rc = count_meet(idx, q, fid, g, &meet, gs, page, err);
+			free(meet.ids);
+			return rc;
+		}
 		if (st == NULL)
 			st = idx_stmt_sql(idx, count_sql[g][idx_search_covered(q)][q->match != NULL],
 			    err);

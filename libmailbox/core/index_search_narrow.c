@@ -834,7 +834,7 @@ idx_few_stmt(struct mb_index *idx, const char *sql)
  */
 #define IDX_MEET_WIDER	10
 
-_Thread_local uint64_t idx_list_meets;
+_Thread_local uint64_t idx_meets;
 
 /* Whether s has src's part and an index of few for it (the sizes' read once, as larger:'s). */
 static bool
@@ -954,7 +954,7 @@ idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *
 	}
 	ids_keep_in(meet, &other);
 	idx_narrow_ids_release(&other);
-	idx_list_meets++;
+	idx_meets++;
 	*used_r = true;
 	return 0;
 fail:

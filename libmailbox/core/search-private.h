@@ -512,8 +512,11 @@ int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few 
  */
 int	idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
 	    bool *used_r, struct mb_err *err);
-/* How many lists this thread read through such a meeting (the tests check that they do). */
-extern _Thread_local uint64_t	idx_list_meets;
+/*
+ * How many lists and counts this thread read through such a meeting (the
+ * tests check that they do).
+ */
+extern _Thread_local uint64_t	idx_meets;
 /*
  * sql, a statement that reads one of those indexes, prepared (release it
  * with idx_stmt_done); NULL without an error for an index from before

@@ -105,7 +105,7 @@ counters_mark(struct counters *c)
 	c->total_steps = idx_total_steps;
 	c->snippet_steps = idx_snippet_steps;
 	c->list_steps = idx_list_steps;
-	c->meets = idx_list_meets;
+	c->meets = idx_meets;
 }
 
 /* The counters' growth since mark, on one line under the query's. */

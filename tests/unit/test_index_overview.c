@@ -451,7 +451,11 @@ test_count_few_flags_and_labels(void **state)
 		"has:attachment", "larger:50K", "larger:50K -has:attachment folder:INBOX",
 		"list:rare", "list:rare -is:unread folder:INBOX", "is:answered",
 		"is:draft folder:INBOX",
+		/* two with an index of few each: the ids they meet at (idx_narrow_meet) */
+		"list:rare larger:50K", "has:attachment larger:50K folder:INBOX",
+		"is:flagged list:rare", "label:project-x is:unread",
 	};
+	const size_t first_met = 13;
 	static const enum mb_count_group groups[] = {
 		MB_COUNT_FOLDER, MB_COUNT_MONTH, MB_COUNT_SENDER_DOMAIN, MB_COUNT_LABEL,
 	};
@@ -475,13 +479,17 @@ test_count_few_flags_and_labels(void **state)
 	    "END", NULL, NULL, NULL), SQLITE_OK);
 	for (size_t i = 0; i < MB_ARRAY_LEN(queries); i++)
 		for (size_t j = 0; j < MB_ARRAY_LEN(groups); j++) {
-			uint64_t reads = idx_few_reads;
+			uint64_t reads = idx_few_reads, meets = idx_meets;
 
 			count(f, queries[i], groups[j], 0, 100, &got[i][j]);
 			/* is:unread alone reads the unread summaries (test_index_summaries.c) */
 			if (idx_few_reads == reads && strcmp(queries[i], "is:unread") != 0)
 				fail_msg("%s by %s: not through an index of few", queries[i],
 				    mb_count_group_name(groups[j]));
+			if ((idx_meets > meets) != (i >= first_met))
+				fail_msg("%s by %s: %s where two indexes meet", queries[i],
+				    mb_count_group_name(groups[j]), i >= first_met ? "not read" :
+				    "read");
 		}
 	assert_int_equal(got[0][0].total, 16);	/* is:flagged */
 	assert_int_equal(got[2][0].total, 18);	/* label:project-x */
