@@ -208,6 +208,13 @@ static const enum idx_few few_of[N_SOURCES] = { [SOURCE_FLAGGED] = IDX_FEW_FLAGG
     [SOURCE_LISTED] = IDX_FEW_LISTED, [SOURCE_ANSWERED] = IDX_FEW_ANSWERED,
     [SOURCE_DRAFT] = IDX_FEW_DRAFT };
 
+/* Two filters' indexes of few met (at the end of this file: idx_narrow_meet). */
+static bool	meet_pick(const struct scope *s, const int *in_each, enum source *a_r,
+		    enum source *b_r);
+static int	meet_read(struct mb_index *idx, const struct scope *s, const int *in_each,
+		    enum source a, enum source b, int64_t max_id, struct idx_ids *meet, bool *used_r,
+		    struct mb_err *err);
+
 void
 idx_narrow_ids_release(struct idx_narrow_ids *d)
 {
@@ -285,6 +292,18 @@ scope_runs(struct idx_narrow_ids *d)
 	if (lo >= 0)	/* else nothing in the scope: no run to read */
 		idx_narrow_runs_set(d, lo, prev, gaps, n_gaps);
 	free(gaps);
+}
+
+/* d: the bitmap of ids (every id below max_id + 1) and its runs. */
+static void
+scope_of_ids(struct idx_narrow_ids *d, const struct idx_ids *ids, int64_t max_id)
+{
+	d->n = max_id + 1;
+	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
+	for (size_t i = 0; i < ids->n; i++)
+		if (ids->ids[i] >= 0 && ids->ids[i] < d->n)
+			d->bits[ids->ids[i] / 64] |= UINT64_C(1) << (ids->ids[i] % 64);
+	scope_runs(d);
 }
 
 /* Whether the scope has the part a source reads. */
@@ -596,8 +615,9 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	int64_t max_id = 0, cap;
 	int in_each[N_SOURCES], in = 0;
 	bool in_folder[IDX_NARROW_SAMPLES];
-	enum source src;
-	bool many = false, wide = false;
+	enum source src, ma, mb;
+	struct idx_ids meet = { 0 };
+	bool many = false, wide = false, met = false;
 
 	memset(d, 0, sizeof(*d));
 	*used_r = false;
@@ -617,6 +637,25 @@ narrow_ids(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, bo
 	if (walked && in * (max_id / IDX_NARROW_SAMPLES) > cap)
 		return 0;	/* more than the read would take: it would stop at cap */
 	if (!walked && in * IDX_NARROW_SHARE > IDX_NARROW_SAMPLES) {
+		/*
+		 * two parts with an index of few, each wide, may meet at few
+		 * ids (idx_narrow_meet): those, where the words have more
+		 * matches than reading the two indexes costs in joins
+		 * (`the list:spamassassin larger:10000` at 1,000,000 messages:
+		 * 115 ms of CPU, 50 with the 1,487 ids both hold)
+		 */
+		if (meet_pick(&s, in_each, &ma, &mb)) {
+			if (matches_at_least(idx, q, (int64_t)(in_each[ma] + in_each[mb]) *
+			    (max_id / IDX_NARROW_SAMPLES) / IDX_NARROW_PER_JOIN, &many, err) == -1 ||
+			    (many && meet_read(idx, &s, in_each, ma, mb, max_id, &meet, &met, err) == -1))
+				return -1;
+			if (met) {
+				scope_of_ids(d, &meet, max_id);
+				free(meet.ids);
+				*used_r = true;
+				return 0;
+			}
+		}
 		/* a wide scope: many matches pass; a folder in few stretches, its runs */
 		if (s.folder_id > 0 &&
 		    samples_near(in_folder) * IDX_FOLDER_SHARE <= IDX_NARROW_SAMPLES)
@@ -897,29 +936,17 @@ ids_keep_in(struct idx_ids *ids, const struct idx_narrow_ids *d)
 	ids->n = n;
 }
 
-int
-idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
-    bool *used_r, struct mb_err *err)
+/*
+ * The two parts of s with an index of few that hold the fewest of the
+ * samples (in_each), *a_r the fewer; false when s has fewer than two.
+ */
+static bool
+meet_pick(const struct scope *s, const int *in_each, enum source *a_r, enum source *b_r)
 {
-	struct scope s = filters_scope(q);
-	struct idx_narrow_ids other = { 0 };
-	int in_each[N_SOURCES];
 	enum source a = N_SOURCES, b = N_SOURCES;
-	int64_t max_id = 0, cap;
-	sqlite3_stmt *st;
-	bool read = false;
-	int rc;
 
-	memset(meet, 0, sizeof(*meet));
-	*used_r = false;
-	if (!idx_narrow_ids_used || meet_parts(&s) < 2)
-		return 0;	/* one part with an index of few: no sample spent */
-	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
-	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
-		return -1;
-	/* the two parts with an index of few that hold the fewest samples, a the fewer */
 	for (int src = 0; src < N_SOURCES; src++) {
-		if (!meet_part(&s, (enum source)src))
+		if (!meet_part(s, (enum source)src))
 			continue;
 		if (a == N_SOURCES || in_each[src] < in_each[a]) {
 			b = a;
@@ -927,21 +954,44 @@ idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *
 		} else if (b == N_SOURCES || in_each[src] < in_each[b])
 			b = (enum source)src;
 	}
-	/* b's ids cost less than seeking a's: by the sample first, then by a's own count */
+	*a_r = a;
+	*b_r = b;
+	return b != N_SOURCES;
+}
+
+/*
+ * idx_narrow_meet() after the sample (in_each, of ids 1..max_id): a's ids,
+ * b's into a bitmap when they cost less than seeking all of a's (by the
+ * sample first, then by a's own count), and a's kept where b's bit is set.
+ */
+static int
+meet_read(struct mb_index *idx, const struct scope *s, const int *in_each, enum source a,
+    enum source b, int64_t max_id, struct idx_ids *meet, bool *used_r, struct mb_err *err)
+{
+	struct idx_narrow_ids other = { 0 };
+	sqlite3_stmt *st;
+	bool read = false;
+	int64_t cap;
+	int rc;
+
+	memset(meet, 0, sizeof(*meet));
+	*used_r = false;
 	if (in_each[b] > (in_each[a] > 0 ? in_each[a] : 1) * IDX_MEET_WIDER)
 		return 0;
-	if ((st = source_stmt(idx, &s, a, err)) == NULL)
+	if ((st = source_stmt(idx, s, a, err)) == NULL)
 		return 0;	/* no index of few before its migration: read as before */
-	bind_source(st, &s, a, max_id);
-	if ((rc = ids_read(st, meet)) != SQLITE_DONE)
-		goto fail;
+	bind_source(st, s, a, max_id);
+	if ((rc = ids_read(st, meet)) != SQLITE_DONE) {
+		ids_drop(meet);
+		return idx_sqlerr(idx, rc, "search: the filters' ids", err);
+	}
 	cap = (int64_t)meet->n * IDX_MEET_WIDER;
 	if (in_each[b] * (max_id / IDX_NARROW_SAMPLES) > cap ||
-	    (st = source_stmt(idx, &s, b, err)) == NULL) {
+	    (st = source_stmt(idx, s, b, err)) == NULL) {
 		ids_drop(meet);
 		return 0;	/* each of a's sought in one statement costs less */
 	}
-	bind_source(st, &s, b, cap);
+	bind_source(st, s, b, cap);
 	(void)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
 	if (read_ids(idx, st, max_id, cap, &other, &read, err) == -1) {
 		ids_drop(meet);
@@ -957,7 +1007,25 @@ idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *
 	idx_meets++;
 	*used_r = true;
 	return 0;
-fail:
-	ids_drop(meet);
-	return idx_sqlerr(idx, rc, "search: the filters' ids", err);
+}
+
+int
+idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
+    bool *used_r, struct mb_err *err)
+{
+	struct scope s = filters_scope(q);
+	int in_each[N_SOURCES];
+	enum source a, b;
+	int64_t max_id = 0;
+
+	memset(meet, 0, sizeof(*meet));
+	*used_r = false;
+	if (!idx_narrow_ids_used || meet_parts(&s) < 2)
+		return 0;	/* one part with an index of few: no sample spent */
+	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
+	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
+		return -1;
+	if (!meet_pick(&s, in_each, &a, &b))
+		return 0;
+	return meet_read(idx, &s, in_each, a, b, max_id, meet, used_r, err);
 }
