@@ -503,12 +503,14 @@ enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
 	    int64_t *ids_r, struct mb_err *err);
 /*
- * For a list of filters alone (idx_search_list) that two of those indexes
- * each hold much of: when the sample finds the wider part's share at most
- * a few times the narrower's, the ids both hold (the wider's read into a
- * bitmap, the narrower's tested against it), sorted by the narrower's
- * index, into meet (the caller frees meet->ids), *used_r true; else
- * nothing read and *used_r false.  -1 with err on a failure of SQLite's.
+ * For a list or a count of filters alone (idx_search_list, index_overview.c)
+ * two of which have such an index: when the wider part's ids number at
+ * most IDX_MEET_WIDER times the narrower's (by the sample, then by the
+ * narrower's count), the ids both hold (the wider's read into a bitmap,
+ * the narrower's tested against it), in the narrower index's order, into
+ * meet (the caller frees meet->ids), *used_r true; else *used_r false and
+ * meet empty.  A ranked search's narrow scope takes them too
+ * (idx_narrow_ids).  -1 with err on a failure of SQLite's.
  */
 int	idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
 	    bool *used_r, struct mb_err *err);
