@@ -536,8 +536,10 @@ extern _Thread_local uint64_t	idx_few_reads;
 extern _Thread_local uint64_t	idx_list_scans;
 /*
  * How many steps of SQLite's machine this thread's pages of filters alone
- * have taken (idx_search_list): the tests check that a small folder's page
- * reads that folder's messages, not every message.
+ * have taken (idx_search_list), and its reads of the ids two indexes of
+ * few meet at (idx_narrow_meet, for a count or a ranked scope too): the
+ * tests check that a small folder's page reads that folder's messages,
+ * not every message.
  */
 extern _Thread_local uint64_t	idx_list_steps;
 /*
