@@ -976,7 +976,8 @@ meet_read(struct mb_index *idx, const struct scope *s, const int *in_each, enum 
 
 	memset(meet, 0, sizeof(*meet));
 	*used_r = false;
-	if (in_each[b] > (in_each[a] > 0 ? in_each[a] : 1) * IDX_MEET_WIDER)
+	/* a in none of the samples: its ids are few, their seeks cheap */
+	if (in_each[a] == 0 || in_each[b] > in_each[a] * IDX_MEET_WIDER)
 		return 0;
 	if ((st = source_stmt(idx, s, a, err)) == NULL)
 		return 0;	/* no index of few before its migration: read as before */
