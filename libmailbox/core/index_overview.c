@@ -490,14 +490,15 @@ few_stmt(struct mb_index *idx, const struct mb_query *q, enum mb_count_group g,
     sqlite3_stmt **st_r, struct idx_ids *meet, bool *met_r, struct mb_err *err)
 {
 	enum idx_few few = IDX_FEW_NONE;
+	struct idx_narrow_sample sample;
 
 	*st_r = NULL;
 	*met_r = false;
 	if (q->match != NULL || !idx_search_covered(q))
 		return 0;
-	if (idx_narrow_few(idx, q, &few, NULL, err) == -1)
+	if (idx_narrow_few(idx, q, &few, NULL, &sample, err) == -1)
 		return -1;
-	if (few != IDX_FEW_NONE && idx_narrow_meet(idx, q, meet, met_r, err) == -1)
+	if (few != IDX_FEW_NONE && idx_narrow_meet(idx, q, &sample, meet, met_r, err) == -1)
 		return -1;
 	/* none before its migration: the caller's covered statement */
 	if (few != IDX_FEW_NONE && !*met_r)

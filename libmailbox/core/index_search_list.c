@@ -349,16 +349,16 @@ newest_first(const void *pa, const void *pb)
 
 /*
  * A page of filters alone through the ids two indexes of few meet at
- * (idx_narrow_meet): each sought in messages_search_filter for every
+ * (idx_narrow_meet, by idx_narrow_few()'s sample): each sought in messages_search_filter for every
  * filter and its date, the page sorted from those that pass, and their
  * number the total (*total_r), exact where the counts stop at
  * MB_SEARCH_COUNT_CAP.  *used_r false (nothing set) when the meeting is
  * not read.  -1 with err on a failure of SQLite's.
  */
 static int
-meet_page(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int64_t offset,
-    size_t limit, int64_t *ids, size_t *n_r, bool *more_r, int64_t *total_r, bool *used_r,
-    struct mb_err *err)
+meet_page(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
+    const struct idx_narrow_sample *sample, int64_t offset, size_t limit, int64_t *ids,
+    size_t *n_r, bool *more_r, int64_t *total_r, bool *used_r, struct mb_err *err)
 {
 	struct idx_ids meet;
 	struct dated *d;
@@ -366,7 +366,7 @@ meet_page(struct mb_index *idx, const struct mb_query *q, int64_t folder_id, int
 	size_t n = 0;
 	int rc = SQLITE_DONE;
 
-	if (idx_narrow_meet(idx, q, &meet, used_r, err) == -1)
+	if (idx_narrow_meet(idx, q, sample, &meet, used_r, err) == -1)
 		return -1;
 	if (!*used_r)
 		return 0;
@@ -478,6 +478,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	/* filters alone the narrow index covers: read through an index of few or sampled */
 	bool few_index = !q->msgid && q->thread_id <= 0 && !q->match && idx_search_covered(q);
 	enum idx_few few = IDX_FEW_NONE, other_few = IDX_FEW_NONE;
+	struct idx_narrow_sample sample = { .taken = false };
 	int64_t few_ids = 0;
 	bool scan = few_index && sparse_filters(q);
 	bool small = false, sampled = false, over = false, met = false;
@@ -504,7 +505,7 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 */
 	if (scan && (q->flags_set & MB_FLAG_FLAGGED))
 		few = IDX_FEW_FLAGGED;
-	else if (scan && idx_narrow_few(idx, q, &few, &few_ids, err) == -1)
+	else if (scan && idx_narrow_few(idx, q, &few, &few_ids, &sample, err) == -1)
 		return -1;
 	/*
 	 * filters that may be sparse: the narrow index whole only when the
@@ -530,8 +531,8 @@ idx_search_list(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 * has one too and holds not much more, through the ids both hold
 	 */
 	if (scan && few != IDX_FEW_NONE && few != IDX_FEW_FLAGGED &&
-	    meet_page(idx, q, folder_id, offset, limit, ids, n_r, more_r, total_r, &met,
-	    err) == -1)
+	    meet_page(idx, q, folder_id, &sample, offset, limit, ids, n_r, more_r, total_r,
+	    &met, err) == -1)
 		return -1;
 	if (met)
 		return 0;

@@ -823,9 +823,11 @@ filters_scope(const struct mb_query *q)
 	    .larger = q->size_min, .smaller = q->size_max, .list = q->list };
 }
 
+static_assert(N_SOURCES <= IDX_NARROW_PARTS, "struct idx_narrow_sample holds every part");
+
 int
 idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
-    int64_t *ids_r, struct mb_err *err)
+    int64_t *ids_r, struct idx_narrow_sample *sample, struct mb_err *err)
 {
 	struct scope s = filters_scope(q);
 	int in_each[N_SOURCES], in = 0;
@@ -835,11 +837,18 @@ idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few
 	*few_r = IDX_FEW_NONE;
 	if (ids_r != NULL)
 		*ids_r = 0;
+	if (sample != NULL)
+		sample->taken = false;
 	if (!has_any_source(&s))
 		return 0;	/* none of is:flagged/unread/answered/draft, label:X, has:, larger:, smaller:, list: */
 	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;
+	if (sample != NULL) {
+		sample->taken = true;
+		sample->max_id = max_id;
+		memcpy(sample->in_each, in_each, sizeof(in_each));
+	}
 	src = narrowest(&s, in_each, &in);
 	if (in * IDX_NARROW_COUNT_SHARE <= IDX_NARROW_SAMPLES)
 		*few_r = few_of[src];
@@ -1011,8 +1020,9 @@ meet_read(struct mb_index *idx, const struct scope *s, const int *in_each, enum 
 }
 
 int
-idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
-    bool *used_r, struct mb_err *err)
+idx_narrow_meet(struct mb_index *idx, const struct mb_query *q,
+    const struct idx_narrow_sample *sample, struct idx_ids *meet, bool *used_r,
+    struct mb_err *err)
 {
 	struct scope s = filters_scope(q);
 	int in_each[N_SOURCES];
@@ -1023,7 +1033,10 @@ idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *
 	*used_r = false;
 	if (!idx_narrow_ids_used || meet_parts(&s) < 2)
 		return 0;	/* one part with an index of few: no sample spent */
-	if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
+	if (sample != NULL && sample->taken) {	/* the same query's: its counts */
+		max_id = sample->max_id;
+		memcpy(in_each, sample->in_each, sizeof(in_each));
+	} else if (idx_max_id(idx, "search: the scope", &max_id, err) == -1 ||
 	    sample_in_scope(idx, &s, max_id, in_each, NULL, err) == -1)
 		return -1;
 	if (!meet_pick(&s, in_each, &a, &b))

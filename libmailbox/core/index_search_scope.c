@@ -264,7 +264,7 @@ idx_search_count(struct mb_index *idx, const struct mb_query *q, int64_t folder_
 	int rc;
 
 	/* filters alone with a flag or label few messages have: through those ids */
-	if (!q->match && ix && q->thread_id <= 0 && idx_narrow_few(idx, q, &few, NULL, err) == -1)
+	if (!q->match && ix && q->thread_id <= 0 && idx_narrow_few(idx, q, &few, NULL, NULL, err) == -1)
 		return -1;
 	if (few != IDX_FEW_NONE)
 		st = idx_few_stmt(idx, count_sql_few[few]);

@@ -500,8 +500,20 @@ int	idx_narrow_filters_common(struct mb_index *idx, const struct mb_query *q,
 enum idx_few { IDX_FEW_NONE, IDX_FEW_FLAGGED, IDX_FEW_UNREAD, IDX_FEW_LABELLED,
 	IDX_FEW_ATTACHED, IDX_FEW_LARGE, IDX_FEW_SMALL, IDX_FEW_LISTED, IDX_FEW_ANSWERED,
 	IDX_FEW_DRAFT };
+/*
+ * The sample idx_narrow_few() took (when sample is not NULL), for
+ * idx_narrow_meet() to weigh the same query's parts without sampling the
+ * same messages again: the largest id then, and how many samples each part
+ * of the scope held (taken false: none taken).
+ */
+#define IDX_NARROW_PARTS	16
+struct idx_narrow_sample {
+	bool	taken;
+	int64_t	max_id;
+	int	in_each[IDX_NARROW_PARTS];
+};
 int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few *few_r,
-	    int64_t *ids_r, struct mb_err *err);
+	    int64_t *ids_r, struct idx_narrow_sample *sample, struct mb_err *err);
 /*
  * For a list or a count of filters alone (idx_search_list, index_overview.c)
  * two of which have such an index: when the wider part's ids number at
@@ -509,11 +521,13 @@ int	idx_narrow_few(struct mb_index *idx, const struct mb_query *q, enum idx_few 
  * narrower's count), the ids both hold (the wider's read into a bitmap,
  * the narrower's tested against it), in the narrower index's order, into
  * meet (the caller frees meet->ids), *used_r true; else *used_r false and
- * meet empty.  A ranked search's narrow scope takes them too
- * (idx_narrow_ids).  -1 with err on a failure of SQLite's.
+ * meet empty; with sample taken (idx_narrow_few()'s for q), by that
+ * sample.  A ranked search's narrow scope takes them too (idx_narrow_ids).
+ * -1 with err on a failure of SQLite's.
  */
-int	idx_narrow_meet(struct mb_index *idx, const struct mb_query *q, struct idx_ids *meet,
-	    bool *used_r, struct mb_err *err);
+int	idx_narrow_meet(struct mb_index *idx, const struct mb_query *q,
+	    const struct idx_narrow_sample *sample, struct idx_ids *meet, bool *used_r,
+	    struct mb_err *err);
 /*
  * How many lists and counts this thread read through such a meeting (the
  * tests check that they do).
