@@ -60,7 +60,7 @@
 static const char stats_sql[] =
 	"SELECT mb_bm25_stats(messages_fts, ?1, ?2) FROM messages_fts "
 	"WHERE messages_fts MATCH ?1 LIMIT 1";
-static const char weights_sql[] = "SELECT weights FROM rank_state";
+static const char weights_sql[] = "SELECT weights, terms_rows FROM rank_state";
 static const char chunks_sql[] = "SELECT chunk, blocks, gen FROM rank_chunks";
 static const char term_sql[] = "SELECT docs FROM rank_terms WHERE term = ?1";
 static const char bounds_sql[] = "SELECT chunk, gen, bounds FROM rank_bounds WHERE term = ?1";
@@ -160,6 +160,9 @@ struct walk {
 	/* an OR's words without bounds: ranked before the walk, which skips their rows */
 	bool			 rare[IDX_RANK_PHRASES];
 	int			 n_rare;
+	/* of each phrase, the rows of its rarest bounded token when syncd chose it (-1: none) */
+	int64_t			 docs[IDX_RANK_PHRASES];
+	int64_t			 terms_rows;	/* the rows then (rank_state) */
 	int64_t			 n_blocks;
 	uint32_t		*chunk_blocks;	/* owned: per chunk, the bounded blocks' bits */
 	int64_t			*chunk_gen;	/* owned: per chunk, its build */
@@ -337,11 +340,13 @@ token_docs(sqlite3_stmt *st, const char *token, int64_t *docs_r)
 
 /*
  * w->rare[i]: phrase i of w has no token syncd bounds (rank_terms), and
- * w->n_rare their number.  A phrase without one bounds every block at its
- * most, IDF x (k1 + 1), which leaves nearly every block able to reach the
- * page: a walk needs every phrase of an AND bounded (reading every match
- * in one statement is then cheaper than asking block by block), and of an
- * OR ranks the rows of those without bounds first (index_search_or.c).
+ * w->n_rare their number; w->docs[i]: the rows of its rarest bounded
+ * token when syncd chose them (phrases_tight()).  A phrase without one
+ * bounds every block at its most, IDF x (k1 + 1), which leaves nearly
+ * every block able to reach the page: a walk needs every phrase of an AND
+ * bounded (reading every match in one statement is then cheaper than
+ * asking block by block), and of an OR ranks the rows of those without
+ * bounds first (index_search_or.c).
  */
 static int
 phrases_rare(struct walk *w, struct mb_err *err)
@@ -353,12 +358,15 @@ phrases_rare(struct walk *w, struct mb_err *err)
 		return -1;
 	w->n_rare = 0;
 	for (int i = 0; rc == SQLITE_DONE && i < w->n_pos; i++) {
-		int64_t docs = -1;
+		w->docs[i] = -1;
+		for (int j = 0; rc == SQLITE_DONE && !w->ph[i].colocated && j < w->ph[i].n; j++) {
+			int64_t docs;
 
-		for (int j = 0; rc == SQLITE_DONE && docs < 0 && !w->ph[i].colocated &&
-		    j < w->ph[i].n; j++)
 			rc = token_docs(st, w->ph[i].tokens[j], &docs);
-		w->rare[i] = docs < 0;
+			if (docs >= 0 && (w->docs[i] < 0 || docs < w->docs[i]))
+				w->docs[i] = docs;
+		}
+		w->rare[i] = w->docs[i] < 0;
 		w->n_rare += w->rare[i];
 	}
 	idx_stmt_done(st);
@@ -377,9 +385,11 @@ bounds_usable(struct walk *w, bool *ok_r, struct mb_err *err)
 	if (st == NULL)
 		return 0;	/* an older schema: no table */
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		*ok_r = sqlite3_column_text(st, 0) != NULL &&
 		    strcmp((const char *)sqlite3_column_text(st, 0), IDX_RANK_WEIGHTS) == 0;
+		w->terms_rows = sqlite3_column_int64(st, 1);
+	}
 	idx_stmt_done(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
 	    idx_sqlerr(w->idx, rc, "search: rank bounds", err);
@@ -880,17 +890,19 @@ _Thread_local uint64_t idx_rank_walks;
 bool idx_rank_words_walked = true;
 bool idx_rank_or_walked = true;
 bool idx_rank_not_walked = true;
+bool idx_rank_phrases_walked = true;
 
 /*
- * Whether w's phrases are words the walk takes several of: each one word,
- * a match holding all of them (an AND) or one of each group (an OR, alone
- * or beside an AND: phrase_groups).
+ * Whether w's phrases are ones the walk takes several of: words, or
+ * phrases among them (tight ones: phrases_tight()), a match holding all of
+ * them (an AND) or one of each group (an OR, alone or beside an AND:
+ * phrase_groups).
  */
 static bool
-several_words(const struct walk *w)
+several_phrases(const struct walk *w)
 {
 	for (int i = 0; i < w->n_pos; i++)
-		if (w->ph[i].n != 1)
+		if (w->ph[i].n != 1 && !idx_rank_phrases_walked)
 			return false;
 	return w->n_groups == w->n_pos || idx_rank_or_walked;
 }
@@ -943,6 +955,41 @@ few_matches(const struct walk *w, int64_t max_id)
 	if (min > 0 && w->n_groups > 1 && max_id / IDX_RANK_WORDS_SHARE > min)
 		min = max_id / IDX_RANK_WORDS_SHARE;
 	return rows_guess(w, max_id) < (double)min;
+}
+
+/*
+ * A phrase among other phrases or words is walked while its rows are at
+ * least this share (in percent) of its rarest bounded word's rows
+ * (idx_rank_phrase_tight; tests change it).  Its block bound is met from
+ * its words' fronts, which cannot tell the phrase's rows from their
+ * other rows: where the phrase is a small part of its word's rows the
+ * bound stays high, the walk reads most blocks, and each range costs more
+ * than one statement over every match.  At 100,000 messages, ORs with a
+ * phrase: `"red hat" OR linux` (the phrase 85% of hat's rows) 3.35 ms of
+ * CPU read whole, 1.72 walked; `"email address" OR address` (39%) 4.73 and
+ * 1.94; `"your email" OR address` (12%) 6.31 and 7.76; `"the list" OR
+ * list` (8%) 15.8 and 17.1 (docs/benchmarks.md, "Phrases walked among
+ * other phrases").
+ */
+int64_t idx_rank_phrase_tight = 30;
+
+/*
+ * Whether every phrase of several (w->n_pos > 1) that the walk bounds is
+ * tight enough to walk (idx_rank_phrase_tight), its word's rows scaled
+ * from when syncd counted them to the index's max_id ids; a word is one.
+ */
+static bool
+phrases_tight(const struct walk *w, int64_t max_id)
+{
+	double grown = w->terms_rows > 0 && max_id > w->terms_rows ?
+	    (double)max_id / (double)w->terms_rows : 1.0;
+
+	for (int i = 0; w->n_pos > 1 && i < w->n_pos; i++)
+		if (w->ph[i].n > 1 && !w->rare[i] &&
+		    (double)w->stats.n_hit[i] * 100.0 <
+		    (double)w->docs[i] * grown * (double)idx_rank_phrase_tight)
+			return false;
+	return true;
 }
 
 /*
@@ -1138,7 +1185,9 @@ or_rare_first(struct walk *w, const struct mb_query *q, struct idx_rank_set *set
 	    .n_slot = parts->n_bounded, .skip = both->ids, .n_skip = both->n };
 	set->floor.parts = walk_parts;
 	w->range_match = parts->bounded;
-	w->n_tokens = parts->n_bounded;
+	w->n_tokens = 0;
+	for (int i = 0; i < parts->n_bounded; i++)
+		w->n_tokens += w->ph[parts->bounded_slot[i]].n;
 	return 0;
 }
 
@@ -1241,10 +1290,11 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 			goto out;
 		}
 	/*
-	 * Several phrases: only words, a match holding all of them or one of
-	 * each OR's, and only when many messages hold them (few_matches)
+	 * Several phrases: words, or tight phrases among them, a match
+	 * holding all of them or one of each OR's, and only when many
+	 * messages hold them (few_matches)
 	 */
-	if (w.n_pos > 1 && (!idx_rank_words_walked || !several_words(&w))) {
+	if (w.n_pos > 1 && (!idx_rank_words_walked || !several_phrases(&w))) {
 		rc = 0;
 		goto out;
 	}
@@ -1268,8 +1318,8 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;		/* reading them is cheaper */
 		goto out;
 	}
-	if (!phrases_are_ranked(&w)) {
-		rc = 0;
+	if (!phrases_are_ranked(&w) || !phrases_tight(&w, max_id)) {
+		rc = 0;		/* a loose phrase: reading every match is cheaper */
 		goto out;
 	}
 	if (w.n_rare > 0 && !or_rare_few(&w, q, max_id, &any, err)) {

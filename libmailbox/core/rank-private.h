@@ -253,6 +253,13 @@ extern int64_t	idx_rank_prefix_min_share;
 extern bool	idx_rank_words_walked;
 extern bool	idx_rank_or_walked;
 extern bool	idx_rank_not_walked;
+/*
+ * Whether a search of several phrases may walk its phrases of several
+ * words, and the share of their word's rows they need (phrases_tight() in
+ * index_search_blocks.c); the tests and bench_query change them.
+ */
+extern bool	idx_rank_phrases_walked;
+extern int64_t	idx_rank_phrase_tight;
 /* Totals of several phrases counted by FTS5, not found kept (index_search_blocks.c): for the tests. */
 extern _Thread_local uint64_t	idx_rank_totals_counted;
 extern int64_t	idx_rank_or_rare_share;

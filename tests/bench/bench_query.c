@@ -24,7 +24,8 @@
  * BENCH_OR=whole reads an OR of words whole, as before the block walk took
  * it (idx_rank_or_walked); BENCH_NOT=whole a query with a NOT (-word)
  * (idx_rank_not_walked); BENCH_WORDS=whole several words every match holds
- * all of (idx_rank_words_walked).
+ * all of (idx_rank_words_walked); BENCH_PHRASES=whole a phrase of several
+ * words beside other phrases (idx_rank_phrases_walked).
  *
  * BENCH_OFFSET=N searches the page N hits down instead of the first (a
  * deep page: the walk's floor is the (N + 20)th score).
@@ -239,6 +240,8 @@ main(int argc, char **argv)
 		idx_rank_not_walked = false;
 	if (getenv("BENCH_WORDS") != NULL && strcmp(getenv("BENCH_WORDS"), "whole") == 0)
 		idx_rank_words_walked = false;
+	if (getenv("BENCH_PHRASES") != NULL && strcmp(getenv("BENCH_PHRASES"), "whole") == 0)
+		idx_rank_phrases_walked = false;
 	if (getenv("BENCH_OFFSET") != NULL)
 		page_offset = atoll(getenv("BENCH_OFFSET"));
 	if (getenv("BENCH_FLOOR_READS") != NULL)

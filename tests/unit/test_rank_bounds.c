@@ -2072,7 +2072,7 @@ a_filter_few_pass_is_read_through_its_ids(void **state)
 		bool		 scanned;
 	} cases[] = {
 		{ "omeg* is:read", true },
-		{ "omega \"pad1 pad2\" is:read", true },
+		{ "omega -\"pad38 pad39\" is:read", true },	/* a NOT of a phrase: not walked */
 		{ "omeg* is:read -is:answered", true },	/* none */
 		{ "omeg* is:answered", false },	/* the same messages, through its own index */
 		{ "omeg* is:draft", false },	/* none, likewise */
@@ -2184,9 +2184,8 @@ few_matches_are_read_whole(void **state)
 	 * Several words: walked when, were they independent, a 25th of the
 	 * messages would hold them all (alpha beta: 90% and 40%, 1,800 of
 	 * 5,000), read whole when fewer would (gamma mailing: 15% and 10%, 75);
-	 * never with a phrase of several words (an OR and a NOT:
-	 * an_or_of_words_is_walked_through_its_bounds,
-	 * a_not_is_walked_through_the_words_before_it)
+	 * a phrase of several words among them likewise (alpha "mailing
+	 * list": 450; phrases_are_walked_among_other_phrases)
 	 */
 	idx_rank_min_matches = 1;
 	n = mb_test_bm25_order(f->idx, "alpha beta", want, MB_ARRAY_LEN(want));
@@ -2195,7 +2194,10 @@ few_matches_are_read_whole(void **state)
 	assert_true(n > 28);
 	assert_false(walked(f, "gamma mailing", want, n));
 	n = mb_test_bm25_order(f->idx, "alpha \"mailing list\"", want, MB_ARRAY_LEN(want));
-	assert_false(walked(f, "alpha \"mailing list\"", want, n));
+	assert_true(walked(f, "alpha \"mailing list\"", want, n));
+	n = mb_test_bm25_order(f->idx, "gamma \"mailing list\"", want, MB_ARRAY_LEN(want));
+	assert_true(n > 28);
+	assert_false(walked(f, "gamma \"mailing list\"", want, n));
 	idx_rank_min_matches = 0;
 	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
 	assert_true(walked(f, "gamma mailing", want, n));
@@ -2237,6 +2239,21 @@ expect_walked_or_whole(struct mb_test_index *f, const char *const *walked_texts,
 	}
 }
 
+/* text read whole with *walk_switch false and walked with it true, its pages bm25()'s both ways. */
+static void
+expect_walked_with(struct mb_test_index *f, const char *text, bool *walk_switch)
+{
+	static int64_t want[N_MSG];
+	size_t n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
+
+	*walk_switch = false;
+	if (walked(f, text, want, n))
+		fail_msg("%s: walked with the switch off", text);
+	*walk_switch = true;
+	if (!walked(f, text, want, n))
+		fail_msg("%s: read whole", text);
+}
+
 /*
  * An OR of words is walked through its words' bounds (index_search_or.c):
  * of bounded words alone, and with words syncd does not bound, whose rows
@@ -2244,8 +2261,8 @@ expect_walked_or_whole(struct mb_test_index *f, const char *const *walked_texts,
  * and gamma too), reading fewer rows' hits than the full read, the pages
  * bm25()'s; beside an AND when every word is bounded.  Read whole: an OR
  * of no bounded word, one whose rarer words hold more than
- * idx_rank_or_rare_share of its rows, an OR with a phrase, and one beside
- * an AND with a word without bounds.
+ * idx_rank_or_rare_share of its rows, and one beside an AND with a word
+ * without bounds.  (An OR with a phrase: phrases_are_walked_among_other_phrases.)
  */
 static void
 an_or_of_words_is_walked_through_its_bounds(void **state)
@@ -2254,7 +2271,7 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
 	static const char *const walked_texts[] = { "alpha OR gamma", "gamma OR gammaburst",
 	    "gammaburst OR beta OR epsilon" };
 	static const char *const whole_texts[] = { "epsilon OR gammaburst",
-	    "\"mailing list\" OR gamma", "alpha OR gammaburst delta" };
+	    "alpha OR gammaburst delta" };
 	int64_t want[N_MSG];
 	size_t n;
 
@@ -2263,16 +2280,55 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
 	expect_walked_or_whole(f, walked_texts, MB_ARRAY_LEN(walked_texts), whole_texts,
 	    MB_ARRAY_LEN(whole_texts), &idx_rank_or_walked);
 	/* beside an AND, its words bounded: a block lacking alpha and beta, or gamma, holds none */
-	n = mb_test_bm25_order(f->idx, "alpha OR beta gamma", want, MB_ARRAY_LEN(want));
-	idx_rank_or_walked = false;
-	assert_false(walked(f, "alpha OR beta gamma", want, n));
-	idx_rank_or_walked = true;
-	assert_true(walked(f, "alpha OR beta gamma", want, n));
+	expect_walked_with(f, "alpha OR beta gamma", &idx_rank_or_walked);
 	/* gammaburst's rows are about a ninth of the OR's */
 	idx_rank_or_rare_share = 5;
 	n = mb_test_bm25_order(f->idx, "gamma OR gammaburst", want, MB_ARRAY_LEN(want));
 	assert_false(walked(f, "gamma OR gammaburst", want, n));
 	idx_rank_or_rare_share = 25;
+}
+
+/*
+ * A phrase of several words is walked beside other phrases and words, an
+ * OR's or an AND's, its block bound met from its words' fronts: "mailing
+ * list" (every tenth message, all the rows of mailing and of list) OR
+ * epsilon reads a tenth of the rows' hits the full read does; OR gamma, OR
+ * "alpha beta" and beside alpha are walked too; beside a word without
+ * bounds its rows are ranked first (OR gammaburst); the pages and totals
+ * bm25()'s.  Read whole when the phrase holds less of its rarest bounded
+ * word's rows than idx_rank_phrase_tight ("gamma delta": delta is not
+ * bounded, and the phrase is a small part of gamma's rows): such a
+ * phrase's bound stays high and the walk would read most blocks.
+ */
+static void
+phrases_are_walked_among_other_phrases(void **state)
+{
+	struct mb_test_index *f = *state;
+	static const char *const walked_texts[] = { "\"mailing list\" OR epsilon" };
+	static const char *const also_walked[] = { "\"mailing list\" OR gamma",
+	    "\"mailing list\" OR \"alpha beta\"", "alpha \"mailing list\"",
+	    "\"mailing list\" OR gammaburst" };
+	static const char *const loose[] = { "\"gamma delta\" OR alpha" };
+	int64_t want[N_MSG];
+	size_t n;
+
+	put_all(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	expect_walked_or_whole(f, walked_texts, MB_ARRAY_LEN(walked_texts), loose,
+	    MB_ARRAY_LEN(loose), &idx_rank_phrases_walked);
+	for (size_t i = 0; i < MB_ARRAY_LEN(also_walked); i++)
+		expect_walked_with(f, also_walked[i], &idx_rank_phrases_walked);
+	/* the loose phrase walks when the rule allows it, the pages the same */
+	idx_rank_phrase_tight = 0;
+	n = mb_test_bm25_order(f->idx, loose[0], want, MB_ARRAY_LEN(want));
+	assert_true(walked(f, loose[0], want, n));
+	/* "mailing list" holds every row of its words: tight at 100%, not above */
+	idx_rank_phrase_tight = 100;
+	n = mb_test_bm25_order(f->idx, walked_texts[0], want, MB_ARRAY_LEN(want));
+	assert_true(walked(f, walked_texts[0], want, n));
+	idx_rank_phrase_tight = 101;
+	assert_false(walked(f, walked_texts[0], want, n));
+	idx_rank_phrase_tight = 30;
 }
 
 /*
@@ -2428,6 +2484,7 @@ main(void)
 		MB_TEST_INDEX(a_prefix_share_scales_with_the_index),
 		MB_TEST_INDEX(few_matches_are_read_whole),
 		MB_TEST_INDEX(an_or_of_words_is_walked_through_its_bounds),
+		MB_TEST_INDEX(phrases_are_walked_among_other_phrases),
 		MB_TEST_INDEX(a_not_is_walked_through_the_words_before_it),
 		MB_TEST_INDEX(a_total_of_several_phrases_is_kept),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
