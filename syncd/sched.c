@@ -22,6 +22,16 @@
 #define SCHED_BUCKETS_AT_ONCE	1024
 #define SCHED_RUNS_MAX		8	/* ranges per bucket, then one over all its holes */
 #define SCHED_NOOP_MS		10000	/* a kept session's NOOP: answered by then, or replaced */
+/*
+ * A kept session used this recently goes straight to its EXAMINE, without
+ * a NOOP first; if the targeted sync fails on it (the server closed it,
+ * `doveadm kick`), it is done again once on a new session.  Past this, a
+ * session may have been dropped without a word (a NAT's idle timeout), and
+ * the sync's first command would wait for SYNC_RANGE_TIMEOUT to learn it:
+ * the NOOP learns it within SCHED_NOOP_MS.  A connection's NAT entry lives
+ * minutes at least; a burst of mail is seconds apart.
+ */
+#define SCHED_KEPT_FRESH_MS	30000
 
 static int
 cmp_u32(const void *a, const void *b)
@@ -546,20 +556,29 @@ out:
 
 /*
  * The session of a targeted sync: the one the last push kept, if it still
- * answers a NOOP, else a new LOGIN.  A kept session saves each push a
+ * answers a NOOP, else a new LOGIN; one kept less than SCHED_KEPT_FRESH_MS
+ * ago without the NOOP (*unproven_r true: the caller syncs again on a new
+ * session if the sync fails on it).  A kept session saves each push a
  * connection and a LOGIN, about four round trips to the server (more with
- * TLS; docs/benchmarks.md, "Push: the scheduler's session kept").  On
- * success *imap_r is the caller's.
+ * TLS; docs/benchmarks.md, "Push: the scheduler's session kept"), and
+ * within a burst its NOOP too.  On success *imap_r is the caller's.
  */
 static int
-push_session(struct sd *sd, struct mb_imap **imap_r, struct mb_err *err)
+push_session(struct sd *sd, struct mb_imap **imap_r, bool *unproven_r, struct mb_err *err)
 {
 	struct mb_imap *kept = sd->sched.kept;
 	struct mb_imap_status st = { 0 };
 	struct mb_err nerr = { 0 };
+	bool fresh = mb_now_ms() - sd->sched.kept_since_ms < SCHED_KEPT_FRESH_MS;
 
+	*unproven_r = false;
 	sd->sched.kept = NULL;
 	sd->sched.kept_until_ms = 0;
+	if (kept != NULL && fresh) {
+		*imap_r = kept;
+		*unproven_r = true;
+		return 0;
+	}
 	if (kept != NULL) {
 		mb_imap_set_deadline(kept, mb_now_ms() + SCHED_NOOP_MS);
 		if (mb_imap_noop(kept, &st, &nerr) == 0) {
@@ -599,8 +618,10 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	struct mb_err ferr = { 0 };
 	bool converged = true;
 	char *role = NULL;
-	bool role_by_name = false;
-	int r = -1;
+	bool role_by_name = false, unproven = false;
+	uint64_t flag_used;
+	unsigned queued;
+	int r = -1, rc;
 
 	sd->sched.tick_queued = 0;
 	sd->sched.tick_converged = false;
@@ -610,14 +631,30 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 		role_by_name = known.role_by_name;
 	}
 	mb_folder_state_release(&known);
-	if (push_session(sd, &imap, err) == -1)
+	if (push_session(sd, &imap, &unproven, err) == -1)
 		goto out;
 	sd->sched.targeted = true;
 	/* One folder: the whole budget is its own. */
 	sd->sched.flag_share = sd->conf->sync_flag_budget;
 	if (sd_begin(sd, err) == -1)
 		goto out;
-	if (sync_folder(sd, imap, folder, role, role_by_name, &converged, err) == -1) {
+	queued = sd->sched.tick_queued;
+	flag_used = sd->sched.flag_used;
+	rc = sync_folder(sd, imap, folder, role, role_by_name, &converged, err);
+	if (rc == -1 && unproven) {
+		/* the kept session unproven: gone since, most likely; once more on a new one */
+		mb_index_rollback(sd->idx);
+		mb_log_info("the last push's session is gone (%s); logging in again", err->msg);
+		mb_err_clear(err);
+		mb_imap_close(&imap);
+		sd->sched.tick_queued = queued;
+		sd->sched.flag_used = flag_used;
+		if (sd_connect(sd, true, &imap, err) == -1 || sd_begin(sd, err) == -1)
+			goto out;
+		converged = true;
+		rc = sync_folder(sd, imap, folder, role, role_by_name, &converged, err);
+	}
+	if (rc == -1) {
 		mb_index_rollback(sd->idx);
 		goto out;
 	}
@@ -628,6 +665,7 @@ sd_sched_folder(struct sd *sd, const char *folder, struct mb_err *err)
 	if (!quit_requested(sd) && sd_push_keep_ms(sd) > 0) {
 		sd->sched.kept = imap;
 		sd->sched.kept_until_ms = mb_now_ms() + sd_push_keep_ms(sd);
+		sd->sched.kept_since_ms = mb_now_ms();
 		imap = NULL;
 	}
 out:

@@ -337,6 +337,7 @@ struct sd_sched_state {
 	uint64_t		 flag_used;	/* flags fetched so far this tick */
 	struct mb_imap		*kept;		/* owned: the last push's session, for the next push */
 	long long		 kept_until_ms;	/* kept is closed then */
+	long long		 kept_since_ms;	/* kept was last used then */
 };
 
 /* Written by attach.c only: where its slices of work got to. */
