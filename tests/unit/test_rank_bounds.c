@@ -2292,13 +2292,13 @@ an_or_of_words_is_walked_through_its_bounds(void **state)
  * A phrase of several words is walked beside other phrases and words, an
  * OR's or an AND's, its block bound met from its words' fronts: "mailing
  * list" (every tenth message, all the rows of mailing and of list) OR
- * epsilon reads a tenth of the rows' hits the full read does; OR gamma, OR
- * "alpha beta" and beside alpha are walked too; beside a word without
- * bounds its rows are ranked first (OR gammaburst); the pages and totals
- * bm25()'s.  Read whole when the phrase holds less of its rarest bounded
- * word's rows than idx_rank_phrase_tight ("gamma delta": delta is not
- * bounded, and the phrase is a small part of gamma's rows): such a
- * phrase's bound stays high and the walk would read most blocks.
+ * epsilon reads fewer rows' hits than the full read (a tenth here); OR
+ * gamma, OR "alpha beta" and beside alpha are walked too; beside a word
+ * without bounds its rows are ranked first (OR gammaburst); the pages and
+ * totals bm25()'s.  Read whole when the phrase holds less of its rarest
+ * bounded word's rows than idx_rank_phrase_tight ("gamma delta", a small
+ * part of its words' rows): such a phrase's bound stays high and the walk
+ * would read most blocks.
  */
 static void
 phrases_are_walked_among_other_phrases(void **state)
