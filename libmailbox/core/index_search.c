@@ -205,15 +205,8 @@ idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set)
 		struct idx_ranked *r;
 
 		set->matches++;
-		if (set->seen != NULL) {
-			struct idx_ids *s = set->seen;
-
-			if (s->n == s->cap) {
-				s->cap = s->cap ? 2 * s->cap : 256;
-				s->ids = mb_xrealloc(s->ids, s->cap * sizeof(*s->ids));
-			}
-			s->ids[s->n++] = sqlite3_column_int64(st, 0);
-		}
+		if (set->seen != NULL)
+			idx_ids_add(set->seen, sqlite3_column_int64(st, 0));
 		if (sqlite3_column_type(st, 1) == SQLITE_NULL)
 			continue;	/* below the floor: mb_bm25_top() did not finish it */
 		if (set->n == set->cap) {

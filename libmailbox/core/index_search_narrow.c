@@ -294,15 +294,38 @@ scope_runs(struct idx_narrow_ids *d)
 	free(gaps);
 }
 
+/* d's bitmap for ids 0 to max_id, empty (release it with idx_narrow_ids_release). */
+static void
+bits_new(struct idx_narrow_ids *d, int64_t max_id)
+{
+	d->n = max_id + 1;
+	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
+}
+
+/* Set id's bit in d; false for an id past its bitmap (a row newer than its max_id). */
+static bool
+bit_set(struct idx_narrow_ids *d, int64_t id)
+{
+	if (id < 0 || id >= d->n)
+		return false;
+	d->bits[id / 64] |= UINT64_C(1) << (id % 64);
+	return true;
+}
+
+/* Whether id's bit is set in d. */
+static bool
+bit_test(const struct idx_narrow_ids *d, int64_t id)
+{
+	return id >= 0 && id < d->n && ((d->bits[id / 64] >> (id % 64)) & 1);
+}
+
 /* d: the bitmap of ids (every id below max_id + 1) and its runs. */
 static void
 scope_of_ids(struct idx_narrow_ids *d, const struct idx_ids *ids, int64_t max_id)
 {
-	d->n = max_id + 1;
-	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
+	bits_new(d, max_id);
 	for (size_t i = 0; i < ids->n; i++)
-		if (ids->ids[i] >= 0 && ids->ids[i] < d->n)
-			d->bits[ids->ids[i] / 64] |= UINT64_C(1) << (ids->ids[i] % 64);
+		(void)bit_set(d, ids->ids[i]);
 	scope_runs(d);
 }
 
@@ -478,16 +501,9 @@ read_ids(struct mb_index *idx, sqlite3_stmt *st, int64_t max_id, int64_t cap,
 	int rc;
 
 	*used_r = false;
-	d->n = max_id + 1;
-	d->bits = mb_xcalloc((size_t)(d->n + 63) / 64, sizeof(*d->bits));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-
-		if (id < 0 || id >= d->n)
-			continue;	/* a row newer than max_id: none in this snapshot */
-		d->bits[id / 64] |= UINT64_C(1) << (id % 64);
-		n++;
-	}
+	bits_new(d, max_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		n += bit_set(d, sqlite3_column_int64(st, 0));	/* none newer than max_id here */
 	idx_stmt_done(st);
 	if (rc != SQLITE_DONE) {
 		idx_narrow_ids_release(d);
@@ -910,13 +926,8 @@ ids_read(sqlite3_stmt *st, struct idx_ids *ids)
 	int rc;
 
 	(void)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);	/* this read's own */
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (ids->n == ids->cap) {
-			ids->cap = ids->cap ? 2 * ids->cap : 256;
-			ids->ids = mb_xrealloc(ids->ids, ids->cap * sizeof(*ids->ids));
-		}
-		ids->ids[ids->n++] = sqlite3_column_int64(st, 0);
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		idx_ids_add(ids, sqlite3_column_int64(st, 0));
 	idx_list_steps += (uint64_t)sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
 	idx_stmt_done(st);
 	return rc;
@@ -936,12 +947,9 @@ ids_keep_in(struct idx_ids *ids, const struct idx_narrow_ids *d)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < ids->n; i++) {
-		int64_t id = ids->ids[i];
-
-		if (id >= 0 && id < d->n && ((d->bits[id / 64] >> (id % 64)) & 1))
-			ids->ids[n++] = id;
-	}
+	for (size_t i = 0; i < ids->n; i++)
+		if (bit_test(d, ids->ids[i]))
+			ids->ids[n++] = ids->ids[i];
 	ids->n = n;
 }
 

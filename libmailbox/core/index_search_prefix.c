@@ -685,6 +685,17 @@ idx_ids_sort(struct idx_ids *ids)
 }
 
 /* search-private.h */
+void
+idx_ids_add(struct idx_ids *ids, int64_t id)
+{
+	if (ids->n == ids->cap) {
+		ids->cap = ids->cap ? 2 * ids->cap : 256;
+		ids->ids = mb_xrealloc(ids->ids, ids->cap * sizeof(*ids->ids));
+	}
+	ids->ids[ids->n++] = id;
+}
+
+/* search-private.h */
 int
 idx_rank_statement(struct mb_index *idx, const char *match, const struct idx_rank_filters *filters,
     struct idx_rank_set *set, struct mb_err *err)

@@ -741,6 +741,8 @@ int	idx_rank_statement(struct mb_index *idx, const char *match,
 	    struct mb_err *err);
 /* Sort ids ascending (FTS5 gives them so: only in case). */
 void	idx_ids_sort(struct idx_ids *ids);
+/* Append id to ids, growing its array (the caller frees ids->ids). */
+void	idx_ids_add(struct idx_ids *ids, int64_t id);
 /*
  * An OR of words in parts (index_search_or.c): the MATCH of its words
  * syncd bounds, "(b1 OR b2)" (owned), and when some are not, those alone,
