@@ -174,6 +174,7 @@ static void
 targeted_end(struct sd *sd)
 {
 	writer_tend(sd, true);
+	sd_writer_bounds_rest(sd);
 	sd_pool_keep_warm(sd);
 	sd->tick.in_tick = false;
 	if (sd->pool.auth_blocked)
@@ -220,6 +221,7 @@ tick_end(struct sd *sd)
 		return;
 	}
 	writer_tend(sd, true);
+	sd_writer_bounds_rest(sd);
 	sd_pool_stop(sd);
 	sd->tick.in_tick = false;
 	if (sd->pool.auth_blocked)

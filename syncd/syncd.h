@@ -595,9 +595,16 @@ void	sd_writer_tick_begin(struct sd *sd);
  */
 void	sd_writer_merge_check(struct sd *sd);
 void	sd_writer_merge_step(struct sd *sd);
+/*
+ * After a tick's or a push's last commit, when it wrote rows: the ranking
+ * bounds of the chunks still waiting, which a backfill gathers while ranges
+ * are in flight.
+ */
+void	sd_writer_bounds_rest(struct sd *sd);
 #define SD_TXN_ROWS	1000	/* rows per group commit: ~5 MB staged in the scheduler */
 #define SD_TXN_MS	1000	/* the oldest uncommitted row waits at most this (plus a range) */
-#define SD_RANK_CHUNKS	2	/* ranking bounds built after a commit, at most (writer.c) */
+#define SD_RANK_CHUNKS	8	/* ranking bounds built after a commit, at most (writer.c) */
+#define SD_RANK_GATHER	8	/* ... and at least, while workers have ranges in flight */
 
 /* ---- progress.c: the backfill's progress display on stdout */
 

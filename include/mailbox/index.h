@@ -246,17 +246,19 @@ int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
 /*
  * Build the ranking's block bounds (migrations/0014_rank_bounds.sql,
  * docs/index.md "Ranking") for up to max_chunks chunks of 2,048 ids that
- * are complete (a higher id exists) and not bounded, oldest first, each in
- * its own unit of work (a savepoint inside the caller's transaction); when
- * the index has doubled since the frequent terms were chosen, chooses them
- * again first (a read of FTS5's whole vocabulary).  Also keeps the rows'
- * lengths of up to 16 times max_chunks chunks built before migration 0022
- * (0022_rank_lengths.sql).  *built_r: the chunks built or given their
- * lengths.  syncd calls it after a commit and when idle; a search is exact
- * with or without them, only faster with.
+ * are complete (a higher id exists) and not bounded, oldest first, each run
+ * of neighbours in its own unit of work (a savepoint inside the caller's
+ * transaction), and none while fewer than min_chunks are waiting (a
+ * neighbour's statements are shared: syncd lets a backfill's chunks gather);
+ * when the index has doubled since the frequent terms were chosen, chooses
+ * them again first (a read of FTS5's whole vocabulary).  Also keeps the
+ * rows' lengths of up to 16 times max_chunks chunks built before migration
+ * 0022 (0022_rank_lengths.sql).  *built_r: the chunks built or given their
+ * lengths.  syncd calls it after a commit; a search is exact with or
+ * without them, only faster with.
  */
-int	mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
-	    struct mb_err *err);
+int	mb_index_rank_build(struct mb_index *idx, size_t min_chunks, size_t max_chunks,
+	    size_t *built_r, struct mb_err *err);
 
 /*
  * Merging the full-text index into one segment (migrations/0015_fts_merge.sql,

@@ -4,10 +4,11 @@
  * for each chunk of 2,048 ids that no insert will reach any more, each such
  * term's Pareto front of (weighted hits, length) per block of 128 ids.
  *
- * The fronts are read from FTS5 itself, one statement per term and chunk
- * (MATCH the term AND rowid BETWEEN the chunk's ids), through mb_rank_tf(),
- * which counts a row's hits exactly as mb_bm25 does: the bounds describe
- * what the index holds, whatever the tokenizer did when the row went in.
+ * The fronts are read from FTS5 itself, one statement per term and run of
+ * neighbouring chunks (MATCH the term AND rowid BETWEEN the run's ids:
+ * RANK_SPAN_CHUNKS), through mb_rank_tf(), which counts a row's hits
+ * exactly as mb_bm25 does: the bounds describe what the index holds,
+ * whatever the tokenizer did when the row went in.
  * The same statement counts the term's rows in the chunk (rank_bounds.docs,
  * migrations/0018), which a search adds up for the term's IDF instead of
  * walking its doclist (index_rank_counts.c).
@@ -34,15 +35,25 @@
  * A term is frequent when at least one row in RANK_TERM_SHARE holds it
  * (and RANK_TERM_MIN_DOCS rows): below that a word's matches cost a few
  * milliseconds to rank whole, and every term bounded costs the builder a
- * statement per chunk.  A fortieth, not a tenth: at 1,000,000 messages a
- * word in 3-4% of them (razor, perl) cost 40-57 ms read whole and 17-21
- * through its bounds, for about 50 us a message more in the builder and
- * 63 bytes a message of bounds instead of 21 (docs/benchmarks.md).  The
- * terms are chosen again when the index has doubled since.
+ * statement per run of chunks.  A fortieth, not a tenth: at 1,000,000
+ * messages a word in 3-4% of them (razor, perl) cost 40-57 ms read whole
+ * and 17-21 through its bounds, for about 50 us a message more in the
+ * builder and 63 bytes a message of bounds instead of 21
+ * (docs/benchmarks.md).  The terms are chosen again when the index has
+ * doubled since.
  */
 #define RANK_TERM_SHARE		40
 #define RANK_TERM_MIN_DOCS	256
 #define RANK_TERMS_MAX		4096
+/*
+ * Neighbouring chunks bounded by one statement a term.  A statement's
+ * start is most of its cost while a backfill leaves FTS5 many segments to
+ * look the term up in, each one a seek (at 100,000 messages a backfill
+ * spent 8.6 s bounding one chunk a statement, 3.4 s eight; sixteen gained
+ * nothing more: docs/benchmarks.md, "Bounds built for neighbouring chunks
+ * together").
+ */
+#define RANK_SPAN_CHUNKS	8
 
 static const char state_sql[] = "SELECT weights, terms_rows, gen FROM rank_state";
 static const char state_put_sql[] =
@@ -289,17 +300,21 @@ lengths_put(struct build *b, int64_t c, const uint32_t *len, struct mb_err *err)
 	return 0;
 }
 
-/* One term's fronts and rows in chunk c into rank_bounds; len: rank_lengths()'. */
+/*
+ * One term's fronts and rows in chunks first..first+n-1 into rank_bounds, a
+ * row a chunk, read by one statement; len: the chunks' rank_lengths(), one
+ * after the other; fr: room for n chunks' fronts.
+ */
 static int
-term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
-    sqlite3_stmt *tf, sqlite3_stmt *put, struct mb_err *err)
+term_build(struct build *b, const char *term, int64_t first, size_t n, const uint32_t *len,
+    struct rank_front *fr, sqlite3_stmt *tf, sqlite3_stmt *put, struct mb_err *err)
 {
-	struct rank_front fr[RANK_CHUNK_BLOCKS];
 	struct mb_buf quoted = MB_BUF_INIT(4096), blob = MB_BUF_INIT(1 << 20);
-	int64_t lo = c * RANK_CHUNK_IDS, docs = 0;
+	int64_t lo = first * RANK_CHUNK_IDS, hi = lo + (int64_t)n * RANK_CHUNK_IDS;
+	int64_t docs[RANK_SPAN_CHUNKS] = { 0 };
 	int rc;
 
-	memset(fr, 0, sizeof(fr));
+	memset(fr, 0, n * RANK_CHUNK_BLOCKS * sizeof(*fr));
 	if (mb_query_quote(&quoted, term, strlen(term)) == -1) {
 		mb_buf_release(&quoted);
 		return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a term too long");
@@ -307,16 +322,16 @@ term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
 	sqlite3_reset(tf);
 	sqlite3_bind_text(tf, 1, quoted.data, (int)quoted.len, SQLITE_STATIC);
 	sqlite3_bind_int64(tf, 2, lo);
-	sqlite3_bind_int64(tf, 3, lo + RANK_CHUNK_IDS - 1);
+	sqlite3_bind_int64(tf, 3, hi - 1);
 	while ((rc = sqlite3_step(tf)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(tf, 0), f = sqlite3_column_int64(tf, 1);
 
-		if (id < lo || id >= lo + RANK_CHUNK_IDS || f < 0 || f > UINT32_MAX) {
+		if (id < lo || id >= hi || f < 0 || f > UINT32_MAX) {
 			rc = SQLITE_CORRUPT;	/* never: the statement asks for these ids */
 			break;
 		}
 		rank_front_add(&fr[(id - lo) / RANK_BLOCK_IDS], (uint32_t)f, len[id - lo]);
-		docs++;
+		docs[(id - lo) / RANK_CHUNK_IDS]++;
 	}
 	sqlite3_reset(tf);
 	mb_buf_release(&quoted);
@@ -324,56 +339,70 @@ term_build(struct build *b, const char *term, int64_t c, const uint32_t *len,
 		mb_buf_release(&blob);
 		return idx_sqlerr(b->idx, rc, "rank bounds: a term's rows", err);
 	}
-	for (unsigned i = 0; i < RANK_CHUNK_BLOCKS; i++)
-		if (fr[i].n > 0 && rank_front_put(&blob, i, &fr[i]) == -1) {
-			mb_buf_release(&blob);
-			return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a blob too long");
-		}
-	sqlite3_reset(put);
-	sqlite3_bind_text(put, 1, term, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(put, 2, c);
-	sqlite3_bind_int64(put, 3, b->gen);
-	sqlite3_bind_blob(put, 4, blob.data, (int)blob.len, SQLITE_STATIC);
-	sqlite3_bind_int64(put, 5, docs);
-	rc = idx_step_done(b->idx, put, "rank bounds: a term's bounds", err);
+	rc = 0;
+	for (size_t c = 0; rc == 0 && c < n; c++) {
+		const struct rank_front *cf = &fr[c * RANK_CHUNK_BLOCKS];
+
+		mb_buf_reset(&blob);
+		for (unsigned i = 0; i < RANK_CHUNK_BLOCKS; i++)
+			if (cf[i].n > 0 && rank_front_put(&blob, i, &cf[i]) == -1) {
+				mb_buf_release(&blob);
+				return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a blob too long");
+			}
+		sqlite3_reset(put);
+		sqlite3_bind_text(put, 1, term, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(put, 2, first + (int64_t)c);
+		sqlite3_bind_int64(put, 3, b->gen);
+		sqlite3_bind_blob(put, 4, blob.data, (int)blob.len, SQLITE_STATIC);
+		sqlite3_bind_int64(put, 5, docs[c]);
+		rc = idx_step_done(b->idx, put, "rank bounds: a term's bounds", err);
+	}
 	mb_buf_release(&blob);
 	return rc;
 }
 
-/* Chunk c's bounds for every term, as one unit of work. */
+/*
+ * Chunks first..first+n-1 (n at most RANK_SPAN_CHUNKS) bounded for every
+ * term, as one unit of work.
+ */
 static int
-chunk_build(struct build *b, int64_t c, struct mb_err *err)
+span_build(struct build *b, int64_t first, size_t n, struct mb_err *err)
 {
 	sqlite3_stmt *tf, *put, *chunk;
-	uint32_t *len = mb_xcalloc(RANK_CHUNK_IDS, sizeof(*len));
+	uint32_t *len = mb_xcalloc(n * RANK_CHUNK_IDS, sizeof(*len));
+	struct rank_front *fr = mb_xcalloc(n * RANK_CHUNK_BLOCKS, sizeof(*fr));
 	struct idx_unit u;
 	int rc = 0;
 
 	if (idx_unit_begin(b->idx, &u, err) == -1) {
 		free(len);
+		free(fr);
 		return -1;
 	}
 	b->gen++;
-	if (rank_lengths(b, c, len, err) == -1 ||
-	    (tf = idx_stmt_sql(b->idx, tf_sql, err)) == NULL ||
+	for (size_t c = 0; rc == 0 && c < n; c++)
+		rc = rank_lengths(b, first + (int64_t)c, &len[c * RANK_CHUNK_IDS], err);
+	if (rc == 0 && ((tf = idx_stmt_sql(b->idx, tf_sql, err)) == NULL ||
 	    (put = idx_stmt_sql(b->idx, bounds_put_sql, err)) == NULL ||
-	    (chunk = idx_stmt_sql(b->idx, chunk_put_sql, err)) == NULL)
+	    (chunk = idx_stmt_sql(b->idx, chunk_put_sql, err)) == NULL))
 		rc = -1;
 	for (size_t i = 0; rc == 0 && i < b->n_terms; i++)
-		rc = term_build(b, b->terms[i], c, len, tf, put, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(chunk, 1, c);
+		rc = term_build(b, b->terms[i], first, n, len, fr, tf, put, err);
+	for (size_t c = 0; rc == 0 && c < n; c++) {
+		sqlite3_reset(chunk);
+		sqlite3_bind_int64(chunk, 1, first + (int64_t)c);
 		sqlite3_bind_int64(chunk, 2, RANK_CHUNK_BUILT);
 		sqlite3_bind_int64(chunk, 3, b->gen);
 		rc = idx_step_done(b->idx, chunk, "rank bounds: a chunk", err);
+		if (rc == 0)
+			rc = lengths_put(b, first + (int64_t)c, &len[c * RANK_CHUNK_IDS], err);
 	}
-	if (rc == 0)
-		rc = lengths_put(b, c, len, err);
 	if (rc == 0)
 		rc = state_put(b, err);
 	if (idx_unit_end(b->idx, &u, rc == 0, err) == -1)
 		rc = -1;
 	free(len);
+	free(fr);
 	return rc;
 }
 
@@ -452,8 +481,8 @@ chunks_unbuilt(struct build *b, int64_t max_id, int64_t **unbuilt_r, size_t *n_r
 }
 
 int
-mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
-    struct mb_err *err)
+mb_index_rank_build(struct mb_index *idx, size_t min_chunks, size_t max_chunks,
+    size_t *built_r, struct mb_err *err)
 {
 	struct build b = { .idx = idx };
 	struct idx_unit u;
@@ -475,12 +504,18 @@ mb_index_rank_build(struct mb_index *idx, size_t max_chunks, size_t *built_r,
 		goto out;
 	rc = -1;
 	if (chunks_unbuilt(&b, max_id, &unbuilt, &n_unbuilt, &unfilled, &n_unfilled, err) == -1 ||
-	    (n_unbuilt > 0 && terms_load(&b, err) == -1))
+	    (n_unbuilt > 0 && n_unbuilt >= min_chunks && terms_load(&b, err) == -1))
 		goto out;
-	for (size_t i = 0; i < n_unbuilt && *built_r < max_chunks; i++) {
-		if (chunk_build(&b, unbuilt[i], err) == -1)
+	for (size_t i = 0; n_unbuilt >= min_chunks && i < n_unbuilt && *built_r < max_chunks;) {
+		size_t n = 1;	/* neighbours, one statement a term for all of them */
+
+		while (n < RANK_SPAN_CHUNKS && i + n < n_unbuilt && *built_r + n < max_chunks &&
+		    unbuilt[i + n] == unbuilt[i] + (int64_t)n)
+			n++;
+		if (span_build(&b, unbuilt[i], n, err) == -1)
 			goto out;
-		(*built_r)++;
+		*built_r += n;
+		i += n;
 	}
 	/* a chunk's lengths alone cost about a term's statement: many to a call */
 	fills = max_chunks < SIZE_MAX / RANK_LENGTHS_FILLS ? max_chunks * RANK_LENGTHS_FILLS :

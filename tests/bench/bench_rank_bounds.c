@@ -65,7 +65,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	c0 = cpu_ms();
-	if (mb_index_rank_build(idx, (size_t)-1, &built, &err) == -1) {
+	if (mb_index_rank_build(idx, 1, (size_t)-1, &built, &err) == -1) {
 		fprintf(stderr, "bench_rank_bounds: %s\n", err.msg);
 		return 1;
 	}

@@ -463,7 +463,7 @@ main(int argc, char **argv)
 	 * up (it builds them after each commit): without them a benchmark of
 	 * this index would measure searches that read every match.
 	 */
-	if (mb_index_rank_build(idx, SIZE_MAX, &built, &err) == -1) {
+	if (mb_index_rank_build(idx, 1, SIZE_MAX, &built, &err) == -1) {
 		fprintf(stderr, "mkindex: ranking bounds: %s\n", err.msg);
 		return 1;
 	}

@@ -6,7 +6,8 @@
 # while its old rows stay unserved, purged once it has converged; a deleted folder is skipped with a warning; a
 # second syncd on the same data directory is refused; SIGHUP syncs now and
 # SIGTERM stops the daemon cleanly; --status, --check-config and --rebuild say what they do;
-# once caught up, a backfill and a daemon merge the full-text index into one segment.
+# once caught up, a backfill and a daemon merge the full-text index into one segment;
+# a backfill of 4,300 messages bounds every complete chunk of ids for the ranking.
 set -euo pipefail
 src=${MB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 MB_BUILD_DIR=${MB_BUILD_DIR:-$src/build}
@@ -193,6 +194,19 @@ grep -q "SIGTERM: finishing" "$work/daemon.log" || fail "daemon did not log the 
 syncd --rebuild > /dev/null || fail "rebuild exit"
 diff <(server_uids INBOX) <(index_uids INBOX) > /dev/null || fail "INBOX after rebuild"
 [ "$(syncd_sql "SELECT count(*) FROM messages")" = 266 ] || fail "rows after rebuild: $(syncd_sql "SELECT count(*) FROM messages")"
+
+# Ranking bounds: a backfill lets the chunks of 2,048 ids gather while its
+# ranges are in flight (the builder reads neighbours with one statement a
+# term) and bounds every complete chunk by its end.
+python3 "$src/tests/lib/mkmail.py" "$work/bulk:4300:bk"
+dovecot_load_maildir INBOX "$work"/bulk/*.eml
+syncd --backfill > /dev/null || fail "bulk backfill exit"
+chunks=$(( ($(syncd_sql "SELECT max(id) FROM messages") + 1) / 2048 ))
+[ "$chunks" -ge 2 ] || fail "bulk backfill: fewer than two chunks of ids"
+built=$(syncd_sql "SELECT count(*) FROM rank_chunks WHERE chunk < $chunks AND blocks = 131071")
+[ "$built" = "$chunks" ] || fail "bulk backfill: $built of $chunks complete chunks bounded"
+[ "$(syncd_sql "SELECT count(DISTINCT chunk) FROM rank_bounds WHERE term = 'bk'")" = "$chunks" ] ||
+    fail "bulk backfill: a chunk without the fronts of a frequent word"
 
 syncd_log_clean "$SYNCD_LOG" "$work"/*.log || fail "sanitizer report"
 ok=1

@@ -224,7 +224,7 @@ mb_test_rank_build(struct mb_test_index *t)
 	struct mb_err err = { 0 };
 	size_t built = 0;
 
-	if (mb_index_rank_build(t->idx, 1000, &built, &err) == -1)
+	if (mb_index_rank_build(t->idx, 1, 1000, &built, &err) == -1)
 		mb_fatalx("test index: rank build: %s", err.msg);
 	return built;
 }

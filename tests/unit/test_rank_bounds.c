@@ -384,6 +384,72 @@ pages_with_bounds_are_bm25s(void **state)
 	expect_filtered_read_whole(f);
 }
 
+/*
+ * What the builder wrote, generations aside: every term's fronts and rows
+ * by chunk, and every block's lengths, as text (owned by the caller).
+ */
+static char *
+bounds_dump(struct mb_test_index *f)
+{
+	static const char sql[] =
+	    "SELECT (SELECT group_concat(t, ',') FROM (SELECT b.term || ':' || b.chunk || ':' || "
+	    "hex(b.bounds) || ':' || b.docs AS t FROM rank_bounds AS b ORDER BY b.term, b.chunk)) "
+	    "|| ';' || (SELECT group_concat(l, ',') FROM (SELECT block || ':' || hex(lengths) "
+	    "AS l FROM rank_lengths ORDER BY block)) || ';' || (SELECT group_concat(c, ',') FROM "
+	    "(SELECT chunk || ':' || blocks AS c FROM rank_chunks ORDER BY chunk))";
+	sqlite3_stmt *st = NULL;
+	char *text;
+
+	assert_int_equal(sqlite3_prepare_v2(mb_index_db(f->idx), sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_non_null(sqlite3_column_text(st, 0));
+	text = mb_xstrdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return text;
+}
+
+/* Every complete chunk made to wait for its bounds again. */
+static void
+bounds_unbuilt(struct mb_test_index *f)
+{
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE rank_chunks SET blocks = 0",
+	    NULL, NULL, NULL), SQLITE_OK);
+}
+
+/*
+ * Neighbouring chunks bounded together (one statement a term for all of
+ * them) get the very fronts, counts and lengths each gets bounded alone,
+ * and none is bounded while fewer chunks wait than the caller asks.
+ */
+static void
+neighbouring_chunks_are_bounded_as_each_alone(void **state)
+{
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	size_t built = 0;
+	char *alone, *together;
+
+	put_all(f);
+	for (int c = 0; c < 2; c++) {	/* one chunk a call: each read alone */
+		assert_int_equal(mb_index_rank_build(f->idx, 1, 1, &built, &err), 0);
+		assert_int_equal(built, 1);
+	}
+	alone = bounds_dump(f);
+	assert_non_null(strstr(alone, "alpha:1:"));
+	bounds_unbuilt(f);
+	assert_int_equal(mb_index_rank_build(f->idx, 3, 8, &built, &err), 0);
+	assert_int_equal(built, 0);	/* two wait, three asked for */
+	assert_int_equal(mb_test_index_int(f,
+	    "SELECT count(*) FROM rank_chunks WHERE blocks = 0"), 2);
+	assert_int_equal(mb_index_rank_build(f->idx, 2, 8, &built, &err), 0);
+	assert_int_equal(built, 2);
+	together = bounds_dump(f);
+	assert_string_equal(together, alone);
+	free(alone);
+	free(together);
+	expect_all_exact(f);
+}
+
 /* An index syncd never bounded (or of an older build) is ranked by reading every match. */
 static void
 pages_without_bounds_are_bm25s(void **state)
@@ -2480,6 +2546,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		MB_TEST_INDEX(pages_with_bounds_are_bm25s),
 		MB_TEST_INDEX(pages_without_bounds_are_bm25s),
+		MB_TEST_INDEX(neighbouring_chunks_are_bounded_as_each_alone),
 		MB_TEST_INDEX(a_prefix_is_walked_through_its_words),
 		MB_TEST_INDEX(a_prefix_share_scales_with_the_index),
 		MB_TEST_INDEX(few_matches_are_read_whole),
