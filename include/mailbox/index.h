@@ -248,8 +248,8 @@ int	mb_index_watermark(struct mb_index *idx, int64_t folder_id, uint32_t uidvali
  * docs/index.md "Ranking") for up to max_chunks chunks of 2,048 ids that
  * are complete (a higher id exists) and not bounded, oldest first, each run
  * of neighbours in its own unit of work (a savepoint inside the caller's
- * transaction), and none while fewer than min_chunks are waiting (a
- * neighbour's statements are shared: syncd lets a backfill's chunks gather);
+ * transaction), and none while fewer than min_chunks are waiting
+ * (neighbours share their statements, so syncd lets a backfill's gather);
  * when the index has doubled since the frequent terms were chosen, chooses
  * them again first (a read of FTS5's whole vocabulary).  Also keeps the
  * rows' lengths of up to 16 times max_chunks chunks built before migration
