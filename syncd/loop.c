@@ -139,8 +139,9 @@ writer_tend(struct sd *sd, bool force)
 
 	if (!sd->writer.txn_open)
 		return;
+	/* a failure is logged there, and the tick then ends */
 	if (force || sd_pool_busy(sd) == 0 || mb_now_ms() >= sd->writer.txn_deadline_ms)
-		(void)sd_writer_flush(sd, &err);	/* logged there; the tick then ends */
+		(void)sd_writer_flush(sd, sd_pool_busy(sd) > 0, &err);
 }
 
 /*

@@ -580,8 +580,12 @@ int	sd_commit(struct sd *sd, struct mb_err *err);
  * the whole open group is rolled back (its ranges are queued again) and -1.
  */
 int	sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err);
-/* Commit the open group now (no-op when none); -1: rolled back, ranges requeued. */
-int	sd_writer_flush(struct sd *sd, struct mb_err *err);
+/*
+ * Commit the open group now (no-op when none); -1: rolled back, ranges
+ * requeued.  in_flight: workers hold ranges, so the ranking bounds' chunks
+ * may gather (writer.c) rather than be built one at a time.
+ */
+int	sd_writer_flush(struct sd *sd, bool in_flight, struct mb_err *err);
 /* A new tick: write_failed cleared, tick_rows at zero. */
 void	sd_writer_tick_begin(struct sd *sd);
 /*

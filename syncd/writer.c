@@ -35,7 +35,7 @@ crash_point(struct sd *sd)
 int
 sd_begin(struct sd *sd, struct mb_err *err)
 {
-	if (sd_writer_flush(sd, err) == -1)
+	if (sd_writer_flush(sd, false, err) == -1)
 		return -1;
 	return mb_index_begin(sd->idx, err);
 }
@@ -65,7 +65,8 @@ sd_writer_tick_begin(struct sd *sd)
  * (mb_index_rank_build, docs/index.md "Ranking"), a few at a time so that
  * a backfill keeps up (a chunk is 2,048 messages, a group commit 1,000)
  * without one commit waiting on many.  While workers have ranges in flight
- * (a backfill) the chunks gather until SD_RANK_GATHER wait, which the
+ * (in_flight: a backfill; the caller knows, the pool's state is not the
+ * writer's to read) the chunks gather until SD_RANK_GATHER wait, which the
  * builder reads with one statement a term instead of one a chunk (a
  * backfill of 1,000,000 messages spent 156 s of the writer's wall on them,
  * now 56: docs/benchmarks.md, "Bounds built for neighbouring chunks
@@ -74,13 +75,13 @@ sd_writer_tick_begin(struct sd *sd)
  * next commit.
  */
 static void
-writer_bounds(struct sd *sd)
+writer_bounds(struct sd *sd, bool in_flight)
 {
 	struct mb_err err = { 0 };
 	size_t built = 0;
 	long long t0 = mb_now_ms();
 
-	if (mb_index_rank_build(sd->idx, sd_pool_busy(sd) > 0 ? SD_RANK_GATHER : 1,
+	if (mb_index_rank_build(sd->idx, in_flight ? SD_RANK_GATHER : 1,
 	    SD_RANK_CHUNKS, &built, &err) == -1)
 		mb_log_warnx("ranking bounds: %s; searches read every match meanwhile",
 		    err.msg);
@@ -93,7 +94,7 @@ void
 sd_writer_bounds_rest(struct sd *sd)
 {
 	if (sd->writer.tick_rows > 0 && !sd->writer.txn_open && !sd->writer.write_failed)
-		writer_bounds(sd);
+		writer_bounds(sd, false);
 }
 
 static void
@@ -147,7 +148,7 @@ sd_writer_merge_check(struct sd *sd)
 }
 
 int
-sd_writer_flush(struct sd *sd, struct mb_err *err)
+sd_writer_flush(struct sd *sd, bool in_flight, struct mb_err *err)
 {
 	long long t0, t1;
 
@@ -160,7 +161,7 @@ sd_writer_flush(struct sd *sd, struct mb_err *err)
 		sd->writer.txn_rows = 0;
 		t1 = mb_now_ms();
 		sd->writer.commit_ms += t1 - t0;
-		writer_bounds(sd);
+		writer_bounds(sd, in_flight);
 		return 0;
 	}
 	mb_index_rollback(sd->idx);	/* no-op when sd_commit already rolled back */
@@ -200,8 +201,9 @@ sd_writer_commit_range(struct sd *sd, struct sd_worker *w, struct mb_err *err)
 	free(rows);
 	sd->writer.stage_ms += mb_now_ms() - t0;
 	sd->writer.txn_rows += w->n_rows;
+	/* w's range is in flight until this returns */
 	if (sd->writer.txn_rows >= SD_TXN_ROWS || mb_now_ms() >= sd->writer.txn_deadline_ms)
-		return sd_writer_flush(sd, err);
+		return sd_writer_flush(sd, true, err);
 	return 0;
 fail:
 	free(rows);

@@ -165,7 +165,7 @@ log_begin(struct sd *sd, const struct mb_ctl_request *rq, uid_t peer)
 	/* The row must be durable before the write is tried: commit the
 	 * writer's open group first, so this INSERT is its own transaction.
 	 * A failed flush is logged by sd_writer_flush and ends the tick. */
-	(void)sd_writer_flush(sd, &ferr);
+	(void)sd_writer_flush(sd, false, &ferr);
 	if (mb_index_audit_begin(sd->idx, &ar, &id, &err) == -1) {
 		mb_log_error("write_log: %s", err.msg);
 		id = 0;
@@ -205,7 +205,7 @@ log_update(struct sd *sd, const struct sd_wjob *j, const char *outcome, const ch
 
 	if (j->log_id == 0)
 		return;
-	(void)sd_writer_flush(sd, &ferr);	/* as in log_begin: not inside the writer's group */
+	(void)sd_writer_flush(sd, false, &ferr);	/* as in log_begin: not inside the writer's group */
 	if (mb_index_audit_update(sd->idx, j->log_id, &u, &err) == -1)
 		mb_log_error("write_log: %s", err.msg);
 }

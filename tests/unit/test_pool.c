@@ -266,7 +266,7 @@ pool_good_range_is_written_and_acked(void **state)
 	{
 		struct mb_err err = { 0 };
 
-		assert_int_equal(sd_writer_flush(&fx->sd, &err), 0);
+		assert_int_equal(sd_writer_flush(&fx->sd, false, &err), 0);
 		assert_false(fx->sd.writer.txn_open);
 		assert_true(sqlite3_get_autocommit(mb_index_db(fx->sd.idx)));
 		assert_int_equal(fx->sd.writer.tick_rows, 3);
