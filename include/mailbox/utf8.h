@@ -9,6 +9,13 @@
 bool	mb_utf8_valid(const char *s, size_t len);
 
 /*
+ * The number of bytes at the start of s (len bytes) below 0x80: its ASCII
+ * run, read eight bytes at a time (mail's text is mostly ASCII, and the
+ * index's tokenizer looks at every byte twice before SQLite's does).
+ */
+size_t	mb_utf8_ascii_run(const char *s, size_t len);
+
+/*
  * Decode one code point at s (len bytes available).  Returns its length in
  * bytes (1..4) and sets *cp_r, or returns 0 on an invalid or truncated
  * sequence.

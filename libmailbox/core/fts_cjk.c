@@ -214,9 +214,15 @@ cjk_split(struct cjk_tok *t, struct out_ctx *out, int flags, const char *text, i
 	 */
 	while (i < ntext && rc == SQLITE_OK) {
 		uint32_t cp;
-		int len = utf8_next(u + i, ntext - i, &cp);
-		bool cjk = mb_utf8_is_cjk(cp);
+		int len;
+		bool cjk;
 
+		if (u[i] < 0x80) {	/* never CJK: skip the run */
+			i += (int)mb_utf8_ascii_run(text + i, (size_t)(ntext - i));
+			continue;
+		}
+		len = utf8_next(u + i, ntext - i, &cp);
+		cjk = mb_utf8_is_cjk(cp);
 		if (!cjk) {
 			i += len;
 			continue;

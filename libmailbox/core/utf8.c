@@ -76,6 +76,23 @@ mb_utf8_encode(uint32_t cp, char out[4])
 	return 0;
 }
 
+size_t
+mb_utf8_ascii_run(const char *s, size_t len)
+{
+	const uint64_t high = 0x8080808080808080ULL;
+	size_t i = 0;
+	uint64_t w;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);	/* no alignment assumed */
+		if (w & high)
+			break;
+	}
+	while (i < len && (unsigned char)s[i] < 0x80)
+		i++;
+	return i;
+}
+
 bool
 mb_utf8_valid(const char *s, size_t len)
 {
@@ -83,9 +100,9 @@ mb_utf8_valid(const char *s, size_t len)
 	uint32_t cp;
 
 	while (i < len) {
-		/* ASCII runs are the common case: skip them a byte at a time cheaply. */
+		/* ASCII runs are the common case: skip them eight bytes at a time. */
 		if ((unsigned char)s[i] < 0x80) {
-			i++;
+			i += mb_utf8_ascii_run(s + i, len - i);
 			continue;
 		}
 		if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0)

@@ -63,7 +63,7 @@ already(const char *s, size_t len, bool (*stable)(uint32_t))
 
 	while (i < len) {
 		if ((unsigned char)s[i] < 0x80) {
-			i++;
+			i += mb_utf8_ascii_run(s + i, len - i);
 			continue;
 		}
 		if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0) {
@@ -97,9 +97,9 @@ struct fold {
 	size_t		 map_cap;
 };
 
-/* Append n bytes p, all from the cluster [start, end) of the input. */
-static void
-fold_add(struct fold *f, const char *p, size_t n, size_t start, size_t end)
+/* Append n bytes p to f's text and make room for their entries in its map. */
+static size_t
+fold_grow(struct fold *f, const char *p, size_t n)
 {
 	size_t at = f->out.len;
 
@@ -109,9 +109,32 @@ fold_add(struct fold *f, const char *p, size_t n, size_t start, size_t end)
 		f->map_cap = 4 * f->out.len + 64;
 		f->map = mb_xrealloc(f->map, f->map_cap * sizeof(*f->map));
 	}
-	for (size_t i = at; i < f->out.len; i++) {
+	return at;
+}
+
+/* Append n bytes p, all from the cluster [start, end) of the input. */
+static void
+fold_add(struct fold *f, const char *p, size_t n, size_t start, size_t end)
+{
+	for (size_t i = fold_grow(f, p, n); i < f->out.len; i++) {
 		f->map[2 * i] = (uint32_t)start;
 		f->map[2 * i + 1] = (uint32_t)end;
+	}
+}
+
+/*
+ * Append the n ASCII bytes at s + start as they are, each its own cluster:
+ * what fold_add() a byte at a time would give, without a decode and a
+ * combining-class lookup per byte.
+ */
+static void
+fold_ascii(struct fold *f, const char *s, size_t start, size_t n)
+{
+	size_t at = fold_grow(f, s + start, n);
+
+	for (size_t k = 0; k < n; k++) {
+		f->map[2 * (at + k)] = (uint32_t)(start + k);
+		f->map[2 * (at + k) + 1] = (uint32_t)(start + k + 1);
 	}
 }
 
@@ -133,6 +156,20 @@ mb_utf8_fold(const char *s, size_t len, char **out_r, size_t *out_len_r, uint32_
 		bool single = true;
 		gchar *g;
 
+		/*
+		 * An ASCII run is stable, and only its last character can take
+		 * combining marks (those after the run): the rest goes as it is.
+		 */
+		if ((unsigned char)s[i] < 0x80) {
+			n = mb_utf8_ascii_run(s + i, len - i);
+			if (i + n < len)
+				n--;
+			if (n > 0) {
+				fold_ascii(&f, s, i, n);
+				i += n;
+				continue;
+			}
+		}
 		if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0) {
 			fold_add(&f, s + i, 1, i, i + 1);	/* an invalid byte: as it is */
 			i++;

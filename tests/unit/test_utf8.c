@@ -10,9 +10,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <glib.h>
 
 #include "mailbox/buf.h"
 #include "mailbox/utf8.h"
+
+#include "support_rand.h"
 
 static void
 utf8_decodes_every_length(void **state)
@@ -228,6 +231,125 @@ utf8_fold_maps_back_to_the_input(void **state)
 	free(map);
 }
 
+/* The ASCII run ends at the first byte at or above 0x80, wherever it is. */
+static void
+utf8_ascii_run_stops_at_the_first_high_byte(void **state)
+{
+	(void)state;
+	for (size_t len = 0; len <= 40; len++) {
+		char *s = malloc(len ? len : 1);	/* exact size: ASan sees a read past it */
+
+		memset(s, 'a', len);
+		assert_int_equal(mb_utf8_ascii_run(s, len), len);
+		for (size_t at = 0; at < len; at++) {
+			s[at] = (char)(at % 2 ? 0x80 : 0xff);
+			assert_int_equal(mb_utf8_ascii_run(s, len), at);
+			assert_int_equal(mb_utf8_ascii_run(s + at, len - at), 0);
+			s[at] = 'a';
+		}
+		free(s);
+	}
+}
+
+/*
+ * The fold as it was written first, a character at a time: each character
+ * with the combining marks after it is one cluster, normalised (NFKC) on
+ * its own, an invalid byte copied alone.  Same contract as mb_utf8_fold().
+ */
+static bool
+fold_by_characters(const char *s, size_t len, char **out_r, size_t *n_r, uint32_t **map_r)
+{
+	struct mb_buf out = MB_BUF_INIT(SIZE_MAX / 2);
+	uint32_t *map = NULL;
+	size_t i = 0, n;
+	bool changed = false;
+	uint32_t cp;
+
+	while (i < len) {
+		size_t start = i, at = out.len, glen;
+		gchar *g = NULL;
+
+		if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0)
+			i++;
+		else
+			for (i += n; i < len; i += n)
+				if ((n = mb_utf8_decode(s + i, len - i, &cp)) == 0 ||
+				    g_unichar_combining_class(cp) == 0)
+					break;
+		if (i - start > 1 || (unsigned char)s[start] >= 0x80)
+			g = g_utf8_normalize(s + start, (gssize)(i - start), G_NORMALIZE_NFKC);
+		if (g != NULL) {
+			glen = strlen(g);
+			changed |= glen != i - start || memcmp(g, s + start, glen) != 0;
+			assert_int_equal(mb_buf_add(&out, g, glen), 0);
+			g_free(g);
+		} else
+			assert_int_equal(mb_buf_add(&out, s + start, i - start), 0);
+		map = realloc(map, 2 * (out.len + 1) * sizeof(*map));
+		for (size_t k = at; k < out.len; k++) {
+			map[2 * k] = (uint32_t)start;
+			map[2 * k + 1] = (uint32_t)i;
+		}
+	}
+	if (!changed) {
+		mb_buf_release(&out);
+		free(map);
+		return false;
+	}
+	*out_r = mb_buf_detach(&out, n_r);
+	*map_r = map;
+	return true;
+}
+
+/*
+ * Random text of ASCII runs among the characters folding cares about (a
+ * combining mark after ASCII and after a non-ASCII letter, a ligature, full
+ * width, no-break space, precomposed é, Hangul jamo, CJK, broken bytes):
+ * the fold, which copies ASCII runs whole, gives what a character at a
+ * time gives, byte for byte and map entry for map entry.
+ */
+static void
+utf8_fold_equals_folding_a_character_at_a_time(void **state)
+{
+	static const char *const pieces[] = {
+		"a", "Z", " ", "0", "tion", "e\xcc\x81", "\xcc\x81", "\xcc\x81\xcc\xa3",
+		"\xef\xac\x81", "\xef\xbc\xa1", "\xc2\xa0", "\xc3\xa9", "\xe1\x84\x80\xe1\x85\xa1",
+		"\xe4\xbc\x9a", "\xff", "\x80", "\xe2\x91\xa0", "\xc3\xa9\xcc\x81", "hello world ",
+	};
+	uint64_t seed = 19;
+	char buf[256];
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		size_t len = 0, pieces_n = mb_test_rand(&seed) % 24;
+		char *a = NULL, *b = NULL;
+		uint32_t *ma = NULL, *mb = NULL;
+		size_t na = 0, nb = 0;
+		bool fa, fb;
+
+		for (size_t k = 0; k < pieces_n; k++) {
+			const char *p = pieces[mb_test_rand(&seed) % (sizeof(pieces) / sizeof(pieces[0]))];
+
+			if (len + strlen(p) > sizeof(buf))
+				break;
+			memcpy(buf + len, p, strlen(p));
+			len += strlen(p);
+		}
+		fa = mb_utf8_fold(buf, len, &a, &na, &ma);
+		fb = fold_by_characters(buf, len, &b, &nb, &mb);
+		assert_int_equal(fa, fb);
+		if (fa) {
+			assert_int_equal(na, nb);
+			assert_memory_equal(a, b, na);
+			assert_memory_equal(ma, mb, 2 * na * sizeof(*ma));
+		}
+		free(a);
+		free(b);
+		free(ma);
+		free(mb);
+	}
+}
+
 int
 main(void)
 {
@@ -243,6 +365,8 @@ main(void)
 		cmocka_unit_test(utf8_strip_replaces_bad_bytes_where_room),
 		cmocka_unit_test(utf8_nfc_composes),
 		cmocka_unit_test(utf8_fold_maps_back_to_the_input),
+		cmocka_unit_test(utf8_ascii_run_stops_at_the_first_high_byte),
+		cmocka_unit_test(utf8_fold_equals_folding_a_character_at_a_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
