@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,25 @@ struct fetch_ctx {
 	uint32_t			 sent;
 	struct mb_err			*err;
 };
+
+/*
+ * The kill hook (docs/syncd.md): with SYNCD_TEST_WORKER_STOP_FILE set, the
+ * worker that removes that file first stops itself (SIGSTOP) once it has
+ * sent SD_TEST_STOP_ROWS rows of a range, so a test kills a worker that is
+ * certainly mid-range, holding rows the scheduler has and must not write.
+ * One worker stops, once: the file is gone for the others and the retry.
+ */
+#define SD_TEST_STOP_ROWS	10
+
+static void
+test_stop_hook(uint32_t sent)
+{
+	const char *path;
+
+	if (sent == SD_TEST_STOP_ROWS && (path = getenv("SYNCD_TEST_WORKER_STOP_FILE")) != NULL &&
+	    unlink(path) == 0)
+		(void)raise(SIGSTOP);
+}
 
 /* Cut a row that would not fit in a frame: shorter body, fewer lists. */
 static void
@@ -203,7 +223,7 @@ on_message(const struct mb_imap_message *m, void *ctx)
 	}
 	mb_msg_free(&msg);
 	if (r == 0)
-		x->sent++;
+		test_stop_hook(++x->sent);
 	return r;
 }
 
