@@ -993,7 +993,9 @@ phrases_tight(const struct walk *w, int64_t max_id)
 }
 
 /*
- * A NOT (-word) is walked while the rows of its words are at most this
+ * A NOT (-word, -"a phrase", whose positions each range's MATCH reads: still
+ * less than scoring every match, docs/benchmarks.md "A NOT of a phrase
+ * walked") is walked while the rows of its phrases are at most this
  * share (in percent) of the rows the phrases before it match: where it
  * takes away more, the best rows are often among those it takes, the page
  * fills late, and the walk reads most blocks (`"click here"
@@ -1283,12 +1285,6 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = 0;
 		goto out;
 	}
-	/* a NOT of a phrase reads its positions in every range: of words only */
-	for (int i = w.n_pos; i < w.n_ph; i++)
-		if (w.ph[i].n != 1) {
-			rc = 0;
-			goto out;
-		}
 	/*
 	 * Several phrases: words, or tight phrases among them, a match
 	 * holding all of them or one of each OR's, and only when many
