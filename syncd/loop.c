@@ -136,12 +136,14 @@ static void
 writer_tend(struct sd *sd, bool force)
 {
 	struct mb_err err = { 0 };
+	unsigned busy;
 
 	if (!sd->writer.txn_open)
 		return;
+	busy = sd_pool_busy(sd);
 	/* a failure is logged there, and the tick then ends */
-	if (force || sd_pool_busy(sd) == 0 || mb_now_ms() >= sd->writer.txn_deadline_ms)
-		(void)sd_writer_flush(sd, sd_pool_busy(sd) > 0, &err);
+	if (force || busy == 0 || mb_now_ms() >= sd->writer.txn_deadline_ms)
+		(void)sd_writer_flush(sd, busy > 0, &err);
 }
 
 /*

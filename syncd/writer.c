@@ -150,7 +150,7 @@ sd_writer_merge_check(struct sd *sd)
 int
 sd_writer_flush(struct sd *sd, bool in_flight, struct mb_err *err)
 {
-	long long t0, t1;
+	long long t0;
 
 	if (!sd->writer.txn_open)
 		return 0;
@@ -159,8 +159,7 @@ sd_writer_flush(struct sd *sd, bool in_flight, struct mb_err *err)
 	if (mb_index_flush(sd->idx, err) == 0 && sd_commit(sd, err) == 0) {
 		sd->writer.tick_rows += sd->writer.txn_rows;
 		sd->writer.txn_rows = 0;
-		t1 = mb_now_ms();
-		sd->writer.commit_ms += t1 - t0;
+		sd->writer.commit_ms += mb_now_ms() - t0;
 		writer_bounds(sd, in_flight);
 		return 0;
 	}
