@@ -71,16 +71,24 @@ add_text(const char *s)
 		mb_fatalx("out of memory");
 }
 
+/*
+ * The sender's and the recipients' column text as the index renders it
+ * (index_messages.c): mb_addr_format() of From, and To then Cc as one list.
+ */
 static void
-add_addrs(const struct mb_addr *a, size_t n)
+add_addrs(const struct mb_msg *m)
 {
 	struct mb_buf b = MB_BUF_INIT(SIZE_MAX / 2);
 
-	for (size_t i = 0; i < n; i++)
-		mb_buf_addf(&b, "%s%s <%s>", i ? ", " : "", a[i].name ? a[i].name : "",
-		    a[i].addr ? a[i].addr : "");
-	if (b.len > 0)
-		add_text(b.data);
+	if (mb_addr_format(&b, m->from.name, m->from.addr) == -1)
+		mb_fatalx("out of memory");
+	add_text(b.len > 0 ? b.data : NULL);
+	mb_buf_reset(&b);
+	if (mb_addr_list_format(&b, m->to, m->n_to) == -1 ||
+	    (m->n_cc > 0 && b.len > 0 && mb_buf_adds(&b, ", ") == -1) ||
+	    mb_addr_list_format(&b, m->cc, m->n_cc) == -1)
+		mb_fatalx("out of memory");
+	add_text(b.len > 0 ? b.data : NULL);
 	mb_buf_release(&b);
 }
 
@@ -105,8 +113,7 @@ load_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 	fclose(f);
 	if (mb_mime_parse(raw, len, &opts, &msg, &err) == 0) {
 		add_text(msg->subject);
-		add_addrs(&msg->from, 1);
-		add_addrs(msg->to, msg->n_to);
+		add_addrs(msg);
 		add_text(msg->body);
 		messages++;
 	}
