@@ -133,6 +133,20 @@ rank_front_sum(struct rank_front *sum, const struct rank_front *fr)
 	*sum = out;
 }
 
+/* Sort p[0..n-1] by length, shortest first (insertion: a block's steps are few). */
+static void
+points_by_length(struct rank_point *p, int n)
+{
+	for (int i = 1; i < n; i++) {
+		struct rank_point x = p[i];
+		int j = i;
+
+		for (; j > 0 && p[j - 1].d > x.d; j--)
+			p[j] = p[j - 1];
+		p[j] = x;
+	}
+}
+
 /*
  * p[0..n-1] in place as steps: by length, each with more hits than every
  * shorter point (the others add nothing to points_at()).  How many are left.
@@ -144,14 +158,7 @@ points_steps(struct rank_point *p, int n)
 {
 	int k = 0;
 
-	for (int i = 1; i < n; i++) {
-		struct rank_point t = p[i];
-		int j = i;
-
-		for (; j > 0 && p[j - 1].d > t.d; j--)
-			p[j] = p[j - 1];
-		p[j] = t;
-	}
+	points_by_length(p, n);
 	for (int i = 0; i < n; i++)
 		if (k == 0 || p[i].f > p[k - 1].f)
 			p[k++] = p[i];
@@ -237,6 +244,69 @@ rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr, dou
 	/* every step kept: at most one a point of either */
 	points_best(out, steps_meet(a, na, b, nb, out, RANK_STAIR_MAX + RANK_FRONT_MAX), avgdl,
 	    &best);
+	return best;
+}
+
+double
+rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double *idf, int k,
+    double avgdl)
+{
+	struct rank_point s[RANK_STEPS_SUM_MAX][RANK_STAIR_MAX];
+	uint32_t most[RANK_STEPS_SUM_MAX] = { 0 }, f[RANK_STEPS_SUM_MAX] = { 0 };
+	int at[RANK_STEPS_SUM_MAX] = { 0 };
+	double unbounded = 0.0, best = 0.0;
+	bool any = false;
+
+	for (int i = 0; i < k; i++) {
+		if (n[i] == 0)
+			return 0.0;	/* no row of the block holds phrase i */
+		if (n[i] < 0) {
+			unbounded += idf[i] * RANK_K1_PLUS_1;
+			continue;
+		}
+		any = true;
+		memcpy(s[i], p[i], (size_t)n[i] * sizeof(s[i][0]));
+		points_by_length(s[i], n[i]);
+		for (int j = 0; j < n[i]; j++)
+			most[i] = s[i][j].f > most[i] ? s[i][j].f : most[i];
+	}
+	if (!any)
+		return unbounded;
+	/*
+	 * A row of length d holds of each phrase at most its most f at d or
+	 * less, reached at the longest of the points giving those: one of
+	 * the points' lengths, no longer than d, where each term is no lower.
+	 * So the lengths are taken shortest first, each phrase's most f so
+	 * far beside it; once even every phrase's most f at all cannot beat
+	 * the best sum, no longer length can (a term falls with the length).
+	 */
+	for (;;) {
+		uint32_t d = UINT32_MAX;
+		double sum = unbounded, most_sum = unbounded;
+		bool held = true;
+
+		for (int i = 0; i < k; i++)
+			if (n[i] > 0 && at[i] < n[i] && s[i][at[i]].d < d)
+				d = s[i][at[i]].d;
+		if (d == UINT32_MAX)
+			break;		/* every point taken */
+		for (int i = 0; i < k; i++) {
+			if (n[i] < 0)
+				continue;
+			for (; at[i] < n[i] && s[i][at[i]].d <= d; at[i]++)
+				f[i] = s[i][at[i]].f > f[i] ? s[i][at[i]].f : f[i];
+			held = held && f[i] > 0;
+			most_sum += idf[i] * bm25_term(most[i], d, avgdl);
+		}
+		if (!(most_sum > best))
+			break;
+		if (!held)
+			continue;	/* no row this short holds every phrase */
+		for (int i = 0; i < k; i++)
+			if (n[i] > 0)
+				sum += idf[i] * bm25_term(f[i], d, avgdl);
+		best = sum > best ? sum : best;
+	}
 	return best;
 }
 

@@ -75,7 +75,6 @@ static const char count_sql[] = "SELECT count(*) FROM messages_fts WHERE message
 static const char total_kept_sql[] = "SELECT mb_total_kept(?1)";
 static const char total_keep_sql[] = "SELECT mb_total_kept(?1, ?2)";
 
-#define RANK_K1_PLUS_1	2.2	/* the most a BM25 term gives, IDF aside (k1 = 1.2) */
 /*
  * Rounding makes the scores' arithmetic monotone only up to an ulp or so
  * per operation: a bound is widened by this much so that it is never below
@@ -143,6 +142,54 @@ struct phrase {
 	bool	 colocated;	/* a token with alternatives: never bounded */
 };
 
+/*
+ * One phrase's steps in each block, kept for an AND's bound (blocks_bound):
+ * n[b] of them at p[at[b]], with the meaning of a front's; n[b] -1 when
+ * nothing bounds the phrase in block b.  Packed one block after another
+ * (about five points a block, where a block's room for a met phrase's
+ * would be 32).
+ */
+#define IDX_RANK_AND_MET_MAX	RANK_STEPS_SUM_MAX	/* an AND of more is bounded each at its best */
+struct phrase_steps {
+	int8_t			*n;	/* owned: per block */
+	uint32_t		*at;	/* owned: per block */
+	struct rank_point	*p;	/* owned: size of them, used filled */
+	size_t			 used, size;
+};
+
+static void
+steps_init(struct phrase_steps *s, int64_t n_blocks)
+{
+	s->n = mb_xmalloc((size_t)n_blocks * sizeof(*s->n));
+	memset(s->n, -1, (size_t)n_blocks * sizeof(*s->n));
+	s->at = mb_xmalloc((size_t)n_blocks * sizeof(*s->at));
+	s->size = (size_t)n_blocks * 4 + RANK_STAIR_MAX;
+	s->p = mb_xmalloc(s->size * sizeof(*s->p));
+	s->used = 0;
+}
+
+static void
+steps_release(struct phrase_steps *s)
+{
+	free(s->n);
+	free(s->at);
+	free(s->p);
+}
+
+/* Keep n points at p as block b's steps of s. */
+static void
+steps_keep(struct phrase_steps *s, int64_t b, const struct rank_point *p, int n)
+{
+	if (s->used + (size_t)n > s->size) {
+		s->size = 2 * s->size + (size_t)n;
+		s->p = mb_xrealloc(s->p, s->size * sizeof(*s->p));
+	}
+	memcpy(&s->p[s->used], p, (size_t)n * sizeof(*p));
+	s->at[b] = (uint32_t)s->used;
+	s->n[b] = (int8_t)n;
+	s->used += (size_t)n;
+}
+
 struct walk {
 	struct mb_index		*idx;
 	bool			 filtered;	/* the ranges test the query's filters */
@@ -170,6 +217,13 @@ struct walk {
 	double			*bound;		/* owned: per block, the best score it can hold */
 	const char		*range_match;	/* the ranges' MATCH (NULL: the query's) */
 	const struct idx_narrow_ids *wide;	/* a wide folder's runs (NULL: none) */
+	/*
+	 * An AND's phrases' steps per block (blocks_bound), met when the walk
+	 * comes to a block (block_met): and_due NULL when not kept.
+	 */
+	struct phrase_steps	*and_steps;	/* owned: n_pos of them */
+	bool			*and_due;	/* owned: per block, not lowered yet */
+	double			*and_met;	/* owned: per block, met once (1.0: not yet) */
 };
 
 static void
@@ -184,6 +238,11 @@ walk_release(struct walk *w)
 	free(w->chunk_gen);
 	free(w->term);
 	free(w->bound);
+	for (int i = 0; w->and_steps != NULL && i < w->n_pos; i++)
+		steps_release(&w->and_steps[i]);
+	free(w->and_steps);
+	free(w->and_due);
+	free(w->and_met);
 }
 
 /* search-private.h */
@@ -490,13 +549,17 @@ token_fronts(struct walk *w, const char *token,
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(w->idx, rc, "search: rank bounds", err);
 }
 
-/* Lower block b's w->term (a phrase's term, IDF aside) to what one token's front allows. */
+/*
+ * Lower block b's w->term (a phrase's term, IDF aside) to what one token's
+ * front allows; with arg (struct phrase_steps, a word's), keep the front.
+ */
 static void
 term_lower(struct walk *w, int64_t b, const struct rank_front *fr, void *arg)
 {
 	double t = rank_front_max(fr, w->stats.avgdl);	/* 0 for an empty front */
 
-	(void)arg;
+	if (arg != NULL)
+		steps_keep(arg, b, fr->p, fr->n);
 	if (t < w->term[b])
 		w->term[b] = t;
 }
@@ -506,6 +569,7 @@ struct phrase_meet {
 	struct rank_stair	*met;
 	int			*vouched;	/* -1: the block's term is set */
 	bool			 last;		/* the phrase's last word: set the terms */
+	struct phrase_steps	*keep;		/* NULL, or where the met steps are kept */
 };
 
 static void
@@ -518,6 +582,10 @@ phrase_add(struct walk *w, int64_t b, const struct rank_front *fr, void *arg)
 	else {
 		w->term[b] = pm->vouched[b] == 0 ? rank_front_max(fr, w->stats.avgdl) :
 		    rank_stair_meet_max(&pm->met[b], fr, w->stats.avgdl);
+		if (pm->keep != NULL) {
+			rank_stair_meet(&pm->met[b], fr, pm->vouched[b] == 0);
+			steps_keep(pm->keep, b, pm->met[b].p, pm->met[b].n);
+		}
 		pm->vouched[b] = -1;
 	}
 }
@@ -534,7 +602,7 @@ bool idx_rank_phrase_met = true;
  * block none of the words vouches for gets the most a term can give.
  */
 static int
-phrase_terms(struct walk *w, int i, struct mb_err *err)
+phrase_terms(struct walk *w, int i, struct phrase_steps *keep, struct mb_err *err)
 {
 	struct phrase_meet pm;
 	int rc = 0;
@@ -544,25 +612,81 @@ phrase_terms(struct walk *w, int i, struct mb_err *err)
 	if (w->ph[i].colocated)
 		return 0;
 	if (w->ph[i].n == 1 || !idx_rank_phrase_met) {
+		/* a phrase's last word's front bounds it too: kept, it is looser */
 		for (int j = 0; j < w->ph[i].n; j++)
-			if (token_fronts(w, w->ph[i].tokens[j], term_lower, NULL, err) == -1)
+			if (token_fronts(w, w->ph[i].tokens[j], term_lower, keep, err) == -1)
 				return -1;
 		return 0;
 	}
 	/* not cleared: a block's first front sets it (rank_stair_meet) */
 	pm.met = mb_xmalloc((size_t)w->n_blocks * sizeof(*pm.met));
 	pm.vouched = mb_xcalloc((size_t)w->n_blocks, sizeof(*pm.vouched));
+	pm.keep = keep;
 	for (int j = 0; rc == 0 && j < w->ph[i].n; j++) {
 		pm.last = j == w->ph[i].n - 1;
 		rc = token_fronts(w, w->ph[i].tokens[j], phrase_add, &pm, err);
 	}
 	/* blocks the last word's bounds did not vouch for: the others' steps */
 	for (int64_t b = 0; rc == 0 && b < w->n_blocks; b++)
-		if (pm.vouched[b] > 0)
+		if (pm.vouched[b] > 0) {
 			w->term[b] = rank_points_max(pm.met[b].p, pm.met[b].n, w->stats.avgdl);
+			if (keep != NULL)
+				steps_keep(keep, b, pm.met[b].p, pm.met[b].n);
+		}
 	free(pm.met);
 	free(pm.vouched);
 	return rc;
+}
+
+/*
+ * Whether an AND of up to IDX_RANK_AND_MET_MAX phrases has its blocks
+ * bounded with its phrases at one length (rank_steps_sum_max), each block
+ * as the walk comes to it (its phrases' steps kept for the walk: about 45
+ * bytes a block a phrase).  The tests and the benchmarks turn it off to
+ * compare.
+ */
+bool idx_rank_and_met = true;
+
+/*
+ * Block b's bound as w->bound holds them (negated, IDF and slack in), with
+ * its AND's phrases' steps met if that is still due: the walk asks it of a
+ * neighbour it may read along, whose place in its order stays as it was.
+ */
+static double
+block_bound_now(struct walk *w, int64_t b)
+{
+	const struct rank_point *p[IDX_RANK_AND_MET_MAX];
+	int n[IDX_RANK_AND_MET_MAX];
+	double met;
+
+	if (w->and_due == NULL || !w->and_due[b])
+		return w->bound[b];
+	if (w->and_met[b] > 0.0) {	/* not met yet: once a block, however often asked */
+		for (int i = 0; i < w->n_pos; i++) {
+			n[i] = w->and_steps[i].n[b];
+			p[i] = n[i] >= 0 ? &w->and_steps[i].p[w->and_steps[i].at[b]] : NULL;
+		}
+		w->and_met[b] = -1.0 * (rank_steps_sum_max(p, n, w->stats.idf, w->n_pos,
+		    w->stats.avgdl) * (1.0 + RANK_SLACK));
+	}
+	met = w->and_met[b];
+	return met > w->bound[b] ? met : w->bound[b];
+}
+
+/*
+ * Lower block b's bound to its AND's phrases' steps met (once: and_due);
+ * whether it was lowered.
+ */
+static bool
+block_met(struct walk *w, int64_t b)
+{
+	double met = block_bound_now(w, b);
+
+	w->and_due[b] = false;
+	if (!(met > w->bound[b]))
+		return false;
+	w->bound[b] = met;
+	return true;
 }
 
 /* w->bound: for each block, the best (lowest) score a row of it can have. */
@@ -572,16 +696,22 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	/* several groups: per block, those some phrase of which it holds (a bit each) */
 	uint64_t *held = w->n_groups > 1 ? mb_xcalloc((size_t)w->n_blocks, sizeof(*held)) : NULL;
 	uint64_t every = w->n_groups >= 64 ? UINT64_MAX : (UINT64_C(1) << w->n_groups) - 1;
+	/* an AND (no OR, no rarer word): its phrases' steps kept, to meet */
+	bool meet = idx_rank_and_met && w->n_pos > 1 && w->n_pos <= IDX_RANK_AND_MET_MAX &&
+	    w->n_groups == w->n_pos && w->n_rare == 0;
+	int rc = -1;
 
 	w->term = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->term));
 	w->bound = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->bound));
 	for (int i = 0; i < w->n_pos; i++) {
 		if (w->rare[i])
 			continue;	/* ranked before the walk, which reads none of its rows */
-		if (phrase_terms(w, i, err) == -1) {
-			free(held);
-			return -1;
-		}
+		if (meet && w->and_steps == NULL)
+			w->and_steps = mb_xcalloc((size_t)w->n_pos, sizeof(*w->and_steps));
+		if (meet)
+			steps_init(&w->and_steps[i], w->n_blocks);
+		if (phrase_terms(w, i, meet ? &w->and_steps[i] : NULL, err) == -1)
+			goto out;
 		for (int64_t b = 0; b < w->n_blocks; b++) {
 			w->bound[b] += w->stats.idf[i] * w->term[b];
 			if (held != NULL && w->term[b] > 0.0)
@@ -592,7 +722,19 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	for (int64_t b = 0; held != NULL && b < w->n_blocks; b++)
 		if (held[b] != every)
 			w->bound[b] = 0.0;
+	if (meet) {	/* every block that holds a match */
+		w->and_due = mb_xmalloc((size_t)w->n_blocks * sizeof(*w->and_due));
+		w->and_met = mb_xmalloc((size_t)w->n_blocks * sizeof(*w->and_met));
+		for (int64_t b = 0; b < w->n_blocks; b++) {
+			w->and_due[b] = w->bound[b] > 0.0;
+			w->and_met[b] = 1.0;
+		}
+	}
+	rc = 0;
+out:
 	free(held);
+	if (rc == -1)
+		return -1;
 	for (int64_t b = 0; b < w->n_blocks; b++)
 		w->bound[b] = -1.0 * (w->bound[b] * (1.0 + RANK_SLACK));
 	return 0;
@@ -713,6 +855,28 @@ matches_in(const struct walk *w, int64_t n_blocks)
 }
 
 /*
+ * Move order[k], whose bound has been lowered, to its place among
+ * order[k + 1..n - 1] (sorted by bound, best first, so every block of
+ * order stays so), after those with the same bound.
+ */
+static void
+order_requeue(int64_t *order, int64_t k, int64_t n, const double *bound)
+{
+	int64_t b = order[k], lo = k + 1, hi = n;
+
+	while (lo < hi) {	/* the first after k with a worse bound */
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (bound[order[mid]] > bound[b])
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	memmove(&order[k], &order[k + 1], (size_t)(lo - k - 1) * sizeof(*order));
+	order[lo - 1] = b;
+}
+
+/*
  * Read the blocks best bound first until the next cannot reach the floor.
  * A block read takes its unread neighbours along while they can reach the
  * floor too (or, before there is one, have the same bound: the newest ids,
@@ -740,6 +904,11 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 
 		if (read[b])
 			continue;
+		/* an AND's block met when it comes first: lowered, it waits its turn */
+		if (w->and_due != NULL && w->and_due[b] && block_met(w, b)) {
+			order_requeue(order, k--, w->n_blocks, w->bound);
+			continue;
+		}
 		if (!(w->bound[b] < 0.0) || (set->floor.set && w->bound[b] > set->floor.score))
 			break;	/* sorted: no later block can reach the page either */
 		/*
@@ -788,10 +957,10 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 		}
 		reach = set->floor.set ? set->floor.score : w->bound[b];
 		while (lo > 0 && b - lo < idx_rank_range_reach && !read[lo - 1] &&
-		    w->bound[lo - 1] < 0.0 && w->bound[lo - 1] <= reach)
+		    w->bound[lo - 1] < 0.0 && block_bound_now(w, lo - 1) <= reach)
 			lo--;
 		while (hi + 1 < w->n_blocks && hi - b < idx_rank_range_reach && !read[hi + 1] &&
-		    w->bound[hi + 1] < 0.0 && w->bound[hi + 1] <= reach)
+		    w->bound[hi + 1] < 0.0 && block_bound_now(w, hi + 1) <= reach)
 			hi++;
 		for (int64_t i = lo; i <= hi; i++) {
 			read[i] = true;

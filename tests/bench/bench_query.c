@@ -24,8 +24,12 @@
  * BENCH_OR=whole reads an OR of words whole, as before the block walk took
  * it (idx_rank_or_walked); BENCH_NOT=whole a query with a NOT (-word)
  * (idx_rank_not_walked); BENCH_WORDS=whole several words every match holds
- * all of (idx_rank_words_walked); BENCH_PHRASES=whole a phrase of several
- * words beside other phrases (idx_rank_phrases_walked).
+ * all of (idx_rank_words_walked), BENCH_WORDS=walk walks them however few
+ * their matches (idx_rank_min_matches 0); BENCH_PHRASES=whole a phrase of
+ * several words beside other phrases (idx_rank_phrases_walked).
+ *
+ * BENCH_AND=apart bounds an AND's phrases each at its best, not at one
+ * length together (idx_rank_and_met).
  *
  * BENCH_OFFSET=N searches the page N hits down instead of the first (a
  * deep page: the walk's floor is the (N + 20)th score).
@@ -240,6 +244,10 @@ main(int argc, char **argv)
 		idx_rank_not_walked = false;
 	if (getenv("BENCH_WORDS") != NULL && strcmp(getenv("BENCH_WORDS"), "whole") == 0)
 		idx_rank_words_walked = false;
+	else if (getenv("BENCH_WORDS") != NULL && strcmp(getenv("BENCH_WORDS"), "walk") == 0)
+		idx_rank_min_matches = 0;
+	if (getenv("BENCH_AND") != NULL && strcmp(getenv("BENCH_AND"), "apart") == 0)
+		idx_rank_and_met = false;
 	if (getenv("BENCH_PHRASES") != NULL && strcmp(getenv("BENCH_PHRASES"), "whole") == 0)
 		idx_rank_phrases_walked = false;
 	if (getenv("BENCH_OFFSET") != NULL)

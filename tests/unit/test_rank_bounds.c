@@ -2508,36 +2508,74 @@ put_click_here(struct mb_test_index *f)
 	assert_int_equal(mb_index_commit(f->idx, &err), 0);
 }
 
+/*
+ * The rows' hits read over the first pages of text (each page checked
+ * against bm25()'s order) with *toggle false, then true; how many rows
+ * match.
+ */
+static size_t
+read_off_and_on(struct mb_test_index *f, const char *text, bool *toggle, uint64_t *off_r,
+    uint64_t *on_r)
+{
+	static int64_t want[N_MSG];
+	size_t n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
+
+	*toggle = false;
+	*off_r = counted(f, &idx_rank_hits_read, text, want, n);
+	*toggle = true;
+	*on_r = counted(f, &idx_rank_hits_read, text, want, n);
+	return n;
+}
+
 static void
 a_phrase_is_bounded_by_its_words_met(void **state)
 {
 	struct mb_test_index *f = *state;
-	static int64_t want[N_MSG];
-	size_t n;
 	uint64_t apart, met;
 
 	put_click_here(f);
 	assert_int_equal(mb_test_rank_build(f), 2);
 	idx_rank_range_reach = 1;
-	n = mb_test_bm25_order(f->idx, "\"click here\"", want, MB_ARRAY_LEN(want));
-	assert_int_equal(n, 40 + (N_MSG - 40) / 2);
-	idx_rank_phrase_met = false;
-	apart = counted(f, &idx_rank_hits_read, "\"click here\"", want, n);
-	idx_rank_phrase_met = true;
-	met = counted(f, &idx_rank_hits_read, "\"click here\"", want, n);
+	assert_int_equal(read_off_and_on(f, "\"click here\"", &idx_rank_phrase_met, &apart, &met),
+	    40 + (N_MSG - 40) / 2);
 	if (!(met * 3 < apart))
 		fail_msg("\"click here\": %llu rows' hits read with the fronts met, %llu apart",
 		    (unsigned long long)met, (unsigned long long)apart);
 	/* one word, and several words: bounded as before */
 	for (int i = 0; i < 2; i++) {
-		const char *text = i == 0 ? "click" : "click here";
-
-		n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
-		idx_rank_phrase_met = false;
-		apart = counted(f, &idx_rank_hits_read, text, want, n);
-		idx_rank_phrase_met = true;
-		assert_int_equal(counted(f, &idx_rank_hits_read, text, want, n), apart);
+		read_off_and_on(f, i == 0 ? "click" : "click here", &idx_rank_phrase_met, &apart,
+		    &met);
+		assert_int_equal(met, apart);
 	}
+	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
+}
+
+/*
+ * The same mail searched for the two words, not the phrase: a row holding
+ * both has one length, so in every block after the first a long row's
+ * click is at most the short rows' three clicks at that length, not at
+ * theirs.  Each word's best on its own (click's short rows, here's many
+ * hits in long ones) bounds those blocks above the floor of the first
+ * block's short rows; met at one length (rank_steps_sum_max), below it.
+ * Same pages either way, half the rows' hits read at most; an OR of the
+ * two words is bounded as before.
+ */
+static void
+an_and_is_bounded_at_one_length(void **state)
+{
+	struct mb_test_index *f = *state;
+	uint64_t apart, met;
+
+	put_click_here(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	idx_rank_range_reach = 1;
+	assert_int_equal(read_off_and_on(f, "click here", &idx_rank_and_met, &apart, &met),
+	    40 + (N_MSG - 40) / 2);
+	if (!(met * 2 < apart))
+		fail_msg("click here: %llu rows' hits read with the words met, %llu apart",
+		    (unsigned long long)met, (unsigned long long)apart);
+	read_off_and_on(f, "click OR here", &idx_rank_and_met, &apart, &met);
+	assert_int_equal(met, apart);
 	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
 }
 
@@ -2561,6 +2599,7 @@ main(void)
 		MB_TEST_INDEX(a_total_of_several_phrases_is_kept),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
+		MB_TEST_INDEX(an_and_is_bounded_at_one_length),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),

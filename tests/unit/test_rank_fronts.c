@@ -8,8 +8,10 @@
  * the bound before.  The last word's meet read without being kept
  * (rank_stair_meet_max, as the walk reads it) gives the same bound.
  * Fronts are built as syncd's builder builds them (rank_front_add, which
- * merges points past RANK_FRONT_MAX).
+ * merges points past RANK_FRONT_MAX).  An AND's words met at one length
+ * (rank_steps_sum_max) bound every row holding all of them the same way.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,7 +36,7 @@ rng(void)
 }
 
 struct row {
-	uint32_t	f[3];	/* each word's weighted hits (0: not in the row) */
+	uint32_t	f[4];	/* each word's weighted hits (0: not in the row) */
 	uint32_t	phrase;	/* the phrase's, at most the least of f[] */
 	uint32_t	d;
 };
@@ -195,6 +197,96 @@ a_full_stair_rises_and_still_bounds(void **state)
 	}
 }
 
+/*
+ * An AND's phrases at one length (rank_steps_sum_max): for blocks of random
+ * rows holding some of two to four words, every row holding all of them
+ * scores at most the bound (each word's IDF times its term at the row's
+ * length), and the bound is at most the sum of each word's best (the bound
+ * before), which it equals for one word.  A word with no steps in the block
+ * (n -1) counts its most at any length; a word no row holds (n 0), nothing.
+ */
+static void
+steps_sum_bounds_every_and_row(void **state)
+{
+	struct row rows[128];
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		int n = 1 + (int)(rng() % 128), words = 2 + (int)(rng() % 3), cnt[4];
+		struct rank_front fr[4] = { 0 };
+		const struct rank_point *p[4];
+		double idf[4], apart = 0.0, bound;
+		int open = words > 2 && rng() % 4 == 0 ? (int)(rng() % (unsigned)words) : -1;
+
+		random_rows(rows, n, 3);
+		for (int i = 0; i < n; i++)	/* a fourth word: the first's hits, halved */
+			rows[i].f[3] = rows[i].f[0] / 2;
+		for (int w = 0; w < words; w++) {
+			idf[w] = rng() % 5 == 0 ? 1e-6 : 0.1 + (double)(rng() % 1000) / 100.0;
+			for (int i = 0; i < n; i++)
+				if (rows[i].f[w] > 0)
+					rank_front_add(&fr[w], rows[i].f[w], rows[i].d);
+			p[w] = fr[w].p;
+			cnt[w] = w == open ? -1 : fr[w].n;
+			apart += idf[w] * (w == open ? 2.2 : rank_front_max(&fr[w], AVGDL));
+		}
+		bound = rank_steps_sum_max(p, cnt, idf, words, AVGDL);
+		assert_true(bound <= apart * (1 + 1e-12));
+		for (int i = 0; i < n; i++) {
+			double score = 0.0;
+			bool all = true;
+
+			for (int w = 0; w < words; w++) {
+				all = all && rows[i].f[w] > 0;
+				score += idf[w] * (w == open ? 2.2 : term(rows[i].f[w], rows[i].d));
+			}
+			if (all && score > bound * (1 + 1e-12))
+				fail_msg("round %d: a row of length %u scores %.17g, the bound %.17g",
+				    round, rows[i].d, score, bound);
+		}
+		/* one word: its own best */
+		assert_true(rank_steps_sum_max(p, cnt, idf, 1, AVGDL) ==
+		    (open == 0 ? idf[0] * 2.2 : idf[0] * rank_front_max(&fr[0], AVGDL)));
+	}
+	/* a word no row of the block holds: no row holds them all */
+	{
+		struct rank_front a = { 0 };
+		const struct rank_point *p[2] = { a.p, a.p };
+		int cnt[2] = { 0, -1 };
+		double idf[2] = { 1.0, 1.0 };
+
+		rank_front_add(&a, 3, 10);
+		cnt[1] = -1;
+		assert_true(rank_steps_sum_max(p, cnt, idf, 2, AVGDL) == 0.0);
+		cnt[0] = -1;	/* neither has steps: each its most */
+		assert_true(rank_steps_sum_max(p, cnt, idf, 2, AVGDL) == 2 * 2.2);
+	}
+}
+
+/*
+ * Met at one length is lower where the words are strong apart: click three
+ * times in a short row, here thirteen times in a long one; a row with both
+ * is long, so its click counts at the long length.
+ */
+static void
+and_of_words_strong_apart_is_below_their_bests(void **state)
+{
+	struct rank_front click = { 0 }, here = { 0 };
+	const struct rank_point *p[2] = { click.p, here.p };
+	int cnt[2];
+	double idf[2] = { 2.0, 0.5 }, met;
+
+	(void)state;
+	rank_front_add(&click, 3, 9);
+	rank_front_add(&click, 1, 108);
+	rank_front_add(&here, 13, 108);
+	cnt[0] = click.n;
+	cnt[1] = here.n;
+	met = rank_steps_sum_max(p, cnt, idf, 2, AVGDL);
+	assert_true(fabs(met - (2.0 * term(3, 108) + 0.5 * term(13, 108))) < 1e-12);
+	assert_true(met < 2.0 * rank_front_max(&click, AVGDL) + 0.5 * rank_front_max(&here, AVGDL));
+}
+
 int
 main(void)
 {
@@ -202,6 +294,8 @@ main(void)
 		cmocka_unit_test(met_steps_bound_every_phrase_row),
 		cmocka_unit_test(words_strong_apart_meet_below_either),
 		cmocka_unit_test(a_full_stair_rises_and_still_bounds),
+		cmocka_unit_test(steps_sum_bounds_every_and_row),
+		cmocka_unit_test(and_of_words_strong_apart_is_below_their_bests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
