@@ -647,6 +647,14 @@ phrase_terms(struct walk *w, int i, struct phrase_steps *keep, struct mb_err *er
  */
 bool idx_rank_and_met = true;
 
+/* Whether w's blocks are bounded with its phrases at one length: an AND of a few. */
+static bool
+and_meets(const struct walk *w)
+{
+	return idx_rank_and_met && w->n_pos > 1 && w->n_pos <= IDX_RANK_AND_MET_MAX &&
+	    w->n_groups == w->n_pos && w->n_rare == 0;
+}
+
 /*
  * Block b's bound as w->bound holds them (negated, IDF and slack in), with
  * its AND's phrases' steps met if that is still due: the walk asks it of a
@@ -697,8 +705,7 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	uint64_t *held = w->n_groups > 1 ? mb_xcalloc((size_t)w->n_blocks, sizeof(*held)) : NULL;
 	uint64_t every = w->n_groups >= 64 ? UINT64_MAX : (UINT64_C(1) << w->n_groups) - 1;
 	/* an AND (no OR, no rarer word): its phrases' steps kept, to meet */
-	bool meet = idx_rank_and_met && w->n_pos > 1 && w->n_pos <= IDX_RANK_AND_MET_MAX &&
-	    w->n_groups == w->n_pos && w->n_rare == 0;
+	bool meet = and_meets(w);
 	int rc = -1;
 
 	w->term = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->term));
@@ -1056,6 +1063,20 @@ _Thread_local uint64_t idx_rank_walks;
  * words walked through their bounds").
  */
 #define IDX_RANK_WORDS_SHARE	25
+/*
+ * Words only (no phrase among them), bounded at one length
+ * (idx_rank_and_met), are walked from a 50th: at 1,000,000 messages of the
+ * corpus every pair of 30 measured whose guess was at least 15,000 (the
+ * 25th's 40,000 took `and returns`, 42,089) won walked but three
+ * (`get money`, 42,152: +27%; `please click`, `email free`: +8, +10),
+ * from 5% (`free money`, 26,863) to 74% (`free offer`, 32,973: 31.8 ms of
+ * CPU read whole, 8.2 walked), and below 15,000 six of ten lost, by up
+ * to 129% (`version linux`, 14,060); at 100,000 the least matches
+ * walked, 3,000, is more than a 50th and decides, where a 25th had been
+ * 4,000 (`face the`, 3,327: 2.94 ms whole, 1.15 walked; docs/benchmarks.md,
+ * "Several words walked from a 50th of the ids").
+ */
+int64_t idx_rank_and_share = 50;
 bool idx_rank_words_walked = true;
 bool idx_rank_or_walked = true;
 bool idx_rank_not_walked = true;
@@ -1114,6 +1135,17 @@ rows_guess(const struct walk *w, int64_t max_id)
  * so a phrase also needs a 32nd of the ids (docs/benchmarks.md, "Few
  * matches read whole").  idx_rank_min_matches 0 walks everything (tests).
  */
+/* The share of the ids (its inverse) several phrases' guessed matches must reach to walk. */
+static int64_t
+words_share(const struct walk *w)
+{
+	for (int i = 0; i < w->n_pos; i++)
+		if (w->ph[i].n != 1)
+			return IDX_RANK_WORDS_SHARE;
+	return and_meets(w) && idx_rank_and_share > 0 ? idx_rank_and_share :
+	    IDX_RANK_WORDS_SHARE;
+}
+
 static bool
 few_matches(const struct walk *w, int64_t max_id)
 {
@@ -1121,8 +1153,8 @@ few_matches(const struct walk *w, int64_t max_id)
 
 	if (min > 0 && w->ph[0].n > 1 && max_id / 32 > min)
 		min = max_id / 32;
-	if (min > 0 && w->n_groups > 1 && max_id / IDX_RANK_WORDS_SHARE > min)
-		min = max_id / IDX_RANK_WORDS_SHARE;
+	if (min > 0 && w->n_groups > 1 && max_id / words_share(w) > min)
+		min = max_id / words_share(w);
 	return rows_guess(w, max_id) < (double)min;
 }
 

@@ -265,9 +265,13 @@ extern int64_t	idx_rank_prefix_min_matches;
 extern int64_t	idx_rank_prefix_min_share;
 /*
  * Whether a search of several words may be walked (index_search_blocks.c,
- * IDX_RANK_WORDS_SHARE); the tests clear it to read such a search whole.
+ * IDX_RANK_WORDS_SHARE), and the share of the ids (1 / idx_rank_and_share)
+ * the guessed matches of words bounded at one length must reach for it;
+ * the tests clear the one to read such a search whole and set the other,
+ * the benchmarks set it to choose it.
  */
 extern bool	idx_rank_words_walked;
+extern int64_t	idx_rank_and_share;
 extern bool	idx_rank_or_walked;
 extern bool	idx_rank_not_walked;
 /*

@@ -28,6 +28,9 @@
  * their matches (idx_rank_min_matches 0); BENCH_PHRASES=whole a phrase of
  * several words beside other phrases (idx_rank_phrases_walked).
  *
+ * BENCH_AND_SHARE=N walks several words bounded at one length whose
+ * guessed matches are an Nth of the ids or more (idx_rank_and_share).
+ *
  * BENCH_AND=apart bounds an AND's phrases each at its best, not at one
  * length together (idx_rank_and_met).
  *
@@ -246,6 +249,8 @@ main(int argc, char **argv)
 		idx_rank_words_walked = false;
 	else if (getenv("BENCH_WORDS") != NULL && strcmp(getenv("BENCH_WORDS"), "walk") == 0)
 		idx_rank_min_matches = 0;
+	if (getenv("BENCH_AND_SHARE") != NULL)
+		idx_rank_and_share = atoll(getenv("BENCH_AND_SHARE"));
 	if (getenv("BENCH_AND") != NULL && strcmp(getenv("BENCH_AND"), "apart") == 0)
 		idx_rank_and_met = false;
 	if (getenv("BENCH_PHRASES") != NULL && strcmp(getenv("BENCH_PHRASES"), "whole") == 0)

@@ -2247,7 +2247,7 @@ few_matches_are_read_whole(void **state)
 	assert_true(walked(f, "\"gamma delta\"", want, n));
 
 	/*
-	 * Several words: walked when, were they independent, a 25th of the
+	 * Several words: walked when, were they independent, a 50th of the
 	 * messages would hold them all (alpha beta: 90% and 40%, 1,800 of
 	 * 5,000), read whole when fewer would (gamma mailing: 15% and 10%, 75);
 	 * a phrase of several words among them likewise (alpha "mailing
@@ -2264,6 +2264,21 @@ few_matches_are_read_whole(void **state)
 	n = mb_test_bm25_order(f->idx, "gamma \"mailing list\"", want, MB_ARRAY_LEN(want));
 	assert_true(n > 28);
 	assert_false(walked(f, "gamma \"mailing list\"", want, n));
+	/*
+	 * Words alone, bounded at one length, from their own share
+	 * (idx_rank_and_share): gamma mailing (75 of 5,000) from a 100th; a
+	 * phrase among them still from a 25th
+	 */
+	idx_rank_and_share = 100;
+	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
+	assert_true(walked(f, "gamma mailing", want, n));
+	n = mb_test_bm25_order(f->idx, "gamma \"mailing list\"", want, MB_ARRAY_LEN(want));
+	assert_false(walked(f, "gamma \"mailing list\"", want, n));
+	idx_rank_and_met = false;	/* bounded each at its best: from a 25th */
+	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
+	assert_false(walked(f, "gamma mailing", want, n));
+	idx_rank_and_met = true;
+	idx_rank_and_share = 50;
 	idx_rank_min_matches = 0;
 	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
 	assert_true(walked(f, "gamma mailing", want, n));
