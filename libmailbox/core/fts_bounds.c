@@ -249,7 +249,7 @@ rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr, dou
 
 double
 rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double *idf, int k,
-    double avgdl)
+    bool every, double avgdl)
 {
 	struct rank_point s[RANK_STEPS_SUM_MAX][RANK_STAIR_MAX];
 	uint32_t most[RANK_STEPS_SUM_MAX] = { 0 }, f[RANK_STEPS_SUM_MAX] = { 0 };
@@ -258,13 +258,13 @@ rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double
 	bool any = false;
 
 	for (int i = 0; i < k; i++) {
-		if (n[i] == 0)
+		if (n[i] == 0 && every)
 			return 0.0;	/* no row of the block holds phrase i */
 		if (n[i] < 0) {
 			unbounded += idf[i] * RANK_K1_PLUS_1;
 			continue;
 		}
-		any = true;
+		any = any || n[i] > 0;
 		memcpy(s[i], p[i], (size_t)n[i] * sizeof(s[i][0]));
 		points_by_length(s[i], n[i]);
 		for (int j = 0; j < n[i]; j++)
@@ -300,7 +300,7 @@ rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double
 		}
 		if (!(most_sum > best))
 			break;
-		if (!held)
+		if (every && !held)
 			continue;	/* no row this short holds every phrase */
 		for (int i = 0; i < k; i++)
 			if (n[i] > 0)

@@ -143,13 +143,14 @@ struct phrase {
 };
 
 /*
- * One phrase's steps in each block, kept for an AND's bound (blocks_bound):
+ * One phrase's steps in each block, kept for the bound at one length of an
+ * AND or an OR of a few phrases (blocks_bound):
  * n[b] of them at p[at[b]], with the meaning of a front's; n[b] -1 when
  * nothing bounds the phrase in block b.  Packed one block after another
  * (about five points a block, where a block's room for a met phrase's
  * would be 32).
  */
-#define IDX_RANK_AND_MET_MAX	RANK_STEPS_SUM_MAX	/* an AND of more is bounded each at its best */
+#define IDX_RANK_ONE_LENGTH_MAX	RANK_STEPS_SUM_MAX	/* more phrases: each at its best */
 struct phrase_steps {
 	int8_t			*n;	/* owned: per block */
 	uint32_t		*at;	/* owned: per block */
@@ -218,12 +219,13 @@ struct walk {
 	const char		*range_match;	/* the ranges' MATCH (NULL: the query's) */
 	const struct idx_narrow_ids *wide;	/* a wide folder's runs (NULL: none) */
 	/*
-	 * An AND's phrases' steps per block (blocks_bound), met when the walk
-	 * comes to a block (block_met): and_due NULL when not kept.
+	 * An AND's or an OR's phrases' steps per block (blocks_bound), summed
+	 * at one length when the walk comes to a block (block_met): sum_due
+	 * NULL when not kept.
 	 */
-	struct phrase_steps	*and_steps;	/* owned: n_pos of them */
-	bool			*and_due;	/* owned: per block, not lowered yet */
-	double			*and_met;	/* owned: per block, met once (1.0: not yet) */
+	struct phrase_steps	*sum_steps;	/* owned: n_pos of them */
+	bool			*sum_due;	/* owned: per block, not lowered yet */
+	double			*sum_met;	/* owned: per block, met once (1.0: not yet) */
 };
 
 static void
@@ -238,11 +240,11 @@ walk_release(struct walk *w)
 	free(w->chunk_gen);
 	free(w->term);
 	free(w->bound);
-	for (int i = 0; w->and_steps != NULL && i < w->n_pos; i++)
-		steps_release(&w->and_steps[i]);
-	free(w->and_steps);
-	free(w->and_due);
-	free(w->and_met);
+	for (int i = 0; w->sum_steps != NULL && i < w->n_pos; i++)
+		steps_release(&w->sum_steps[i]);
+	free(w->sum_steps);
+	free(w->sum_due);
+	free(w->sum_met);
 }
 
 /* search-private.h */
@@ -639,58 +641,63 @@ phrase_terms(struct walk *w, int i, struct phrase_steps *keep, struct mb_err *er
 }
 
 /*
- * Whether an AND of up to IDX_RANK_AND_MET_MAX phrases has its blocks
- * bounded with its phrases at one length (rank_steps_sum_max), each block
- * as the walk comes to it (its phrases' steps kept for the walk: about 45
- * bytes a block a phrase).  The tests and the benchmarks turn it off to
- * compare.
+ * Whether an AND or an OR of up to IDX_RANK_ONE_LENGTH_MAX phrases has its
+ * blocks bounded with its phrases at one length (rank_steps_sum_max), each
+ * block as the walk comes to it (its phrases' steps kept for the walk:
+ * about 45 bytes a block a phrase).  The tests and the benchmarks turn it
+ * off to compare.
  */
-bool idx_rank_and_met = true;
+bool idx_rank_one_length = true;
 
-/* Whether w's blocks are bounded with its phrases at one length: an AND of a few. */
+/*
+ * Whether w's blocks are bounded with its phrases at one length: an AND or
+ * an OR of a few, every phrase bounded (an OR beside an AND is not: its
+ * groups would each need their own sums).
+ */
 static bool
-and_meets(const struct walk *w)
+sums_at_one_length(const struct walk *w)
 {
-	return idx_rank_and_met && w->n_pos > 1 && w->n_pos <= IDX_RANK_AND_MET_MAX &&
-	    w->n_groups == w->n_pos && w->n_rare == 0;
+	return idx_rank_one_length && w->n_pos > 1 && w->n_pos <= IDX_RANK_ONE_LENGTH_MAX &&
+	    (w->n_groups == w->n_pos || w->n_groups == 1) && w->n_rare == 0;
 }
 
 /*
  * Block b's bound as w->bound holds them (negated, IDF and slack in), with
- * its AND's phrases' steps met if that is still due: the walk asks it of a
+ * its phrases' steps summed at one length if that is still due (every
+ * phrase in the row for an AND, any for an OR): the walk asks it of a
  * neighbour it may read along, whose place in its order stays as it was.
  */
 static double
 block_bound_now(struct walk *w, int64_t b)
 {
-	const struct rank_point *p[IDX_RANK_AND_MET_MAX];
-	int n[IDX_RANK_AND_MET_MAX];
+	const struct rank_point *p[IDX_RANK_ONE_LENGTH_MAX];
+	int n[IDX_RANK_ONE_LENGTH_MAX];
 	double met;
 
-	if (w->and_due == NULL || !w->and_due[b])
+	if (w->sum_due == NULL || !w->sum_due[b])
 		return w->bound[b];
-	if (w->and_met[b] > 0.0) {	/* not met yet: once a block, however often asked */
+	if (w->sum_met[b] > 0.0) {	/* not met yet: once a block, however often asked */
 		for (int i = 0; i < w->n_pos; i++) {
-			n[i] = w->and_steps[i].n[b];
-			p[i] = n[i] >= 0 ? &w->and_steps[i].p[w->and_steps[i].at[b]] : NULL;
+			n[i] = w->sum_steps[i].n[b];
+			p[i] = n[i] >= 0 ? &w->sum_steps[i].p[w->sum_steps[i].at[b]] : NULL;
 		}
-		w->and_met[b] = -1.0 * (rank_steps_sum_max(p, n, w->stats.idf, w->n_pos,
-		    w->stats.avgdl) * (1.0 + RANK_SLACK));
+		w->sum_met[b] = -1.0 * (rank_steps_sum_max(p, n, w->stats.idf, w->n_pos,
+		    w->n_groups == w->n_pos, w->stats.avgdl) * (1.0 + RANK_SLACK));
 	}
-	met = w->and_met[b];
+	met = w->sum_met[b];
 	return met > w->bound[b] ? met : w->bound[b];
 }
 
 /*
- * Lower block b's bound to its AND's phrases' steps met (once: and_due);
- * whether it was lowered.
+ * Lower block b's bound to its phrases' steps summed at one length (once:
+ * sum_due); whether it was lowered.
  */
 static bool
 block_met(struct walk *w, int64_t b)
 {
 	double met = block_bound_now(w, b);
 
-	w->and_due[b] = false;
+	w->sum_due[b] = false;
 	if (!(met > w->bound[b]))
 		return false;
 	w->bound[b] = met;
@@ -704,8 +711,8 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	/* several groups: per block, those some phrase of which it holds (a bit each) */
 	uint64_t *held = w->n_groups > 1 ? mb_xcalloc((size_t)w->n_blocks, sizeof(*held)) : NULL;
 	uint64_t every = w->n_groups >= 64 ? UINT64_MAX : (UINT64_C(1) << w->n_groups) - 1;
-	/* an AND (no OR, no rarer word): its phrases' steps kept, to meet */
-	bool meet = and_meets(w);
+	/* an AND or an OR of a few, no rarer word: its phrases' steps kept, to sum */
+	bool meet = sums_at_one_length(w);
 	int rc = -1;
 
 	w->term = mb_xcalloc((size_t)w->n_blocks, sizeof(*w->term));
@@ -713,11 +720,11 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	for (int i = 0; i < w->n_pos; i++) {
 		if (w->rare[i])
 			continue;	/* ranked before the walk, which reads none of its rows */
-		if (meet && w->and_steps == NULL)
-			w->and_steps = mb_xcalloc((size_t)w->n_pos, sizeof(*w->and_steps));
+		if (meet && w->sum_steps == NULL)
+			w->sum_steps = mb_xcalloc((size_t)w->n_pos, sizeof(*w->sum_steps));
 		if (meet)
-			steps_init(&w->and_steps[i], w->n_blocks);
-		if (phrase_terms(w, i, meet ? &w->and_steps[i] : NULL, err) == -1)
+			steps_init(&w->sum_steps[i], w->n_blocks);
+		if (phrase_terms(w, i, meet ? &w->sum_steps[i] : NULL, err) == -1)
 			goto out;
 		for (int64_t b = 0; b < w->n_blocks; b++) {
 			w->bound[b] += w->stats.idf[i] * w->term[b];
@@ -730,11 +737,11 @@ blocks_bound(struct walk *w, struct mb_err *err)
 		if (held[b] != every)
 			w->bound[b] = 0.0;
 	if (meet) {	/* every block that holds a match */
-		w->and_due = mb_xmalloc((size_t)w->n_blocks * sizeof(*w->and_due));
-		w->and_met = mb_xmalloc((size_t)w->n_blocks * sizeof(*w->and_met));
+		w->sum_due = mb_xmalloc((size_t)w->n_blocks * sizeof(*w->sum_due));
+		w->sum_met = mb_xmalloc((size_t)w->n_blocks * sizeof(*w->sum_met));
 		for (int64_t b = 0; b < w->n_blocks; b++) {
-			w->and_due[b] = w->bound[b] > 0.0;
-			w->and_met[b] = 1.0;
+			w->sum_due[b] = w->bound[b] > 0.0;
+			w->sum_met[b] = 1.0;
 		}
 	}
 	rc = 0;
@@ -911,8 +918,8 @@ blocks_walk(struct walk *w, const struct mb_query *q, struct idx_rank_set *set,
 
 		if (read[b])
 			continue;
-		/* an AND's block met when it comes first: lowered, it waits its turn */
-		if (w->and_due != NULL && w->and_due[b] && block_met(w, b)) {
+		/* a block summed at one length when it comes first: lowered, it waits its turn */
+		if (w->sum_due != NULL && w->sum_due[b] && block_met(w, b)) {
 			order_requeue(order, k--, w->n_blocks, w->bound);
 			continue;
 		}
@@ -1065,7 +1072,7 @@ _Thread_local uint64_t idx_rank_walks;
 #define IDX_RANK_WORDS_SHARE	25
 /*
  * Words only (no phrase among them), bounded at one length
- * (idx_rank_and_met), are walked from a 50th: at 1,000,000 messages of the
+ * (idx_rank_one_length), are walked from a 50th: at 1,000,000 messages of the
  * corpus every pair of 30 measured whose guess was at least 15,000 (the
  * 25th's 40,000 took `and returns`, 42,089) won walked but three
  * (`get money`, 42,152: +27%; `please click`, `email free`: +8, +10),
@@ -1142,8 +1149,8 @@ words_share(const struct walk *w)
 	for (int i = 0; i < w->n_pos; i++)
 		if (w->ph[i].n != 1)
 			return IDX_RANK_WORDS_SHARE;
-	return and_meets(w) && idx_rank_and_share > 0 ? idx_rank_and_share :
-	    IDX_RANK_WORDS_SHARE;
+	return sums_at_one_length(w) && w->n_groups == w->n_pos && idx_rank_and_share > 0 ?
+	    idx_rank_and_share : IDX_RANK_WORDS_SHARE;
 }
 
 static bool

@@ -31,8 +31,8 @@
  * BENCH_AND_SHARE=N walks several words bounded at one length whose
  * guessed matches are an Nth of the ids or more (idx_rank_and_share).
  *
- * BENCH_AND=apart bounds an AND's phrases each at its best, not at one
- * length together (idx_rank_and_met).
+ * BENCH_ONE_LENGTH=apart bounds an AND's or an OR's phrases each at its
+ * best, not at one length together (idx_rank_one_length).
  *
  * BENCH_OFFSET=N searches the page N hits down instead of the first (a
  * deep page: the walk's floor is the (N + 20)th score).
@@ -251,8 +251,8 @@ main(int argc, char **argv)
 		idx_rank_min_matches = 0;
 	if (getenv("BENCH_AND_SHARE") != NULL)
 		idx_rank_and_share = atoll(getenv("BENCH_AND_SHARE"));
-	if (getenv("BENCH_AND") != NULL && strcmp(getenv("BENCH_AND"), "apart") == 0)
-		idx_rank_and_met = false;
+	if (getenv("BENCH_ONE_LENGTH") != NULL && strcmp(getenv("BENCH_ONE_LENGTH"), "apart") == 0)
+		idx_rank_one_length = false;
 	if (getenv("BENCH_PHRASES") != NULL && strcmp(getenv("BENCH_PHRASES"), "whole") == 0)
 		idx_rank_phrases_walked = false;
 	if (getenv("BENCH_OFFSET") != NULL)

@@ -2274,10 +2274,10 @@ few_matches_are_read_whole(void **state)
 	assert_true(walked(f, "gamma mailing", want, n));
 	n = mb_test_bm25_order(f->idx, "gamma \"mailing list\"", want, MB_ARRAY_LEN(want));
 	assert_false(walked(f, "gamma \"mailing list\"", want, n));
-	idx_rank_and_met = false;	/* bounded each at its best: from a 25th */
+	idx_rank_one_length = false;	/* bounded each at its best: from a 25th */
 	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
 	assert_false(walked(f, "gamma mailing", want, n));
-	idx_rank_and_met = true;
+	idx_rank_one_length = true;
 	idx_rank_and_share = 50;
 	idx_rank_min_matches = 0;
 	n = mb_test_bm25_order(f->idx, "gamma mailing", want, MB_ARRAY_LEN(want));
@@ -2571,12 +2571,12 @@ a_phrase_is_bounded_by_its_words_met(void **state)
  * click is at most the short rows' three clicks at that length, not at
  * theirs.  Each word's best on its own (click's short rows, here's many
  * hits in long ones) bounds those blocks above the floor of the first
- * block's short rows; met at one length (rank_steps_sum_max), below it.
- * Same pages either way, half the rows' hits read at most; an OR of the
- * two words is bounded as before.
+ * block's short rows; summed at one length (rank_steps_sum_max), below
+ * it.  An OR of the two likewise: a short row holds no here, a long one
+ * little click.  Same pages either way, half the rows' hits read at most.
  */
 static void
-an_and_is_bounded_at_one_length(void **state)
+an_and_or_an_or_is_bounded_at_one_length(void **state)
 {
 	struct mb_test_index *f = *state;
 	uint64_t apart, met;
@@ -2584,13 +2584,15 @@ an_and_is_bounded_at_one_length(void **state)
 	put_click_here(f);
 	assert_int_equal(mb_test_rank_build(f), 2);
 	idx_rank_range_reach = 1;
-	assert_int_equal(read_off_and_on(f, "click here", &idx_rank_and_met, &apart, &met),
+	assert_int_equal(read_off_and_on(f, "click here", &idx_rank_one_length, &apart, &met),
 	    40 + (N_MSG - 40) / 2);
 	if (!(met * 2 < apart))
 		fail_msg("click here: %llu rows' hits read with the words met, %llu apart",
 		    (unsigned long long)met, (unsigned long long)apart);
-	read_off_and_on(f, "click OR here", &idx_rank_and_met, &apart, &met);
-	assert_int_equal(met, apart);
+	read_off_and_on(f, "click OR here", &idx_rank_one_length, &apart, &met);
+	if (!(met * 2 < apart))
+		fail_msg("click OR here: %llu rows' hits read at one length, %llu apart",
+		    (unsigned long long)met, (unsigned long long)apart);
 	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
 }
 
@@ -2614,7 +2616,7 @@ main(void)
 		MB_TEST_INDEX(a_total_of_several_phrases_is_kept),
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
-		MB_TEST_INDEX(an_and_is_bounded_at_one_length),
+		MB_TEST_INDEX(an_and_or_an_or_is_bounded_at_one_length),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
 		MB_TEST_INDEX(a_narrow_date_range_reads_only_its_ids),
 		MB_TEST_INDEX(a_small_folder_reads_only_its_ids),

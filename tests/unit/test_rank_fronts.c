@@ -198,12 +198,14 @@ a_full_stair_rises_and_still_bounds(void **state)
 }
 
 /*
- * An AND's phrases at one length (rank_steps_sum_max): for blocks of random
- * rows holding some of two to four words, every row holding all of them
- * scores at most the bound (each word's IDF times its term at the row's
- * length), and the bound is at most the sum of each word's best (the bound
- * before), which it equals for one word.  A word with no steps in the block
- * (n -1) counts its most at any length; a word no row holds (n 0), nothing.
+ * An AND's or an OR's phrases at one length (rank_steps_sum_max): for
+ * blocks of random rows holding some of two to four words, every row
+ * holding all of them scores at most the AND's bound, and every row holding
+ * any at most the OR's (each word it holds: its IDF times its term at the
+ * row's length); the AND's is at most the OR's, the OR's at most the sum
+ * of each word's best (the bound before), which both equal for one word.
+ * A word with no steps in the block (n -1) counts its most at any length;
+ * a word no row holds (n 0) leaves an AND no row, an OR the others'.
  */
 static void
 steps_sum_bounds_every_and_row(void **state)
@@ -215,7 +217,7 @@ steps_sum_bounds_every_and_row(void **state)
 		int n = 1 + (int)(rng() % 128), words = 2 + (int)(rng() % 3), cnt[4];
 		struct rank_front fr[4] = { 0 };
 		const struct rank_point *p[4];
-		double idf[4], apart = 0.0, bound;
+		double idf[4], apart = 0.0, bound, any;
 		int open = words > 2 && rng() % 4 == 0 ? (int)(rng() % (unsigned)words) : -1;
 
 		random_rows(rows, n, 3);
@@ -230,22 +232,30 @@ steps_sum_bounds_every_and_row(void **state)
 			cnt[w] = w == open ? -1 : fr[w].n;
 			apart += idf[w] * (w == open ? 2.2 : rank_front_max(&fr[w], AVGDL));
 		}
-		bound = rank_steps_sum_max(p, cnt, idf, words, AVGDL);
-		assert_true(bound <= apart * (1 + 1e-12));
+		bound = rank_steps_sum_max(p, cnt, idf, words, true, AVGDL);
+		any = rank_steps_sum_max(p, cnt, idf, words, false, AVGDL);
+		assert_true(bound <= any && any <= apart * (1 + 1e-12));
 		for (int i = 0; i < n; i++) {
 			double score = 0.0;
 			bool all = true;
 
 			for (int w = 0; w < words; w++) {
 				all = all && rows[i].f[w] > 0;
-				score += idf[w] * (w == open ? 2.2 : term(rows[i].f[w], rows[i].d));
+				if (rows[i].f[w] > 0)
+					score += idf[w] * (w == open ? 2.2 :
+					    term(rows[i].f[w], rows[i].d));
 			}
 			if (all && score > bound * (1 + 1e-12))
 				fail_msg("round %d: a row of length %u scores %.17g, the bound %.17g",
 				    round, rows[i].d, score, bound);
+			if (score > any * (1 + 1e-12))
+				fail_msg("round %d: an OR's row of length %u scores %.17g, the bound "
+				    "%.17g", round, rows[i].d, score, any);
 		}
 		/* one word: its own best */
-		assert_true(rank_steps_sum_max(p, cnt, idf, 1, AVGDL) ==
+		assert_true(rank_steps_sum_max(p, cnt, idf, 1, true, AVGDL) ==
+		    (open == 0 ? idf[0] * 2.2 : idf[0] * rank_front_max(&fr[0], AVGDL)));
+		assert_true(rank_steps_sum_max(p, cnt, idf, 1, false, AVGDL) ==
 		    (open == 0 ? idf[0] * 2.2 : idf[0] * rank_front_max(&fr[0], AVGDL)));
 	}
 	/* a word no row of the block holds: no row holds them all */
@@ -257,9 +267,15 @@ steps_sum_bounds_every_and_row(void **state)
 
 		rank_front_add(&a, 3, 10);
 		cnt[1] = -1;
-		assert_true(rank_steps_sum_max(p, cnt, idf, 2, AVGDL) == 0.0);
+		assert_true(rank_steps_sum_max(p, cnt, idf, 2, true, AVGDL) == 0.0);
+		/* an OR's row may hold the other alone */
+		assert_true(rank_steps_sum_max(p, cnt, idf, 2, false, AVGDL) == 2.2);
+		cnt[1] = 1;
+		assert_true(rank_steps_sum_max(p, cnt, idf, 2, false, AVGDL) ==
+		    rank_front_max(&a, AVGDL));
+		cnt[1] = -1;
 		cnt[0] = -1;	/* neither has steps: each its most */
-		assert_true(rank_steps_sum_max(p, cnt, idf, 2, AVGDL) == 2 * 2.2);
+		assert_true(rank_steps_sum_max(p, cnt, idf, 2, true, AVGDL) == 2 * 2.2);
 	}
 }
 
@@ -282,7 +298,7 @@ and_of_words_strong_apart_is_below_their_bests(void **state)
 	rank_front_add(&here, 13, 108);
 	cnt[0] = click.n;
 	cnt[1] = here.n;
-	met = rank_steps_sum_max(p, cnt, idf, 2, AVGDL);
+	met = rank_steps_sum_max(p, cnt, idf, 2, true, AVGDL);
 	assert_true(fabs(met - (2.0 * term(3, 108) + 0.5 * term(13, 108))) < 1e-12);
 	assert_true(met < 2.0 * rank_front_max(&click, AVGDL) + 0.5 * rank_front_max(&here, AVGDL));
 }
