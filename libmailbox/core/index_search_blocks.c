@@ -150,7 +150,8 @@ struct phrase {
  * (about five points a block, where a block's room for a met phrase's
  * would be 32).
  */
-#define IDX_RANK_ONE_LENGTH_MAX	RANK_STEPS_SUM_MAX	/* more phrases: each at its best */
+/* more phrases: each at its best */
+#define IDX_RANK_ONE_LENGTH_MAX	RANK_STEPS_SUM_MAX
 struct phrase_steps {
 	int8_t			*n;	/* owned: per block */
 	uint32_t		*at;	/* owned: per block */
@@ -225,7 +226,7 @@ struct walk {
 	 */
 	struct phrase_steps	*sum_steps;	/* owned: n_pos of them */
 	bool			*sum_due;	/* owned: per block, not lowered yet */
-	double			*sum_met;	/* owned: per block, met once (1.0: not yet) */
+	double			*sum_met;	/* owned: per block, its sum (1.0: not yet) */
 };
 
 static void

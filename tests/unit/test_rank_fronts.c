@@ -246,11 +246,11 @@ steps_sum_bounds_every_and_row(void **state)
 					    term(rows[i].f[w], rows[i].d));
 			}
 			if (all && score > bound * (1 + 1e-12))
-				fail_msg("round %d: a row of length %u scores %.17g, the bound %.17g",
-				    round, rows[i].d, score, bound);
+				fail_msg("round %d: a row of length %u scores %.17g, "
+				    "the bound %.17g", round, rows[i].d, score, bound);
 			if (score > any * (1 + 1e-12))
-				fail_msg("round %d: an OR's row of length %u scores %.17g, the bound "
-				    "%.17g", round, rows[i].d, score, any);
+				fail_msg("round %d: an OR's row of length %u scores %.17g, "
+				    "the bound %.17g", round, rows[i].d, score, any);
 		}
 		/* one word: its own best */
 		assert_true(rank_steps_sum_max(p, cnt, idf, 1, true, AVGDL) ==
