@@ -248,42 +248,44 @@ rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *fr, dou
 }
 
 double
-rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double *idf, int k,
-    bool every, double avgdl)
+rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double *idf,
+    const int *group, int k, double avgdl)
 {
 	struct rank_point s[RANK_STEPS_SUM_MAX][RANK_STAIR_MAX];
 	uint32_t most[RANK_STEPS_SUM_MAX] = { 0 }, f[RANK_STEPS_SUM_MAX] = { 0 };
 	int at[RANK_STEPS_SUM_MAX] = { 0 };
+	unsigned groups = 0, somewhere = 0;	/* a bit a group: every one, and those held */
 	double unbounded = 0.0, best = 0.0;
-	bool any = false;
 
 	for (int i = 0; i < k; i++) {
-		if (n[i] == 0 && every)
-			return 0.0;	/* no row of the block holds phrase i */
+		groups |= 1u << group[i];
 		if (n[i] < 0) {
 			unbounded += idf[i] * RANK_K1_PLUS_1;
 			continue;
 		}
-		any = any || n[i] > 0;
 		memcpy(s[i], p[i], (size_t)n[i] * sizeof(s[i][0]));
 		points_by_length(s[i], n[i]);
 		for (int j = 0; j < n[i]; j++)
 			most[i] = s[i][j].f > most[i] ? s[i][j].f : most[i];
 	}
-	if (!any)
-		return unbounded;
+	for (int i = 0; i < k; i++)
+		if (n[i] != 0)
+			somewhere |= 1u << group[i];
+	if (somewhere != groups)
+		return 0.0;	/* no row of the block holds any phrase of some group */
 	/*
 	 * A row of length d holds of each phrase at most its most f at d or
 	 * less, reached at the longest of the points giving those: one of
-	 * the points' lengths, no longer than d, where each term is no lower.
-	 * So the lengths are taken shortest first, each phrase's most f so
-	 * far beside it; once even every phrase's most f at all cannot beat
-	 * the best sum, no longer length can (a term falls with the length).
+	 * the points' lengths, no longer than d, where each term is no lower;
+	 * and at that length some phrase of each group has a point.  So the
+	 * lengths are taken shortest first, each phrase's most f so far beside
+	 * it; once even every phrase's most f at all cannot beat the best sum,
+	 * no longer length can (a term falls with the length).
 	 */
 	for (;;) {
 		uint32_t d = UINT32_MAX;
 		double sum = unbounded, most_sum = unbounded;
-		bool held = true;
+		unsigned held = 0;
 
 		for (int i = 0; i < k; i++)
 			if (n[i] > 0 && at[i] < n[i] && s[i][at[i]].d < d)
@@ -291,23 +293,27 @@ rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double
 		if (d == UINT32_MAX)
 			break;		/* every point taken */
 		for (int i = 0; i < k; i++) {
-			if (n[i] < 0)
+			if (n[i] < 0) {
+				held |= 1u << group[i];
 				continue;
+			}
 			for (; at[i] < n[i] && s[i][at[i]].d <= d; at[i]++)
 				f[i] = s[i][at[i]].f > f[i] ? s[i][at[i]].f : f[i];
-			held = held && f[i] > 0;
+			if (f[i] > 0)
+				held |= 1u << group[i];
 			most_sum += idf[i] * bm25_term(most[i], d, avgdl);
 		}
 		if (!(most_sum > best))
 			break;
-		if (every && !held)
-			continue;	/* no row this short holds every phrase */
+		if (held != groups)
+			continue;	/* no row this short holds a phrase of every group */
 		for (int i = 0; i < k; i++)
 			if (n[i] > 0)
 				sum += idf[i] * bm25_term(f[i], d, avgdl);
 		best = sum > best ? sum : best;
 	}
-	return best;
+	/* no phrase with points: any length, each phrase at its most */
+	return best > unbounded ? best : unbounded;
 }
 
 static int

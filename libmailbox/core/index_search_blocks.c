@@ -143,8 +143,8 @@ struct phrase {
 };
 
 /*
- * One phrase's steps in each block, kept for the bound at one length of an
- * AND or an OR of a few phrases (blocks_bound):
+ * One phrase's steps in each block, kept for the bound at one length of a
+ * few phrases (blocks_bound):
  * n[b] of them at p[at[b]], with the meaning of a front's; n[b] -1 when
  * nothing bounds the phrase in block b.  Packed one block after another
  * (about five points a block, where a block's room for a met phrase's
@@ -220,7 +220,7 @@ struct walk {
 	const char		*range_match;	/* the ranges' MATCH (NULL: the query's) */
 	const struct idx_narrow_ids *wide;	/* a wide folder's runs (NULL: none) */
 	/*
-	 * An AND's or an OR's phrases' steps per block (blocks_bound), summed
+	 * The phrases' steps per block (blocks_bound), summed
 	 * at one length when the walk comes to a block (block_met): sum_due
 	 * NULL when not kept.
 	 */
@@ -642,30 +642,30 @@ phrase_terms(struct walk *w, int i, struct phrase_steps *keep, struct mb_err *er
 }
 
 /*
- * Whether an AND or an OR of up to IDX_RANK_ONE_LENGTH_MAX phrases has its
- * blocks bounded with its phrases at one length (rank_steps_sum_max), each
- * block as the walk comes to it (its phrases' steps kept for the walk:
- * about 45 bytes a block a phrase).  The tests and the benchmarks turn it
- * off to compare.
+ * Whether up to IDX_RANK_ONE_LENGTH_MAX phrases (an AND, an OR, an OR
+ * beside an AND) have their blocks bounded at one length
+ * (rank_steps_sum_max), each block as the walk comes to it (their steps
+ * kept for the walk: about 45 bytes a block a phrase).  The tests and the
+ * benchmarks turn it off to compare.
  */
 bool idx_rank_one_length = true;
 
 /*
- * Whether w's blocks are bounded with its phrases at one length: an AND or
- * an OR of a few, every phrase bounded (an OR beside an AND is not: its
- * groups would each need their own sums).
+ * Whether w's blocks are bounded with its phrases at one length: a few
+ * phrases, every one bounded (an AND, an OR, an OR beside an AND: a row
+ * holds one of each group, phrase_groups()).
  */
 static bool
 sums_at_one_length(const struct walk *w)
 {
 	return idx_rank_one_length && w->n_pos > 1 && w->n_pos <= IDX_RANK_ONE_LENGTH_MAX &&
-	    (w->n_groups == w->n_pos || w->n_groups == 1) && w->n_rare == 0;
+	    w->n_rare == 0;
 }
 
 /*
  * Block b's bound as w->bound holds them (negated, IDF and slack in), with
- * its phrases' steps summed at one length if that is still due (every
- * phrase in the row for an AND, any for an OR): the walk asks it of a
+ * its phrases' steps summed at one length if that is still due (a row
+ * holding a phrase of each group): the walk asks it of a
  * neighbour it may read along, whose place in its order stays as it was.
  */
 static double
@@ -682,8 +682,8 @@ block_bound_now(struct walk *w, int64_t b)
 			n[i] = w->sum_steps[i].n[b];
 			p[i] = n[i] >= 0 ? &w->sum_steps[i].p[w->sum_steps[i].at[b]] : NULL;
 		}
-		w->sum_met[b] = -1.0 * (rank_steps_sum_max(p, n, w->stats.idf, w->n_pos,
-		    w->n_groups == w->n_pos, w->stats.avgdl) * (1.0 + RANK_SLACK));
+		w->sum_met[b] = -1.0 * (rank_steps_sum_max(p, n, w->stats.idf, w->group,
+		    w->n_pos, w->stats.avgdl) * (1.0 + RANK_SLACK));
 	}
 	met = w->sum_met[b];
 	return met > w->bound[b] ? met : w->bound[b];
@@ -712,7 +712,7 @@ blocks_bound(struct walk *w, struct mb_err *err)
 	/* several groups: per block, those some phrase of which it holds (a bit each) */
 	uint64_t *held = w->n_groups > 1 ? mb_xcalloc((size_t)w->n_blocks, sizeof(*held)) : NULL;
 	uint64_t every = w->n_groups >= 64 ? UINT64_MAX : (UINT64_C(1) << w->n_groups) - 1;
-	/* an AND or an OR of a few, no rarer word: its phrases' steps kept, to sum */
+	/* a few phrases, no rarer word: their steps kept, to sum */
 	bool meet = sums_at_one_length(w);
 	int rc = -1;
 

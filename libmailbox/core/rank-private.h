@@ -103,20 +103,22 @@ double	rank_stair_meet_max(const struct rank_stair *s, const struct rank_front *
 	    double avgdl);
 
 /*
- * Several phrases' steps in one block, for a row that holds every one of
- * them (every: an AND) or any (an OR): such a row has one length d, and of
- * each phrase i at most the most f of p[i]'s points of length d or less
- * (for an OR perhaps none), so the best of sum(idf[i] * term) over the
- * points' lengths bounds it.  Each phrase at its own best length (the sum
- * of their bests) is looser wherever one is strong in short rows and
- * another only in long ones.  n[i] < 0: phrase i has no steps here (any f
- * at any length: the most a term can give); n[i] == 0: no row holds it
- * (for an AND, 0 is answered).  k is at most RANK_STEPS_SUM_MAX, each n[i]
- * at most RANK_STAIR_MAX.
+ * Several phrases' steps in one block, for a row that holds at least one
+ * phrase of each group (group[i], from 0: each phrase its own group for an
+ * AND, all one group for an OR, an OR's words one group beside an AND's):
+ * such a row has one length d, and of each phrase i at most the most f of
+ * p[i]'s points of length d or less, so the best of sum(idf[i] * term)
+ * over the points' lengths where each group has a point bounds it.  Each
+ * phrase at its own best length (the sum of their bests) is looser
+ * wherever one is strong in short rows and another only in long ones.
+ * n[i] < 0: phrase i has no steps here (any f at any length: the most a
+ * term can give); n[i] == 0: no row holds it (0 is answered when that
+ * leaves a group none).  k is at most RANK_STEPS_SUM_MAX, each n[i] at most
+ * RANK_STAIR_MAX.
  */
 #define RANK_STEPS_SUM_MAX	4
 double	rank_steps_sum_max(const struct rank_point *const *p, const int *n, const double *idf,
-	    int k, bool every, double avgdl);
+	    const int *group, int k, double avgdl);
 
 /* Append block (0..RANK_CHUNK_BLOCKS-1) and its front to a chunk's bounds blob. */
 int	rank_front_put(struct mb_buf *out, unsigned block, const struct rank_front *fr);
@@ -320,9 +322,9 @@ extern bool	idx_rank_min_len_used;
  */
 extern bool	idx_rank_phrase_met;
 /*
- * Whether an AND or an OR of a few phrases is bounded with its phrases at
- * one length (rank_steps_sum_max) rather than each at its best; the tests
- * and the benchmarks turn it off to compare.
+ * Whether a few phrases (an AND, an OR, an OR beside an AND) are bounded
+ * at one length (rank_steps_sum_max) rather than each at its best; the
+ * tests and the benchmarks turn it off to compare.
  */
 extern bool	idx_rank_one_length;
 /*

@@ -8,8 +8,9 @@
  * the bound before.  The last word's meet read without being kept
  * (rank_stair_meet_max, as the walk reads it) gives the same bound.
  * Fronts are built as syncd's builder builds them (rank_front_add, which
- * merges points past RANK_FRONT_MAX).  An AND's words met at one length
- * (rank_steps_sum_max) bound every row holding all of them the same way.
+ * merges points past RANK_FRONT_MAX).  Words summed at one length
+ * (rank_steps_sum_max) bound every row holding one of each group of them
+ * the same way.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -197,28 +198,34 @@ a_full_stair_rises_and_still_bounds(void **state)
 	}
 }
 
+/* Groups of k phrases: each its own (an AND), all one (an OR). */
+static const int each_own[4] = { 0, 1, 2, 3 }, all_one[4] = { 0, 0, 0, 0 };
+
 /*
- * An AND's or an OR's phrases at one length (rank_steps_sum_max): for
- * blocks of random rows holding some of two to four words, every row
- * holding all of them scores at most the AND's bound, and every row holding
- * any at most the OR's (each word it holds: its IDF times its term at the
- * row's length); the AND's is at most the OR's, the OR's at most the sum
- * of each word's best (the bound before), which both equal for one word.
- * A word with no steps in the block (n -1) counts its most at any length;
- * a word no row holds (n 0) leaves an AND no row, an OR the others'.
+ * Phrases at one length (rank_steps_sum_max): for blocks of random rows
+ * holding some of two to four words, every row holding all of them scores
+ * at most the AND's bound, every row holding any at most the OR's, and
+ * every row holding one of each group of a random grouping (an OR beside an
+ * AND) at most that grouping's (each word it holds: its IDF times its term
+ * at the row's length).  The AND's is at most the grouping's, that at most
+ * the OR's, the OR's at most the sum of each word's best (the bound
+ * before), which all equal for one word.  A word with no steps in the block
+ * (n -1) counts its most at any length; a word no row holds (n 0) leaves
+ * an AND no row, an OR the others'.
  */
 static void
-steps_sum_bounds_every_and_row(void **state)
+steps_sum_bounds_every_row_of_the_groups(void **state)
 {
 	struct row rows[128];
 
 	(void)state;
 	for (int round = 0; round < 20000; round++) {
-		int n = 1 + (int)(rng() % 128), words = 2 + (int)(rng() % 3), cnt[4];
+		int n = 1 + (int)(rng() % 128), words = 2 + (int)(rng() % 3), cnt[4], mixed[4];
 		struct rank_front fr[4] = { 0 };
 		const struct rank_point *p[4];
-		double idf[4], apart = 0.0, bound, any;
+		double idf[4], apart = 0.0, all_b, any_b, mixed_b;
 		int open = words > 2 && rng() % 4 == 0 ? (int)(rng() % (unsigned)words) : -1;
+		int n_mixed = 1 + (int)(rng() % (unsigned)words);
 
 		random_rows(rows, n, 3);
 		for (int i = 0; i < n; i++)	/* a fourth word: the first's hits, halved */
@@ -231,31 +238,40 @@ steps_sum_bounds_every_and_row(void **state)
 			p[w] = fr[w].p;
 			cnt[w] = w == open ? -1 : fr[w].n;
 			apart += idf[w] * (w == open ? 2.2 : rank_front_max(&fr[w], AVGDL));
+			mixed[w] = w < n_mixed ? w : (int)(rng() % (unsigned)n_mixed);
 		}
-		bound = rank_steps_sum_max(p, cnt, idf, words, true, AVGDL);
-		any = rank_steps_sum_max(p, cnt, idf, words, false, AVGDL);
-		assert_true(bound <= any && any <= apart * (1 + 1e-12));
+		all_b = rank_steps_sum_max(p, cnt, idf, each_own, words, AVGDL);
+		any_b = rank_steps_sum_max(p, cnt, idf, all_one, words, AVGDL);
+		mixed_b = rank_steps_sum_max(p, cnt, idf, mixed, words, AVGDL);
+		assert_true(all_b <= mixed_b && mixed_b <= any_b);
+		assert_true(any_b <= apart * (1 + 1e-12));
 		for (int i = 0; i < n; i++) {
 			double score = 0.0;
-			bool all = true;
+			unsigned held = 0;
 
-			for (int w = 0; w < words; w++) {
-				all = all && rows[i].f[w] > 0;
-				if (rows[i].f[w] > 0)
+			for (int w = 0; w < words; w++)
+				if (rows[i].f[w] > 0) {
 					score += idf[w] * (w == open ? 2.2 :
 					    term(rows[i].f[w], rows[i].d));
-			}
-			if (all && score > bound * (1 + 1e-12))
-				fail_msg("round %d: a row of length %u scores %.17g, "
-				    "the bound %.17g", round, rows[i].d, score, bound);
-			if (score > any * (1 + 1e-12))
+					held |= 1u << mixed[w];
+				}
+			if (held == 0)
+				continue;
+			if (held == (1u << n_mixed) - 1 && score > mixed_b * (1 + 1e-12))
+				fail_msg("round %d: a row of length %u scores %.17g, the bound of "
+				    "%d groups %.17g", round, rows[i].d, score, n_mixed, mixed_b);
+			if (score > any_b * (1 + 1e-12))
 				fail_msg("round %d: an OR's row of length %u scores %.17g, "
-				    "the bound %.17g", round, rows[i].d, score, any);
+				    "the bound %.17g", round, rows[i].d, score, any_b);
+			for (int w = 0; w < words; w++)
+				if (rows[i].f[w] == 0)
+					score = -1.0;	/* not the AND's */
+			if (score > all_b * (1 + 1e-12))
+				fail_msg("round %d: an AND's row of length %u scores %.17g, "
+				    "the bound %.17g", round, rows[i].d, score, all_b);
 		}
 		/* one word: its own best */
-		assert_true(rank_steps_sum_max(p, cnt, idf, 1, true, AVGDL) ==
-		    (open == 0 ? idf[0] * 2.2 : idf[0] * rank_front_max(&fr[0], AVGDL)));
-		assert_true(rank_steps_sum_max(p, cnt, idf, 1, false, AVGDL) ==
+		assert_true(rank_steps_sum_max(p, cnt, idf, each_own, 1, AVGDL) ==
 		    (open == 0 ? idf[0] * 2.2 : idf[0] * rank_front_max(&fr[0], AVGDL)));
 	}
 	/* a word no row of the block holds: no row holds them all */
@@ -266,16 +282,15 @@ steps_sum_bounds_every_and_row(void **state)
 		double idf[2] = { 1.0, 1.0 };
 
 		rank_front_add(&a, 3, 10);
-		cnt[1] = -1;
-		assert_true(rank_steps_sum_max(p, cnt, idf, 2, true, AVGDL) == 0.0);
+		assert_true(rank_steps_sum_max(p, cnt, idf, each_own, 2, AVGDL) == 0.0);
 		/* an OR's row may hold the other alone */
-		assert_true(rank_steps_sum_max(p, cnt, idf, 2, false, AVGDL) == 2.2);
+		assert_true(rank_steps_sum_max(p, cnt, idf, all_one, 2, AVGDL) == 2.2);
 		cnt[1] = 1;
-		assert_true(rank_steps_sum_max(p, cnt, idf, 2, false, AVGDL) ==
+		assert_true(rank_steps_sum_max(p, cnt, idf, all_one, 2, AVGDL) ==
 		    rank_front_max(&a, AVGDL));
 		cnt[1] = -1;
 		cnt[0] = -1;	/* neither has steps: each its most */
-		assert_true(rank_steps_sum_max(p, cnt, idf, 2, true, AVGDL) == 2 * 2.2);
+		assert_true(rank_steps_sum_max(p, cnt, idf, each_own, 2, AVGDL) == 2 * 2.2);
 	}
 }
 
@@ -298,7 +313,7 @@ and_of_words_strong_apart_is_below_their_bests(void **state)
 	rank_front_add(&here, 13, 108);
 	cnt[0] = click.n;
 	cnt[1] = here.n;
-	met = rank_steps_sum_max(p, cnt, idf, 2, true, AVGDL);
+	met = rank_steps_sum_max(p, cnt, idf, each_own, 2, AVGDL);
 	assert_true(fabs(met - (2.0 * term(3, 108) + 0.5 * term(13, 108))) < 1e-12);
 	assert_true(met < 2.0 * rank_front_max(&click, AVGDL) + 0.5 * rank_front_max(&here, AVGDL));
 }
@@ -310,7 +325,7 @@ main(void)
 		cmocka_unit_test(met_steps_bound_every_phrase_row),
 		cmocka_unit_test(words_strong_apart_meet_below_either),
 		cmocka_unit_test(a_full_stair_rises_and_still_bounds),
-		cmocka_unit_test(steps_sum_bounds_every_and_row),
+		cmocka_unit_test(steps_sum_bounds_every_row_of_the_groups),
 		cmocka_unit_test(and_of_words_strong_apart_is_below_their_bests),
 	};
 
