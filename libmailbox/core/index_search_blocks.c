@@ -142,16 +142,17 @@ struct phrase {
 	bool	 colocated;	/* a token with alternatives: never bounded */
 };
 
+/* The most phrases bounded at one length (more: each at its best). */
+#define IDX_RANK_ONE_LENGTH_MAX	RANK_STEPS_SUM_MAX
+
 /*
  * One phrase's steps in each block, kept for the bound at one length of a
- * few phrases (blocks_bound):
- * n[b] of them at p[at[b]], with the meaning of a front's; n[b] -1 when
- * nothing bounds the phrase in block b.  Packed one block after another
- * (about five points a block, where a block's room for a met phrase's
- * would be 32).
+ * few phrases (blocks_bound): n[b] of them at p[at[b]], with the meaning of
+ * a front's; n[b] -1 when nothing bounds the phrase in block b.  Packed one
+ * block after another (about five points a block, where a block's room for
+ * a met phrase's would be 32).  steps_init() allocates, steps_release()
+ * frees.
  */
-/* more phrases: each at its best */
-#define IDX_RANK_ONE_LENGTH_MAX	RANK_STEPS_SUM_MAX
 struct phrase_steps {
 	int8_t			*n;	/* owned: per block */
 	uint32_t		*at;	/* owned: per block */

@@ -31,8 +31,9 @@
  * BENCH_AND_SHARE=N walks several words bounded at one length whose
  * guessed matches are an Nth of the ids or more (idx_rank_and_share).
  *
- * BENCH_ONE_LENGTH=apart bounds an AND's or an OR's phrases each at its
- * best, not at one length together (idx_rank_one_length).
+ * BENCH_ONE_LENGTH=apart bounds a few phrases (an AND, an OR, an OR
+ * beside an AND) each at its best, not at one length together
+ * (idx_rank_one_length).
  *
  * BENCH_OFFSET=N searches the page N hits down instead of the first (a
  * deep page: the walk's floor is the (N + 20)th score).
