@@ -63,6 +63,47 @@
 
 #define RANK_KEY_MAX	8192	/* longer MATCH texts are not kept */
 
+#define RANK_WEIGHT_COLS	32	/* columns whose weights a row keeps once read */
+
+/*
+ * A row's column weights (column col's is val[col], n of them; 1.0 past
+ * them), each read from the function's arguments the first time one of
+ * the row's hits needs it: sqlite3_value_double() once a column a row
+ * instead of once a hit, which was 5% of the CPU of a search of common
+ * words at 1,000,000 messages (docs/benchmarks.md, "A row's common words
+ * left unread").  Not kept from row to row: a statement may call the
+ * function twice with other weights (test_query.c does), and both calls
+ * share its auxiliary data.
+ */
+struct row_weights {
+	sqlite3_value	**val;
+	int		n;
+	uint32_t	have;			/* bit col: w[col] is read */
+	double		w[RANK_WEIGHT_COLS];
+};
+
+static inline void
+row_weights_init(struct row_weights *rw, int n_val, sqlite3_value **val, int w)
+{
+	rw->val = val + w;
+	rw->n = n_val - w;
+	rw->have = 0;
+}
+
+static inline double
+row_weight(struct row_weights *rw, int col)
+{
+	if (col >= rw->n)
+		return 1.0;
+	if (col >= RANK_WEIGHT_COLS)
+		return sqlite3_value_double(rw->val[col]);
+	if (!((rw->have >> col) & 1u)) {
+		rw->w[col] = sqlite3_value_double(rw->val[col]);
+		rw->have |= 1u << col;
+	}
+	return rw->w[col];
+}
+
 /* Per statement execution (FTS5 auxdata): the statistics and scratch arrays. */
 struct rank_query {
 	int	n_phrase;
@@ -72,6 +113,7 @@ struct rank_query {
 	double	*freq;		/* n_phrase: the current row's weighted hit counts */
 	int	n_col;
 	int	*col_min;	/* n_col: the current row's columns are at least this long */
+	int	*order;		/* n_phrase: the phrases by IDF, highest first (rank_order_idf) */
 };
 
 /* The connection's view, freed when the connection closes. */
@@ -85,6 +127,7 @@ rank_view_free(void *p)
 _Atomic uint64_t idx_rank_computed;
 _Thread_local uint64_t idx_rank_sized;
 _Thread_local uint64_t idx_rank_hits_read;
+_Thread_local uint64_t idx_rank_cut;
 _Thread_local uint64_t idx_rank_joined;
 _Thread_local uint64_t idx_rank_outside;
 _Thread_local uint64_t idx_rank_known_used;
@@ -143,6 +186,23 @@ rank_compute(const Fts5ExtensionApi *api, Fts5Context *fts, struct rank_query *q
 }
 
 /*
+ * q->order: the phrases by IDF, highest first (the rarest read first: a
+ * row's rare words say most of its score and hold fewest hits); an
+ * insertion sort, a query has a few phrases.
+ */
+static void
+rank_order_idf(struct rank_query *q)
+{
+	for (int i = 0; i < q->n_phrase; i++) {
+		int j = i;
+
+		for (; j > 0 && q->idf[q->order[j - 1]] < q->idf[i]; j--)
+			q->order[j] = q->order[j - 1];
+		q->order[j] = i;
+	}
+}
+
+/*
  * This statement's rank_query: from the connection's cache when the same
  * MATCH was ranked on the same full-text index, else computed (and kept),
  * with the rows known holds (may be NULL).  NULL with *rc_r set on failure.
@@ -163,7 +223,7 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	n = api->xPhraseCount(fts);
 	n_col = api->xColumnCount(fts);
 	q = sqlite3_malloc64(sizeof(*q) + 3 * (size_t)n * sizeof(double) +
-	    (size_t)n_col * sizeof(int));
+	    ((size_t)n_col + (size_t)n) * sizeof(int));
 	if (q == NULL) {
 		*rc_r = SQLITE_NOMEM;
 		return NULL;
@@ -174,6 +234,7 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	q->freq = q->n_hit + n;
 	q->n_col = n_col;
 	q->col_min = (int *)(q->freq + n);
+	q->order = q->col_min + n_col;
 	cacheable = key != NULL && strlen(key) <= RANK_KEY_MAX &&
 	    rank_view_current(v, sqlite3_context_db_handle(ctx));
 	/* q->idf and q->n_hit are one array of 2n, as the kept entries are */
@@ -184,6 +245,7 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	}
 	if (!kept && cacheable)
 		rank_kept_put(v, key, n, q->avgdl, q->idf);
+	rank_order_idf(q);
 	if ((*rc_r = api->xSetAuxdata(fts, q, sqlite3_free)) != SQLITE_OK)
 		return NULL;	/* xSetAuxdata freed q */
 	return q;
@@ -210,22 +272,65 @@ rank_score(const struct rank_query *q, double dl)
 }
 
 /*
+ * A bound on the row's score (negated, as rank_score's) when only the
+ * first k phrases of q->order are read (their hits in q->freq): those
+ * phrases scored at dl, a length the row has at least, and each phrase
+ * not read at the most a term can give, its IDF times k1 + 1 (f * (k1 + 1)
+ * / (f + K) is below k1 + 1 for every f).  Summed in another order than
+ * rank_score's, so within a few units in the last place of a bound: the
+ * caller leaves a margin (RANK_CUT_MARGIN).
+ */
+static double
+rank_bound_read(const struct rank_query *q, int k, double dl)
+{
+	const double k1 = 1.2, b = 0.75;
+	double score = 0.0;
+
+	for (int j = 0; j < q->n_phrase; j++) {
+		int i = q->order[j];
+
+		score += j < k ? q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
+		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl))) : q->idf[i] * (k1 + 1.0);
+	}
+	return -1.0 * score;
+}
+
+/*
+ * The length a row has at least: min_tok, what its hits prove, or what
+ * every match of its block has (floor->block_min_len, from a word's
+ * fronts) when that is longer (docs/index.md, "Lengths from the fronts").
+ */
+static int
+proven_length(const Fts5ExtensionApi *api, Fts5Context *fts, const struct idx_rank_floor *floor,
+    int min_tok)
+{
+	if (floor != NULL && floor->set && floor->block_min_len != NULL) {
+		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
+
+		if (b >= 0 && b < floor->n_min_len && floor->block_min_len[b] > (uint32_t)min_tok &&
+		    floor->block_min_len[b] <= INT_MAX)
+			return (int)floor->block_min_len[b];
+	}
+	return min_tok;
+}
+
+/*
  * Add phrase i's hits in the row to *f, weighted as bm25() weighs them
- * (column col's weight is val[w + col]), in position order; with col_min
- * (n_col columns), raise each column's to the length its hits prove: a hit
- * at token off of a column says the column has at least off + 1 tokens.
- * SQLite's result code.
+ * (row_weight()), in position order; with col_min (n_col columns), raise
+ * each column's to the length its hits prove: a hit at token off of a
+ * column says the column has at least off + 1 tokens.  SQLite's result
+ * code.
  */
 static inline int
-phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int n_val,
-    sqlite3_value **val, int w, double *f, int *col_min, int n_col)
+phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, struct row_weights *rw,
+    double *f, int *col_min, int n_col)
 {
 	Fts5PhraseIter it;
 	int rc, col, off;
 
 	for (rc = api->xPhraseFirst(fts, i, &it, &col, &off); rc == SQLITE_OK && col >= 0;
 	    api->xPhraseNext(fts, &it, &col, &off)) {
-		*f += n_val - w > col ? sqlite3_value_double(val[w + col]) : 1.0;
+		*f += row_weight(rw, col);
 		if (col_min != NULL && col < n_col && off >= col_min[col])
 			col_min[col] = off + 1;
 	}
@@ -254,13 +359,7 @@ rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 {
 	int n_tok = 0;
 
-	if (floor != NULL && floor->set && floor->block_min_len != NULL) {
-		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
-
-		if (b >= 0 && b < floor->n_min_len && floor->block_min_len[b] > (uint32_t)min_tok &&
-		    floor->block_min_len[b] <= INT_MAX)
-			min_tok = (int)floor->block_min_len[b];
-	}
+	min_tok = proven_length(api, fts, floor, min_tok);
 	if (rc == SQLITE_OK && floor != NULL && floor->set &&
 	    rank_score(q, (double)min_tok) > floor->score) {
 		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */
@@ -327,13 +426,15 @@ rank_row_prefix(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *
 	int rc = SQLITE_OK, min_tok = 0;
 	double idf = p->idf, f = 0.0;
 	struct rank_query one = { .n_phrase = 1, .avgdl = p->avgdl, .idf = &idf, .freq = &f };
+	struct row_weights rw;
 
 	if (ids_hold(p->skip, p->n_skip, api->xRowid(fts))) {
 		sqlite3_result_null(ctx);	/* ranked by an earlier statement */
 		return;
 	}
+	row_weights_init(&rw, n_val, val, w);
 	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++)
-		rc = phrase_hits(api, fts, i, n_val, val, w, &f, col_min, RANK_PREFIX_COLS);
+		rc = phrase_hits(api, fts, i, &rw, &f, col_min, RANK_PREFIX_COLS);
 	for (int c = 0; c < RANK_PREFIX_COLS; c++)
 		min_tok += col_min[c];
 	rank_finish(api, fts, ctx, &one, floor, min_tok, rc);
@@ -357,6 +458,7 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	    .freq = freq };
 	int n_phrase = api->xPhraseCount(fts);
 	int rc = SQLITE_OK, min_tok = 0;
+	struct row_weights rw;
 
 	if (ids_hold(p->skip, p->n_skip, api->xRowid(fts))) {
 		sqlite3_result_null(ctx);	/* ranked by an earlier statement */
@@ -371,12 +473,34 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	}
 	memcpy(idf, s->idf, (size_t)s->n_phrase * sizeof(*idf));
 	memset(freq, 0, (size_t)s->n_phrase * sizeof(*freq));	/* the slots no phrase here fills */
+	row_weights_init(&rw, n_val, val, w);
 	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++)
-		rc = phrase_hits(api, fts, i, n_val, val, w, &freq[p->slot[i]], col_min,
-		    RANK_PREFIX_COLS);
+		rc = phrase_hits(api, fts, i, &rw, &freq[p->slot[i]], col_min, RANK_PREFIX_COLS);
 	for (int c = 0; c < RANK_PREFIX_COLS; c++)
 		min_tok += col_min[c];
 	rank_finish(api, fts, ctx, &q, floor, min_tok, rc);
+}
+
+#define RANK_CUT_MARGIN	1e-12	/* relative: a bound summed in another order (rank_bound_read) */
+
+/*
+ * Whether a row whose first k phrases of q->order are read cannot reach
+ * the floor whatever hits the others have: its bound at the length those
+ * hits prove (rank_bound_read) is below the floor by more than the
+ * rounding of a sum.  Its other phrases' hits are then never read: for
+ * `please send me the report` at 1,000,000 messages, most rows' `me` and
+ * `the`, whose IDFs are small and whose hits are many.
+ */
+static __attribute__((noinline)) bool
+rank_cut(const Fts5ExtensionApi *api, Fts5Context *fts, const struct rank_query *q,
+    const struct idx_rank_floor *floor, int k)
+{
+	int min_tok = 0;
+
+	for (int c = 0; c < q->n_col; c++)
+		min_tok += q->col_min[c];
+	min_tok = proven_length(api, fts, floor, min_tok);
+	return rank_bound_read(q, k, (double)min_tok) > floor->score * (1.0 - RANK_CUT_MARGIN);
 }
 
 /*
@@ -389,7 +513,8 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 {
 	bool bounded = floor != NULL && floor->set;
 	struct rank_query *q;
-	int rc, min_tok = 0;
+	struct row_weights rw;
+	int rc, min_tok = 0, n_cut;
 
 	if (floor != NULL && floor->block_bound != NULL) {
 		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
@@ -420,10 +545,19 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	 * messages; docs/benchmarks.md).  The lengths they prove are only
 	 * wanted against a floor.
 	 */
-	for (int i = 0; q != NULL && rc == SQLITE_OK && i < q->n_phrase; i++) {
-		q->freq[i] = 0.0;
-		rc = phrase_hits(api, fts, i, n_val, val, w, &q->freq[i],
-		    bounded ? q->col_min : NULL, q->n_col);
+	row_weights_init(&rw, n_val, val, w);
+	n_cut = q != NULL && bounded ? q->n_phrase - 1 : 0;	/* after each phrase but the last */
+	for (int k = 0; q != NULL && rc == SQLITE_OK && k < q->n_phrase; k++) {
+		int i = q->order[k];
+		double f = 0.0;		/* a local: kept in a register through the hits */
+
+		rc = phrase_hits(api, fts, i, &rw, &f, bounded ? q->col_min : NULL, q->n_col);
+		q->freq[i] = f;
+		if (k < n_cut && rc == SQLITE_OK && rank_cut(api, fts, q, floor, k + 1)) {
+			idx_rank_cut++;
+			sqlite3_result_null(ctx);	/* cannot reach the floor whatever the rest */
+			return;
+		}
 	}
 	for (int c = 0; q != NULL && bounded && c < q->n_col; c++)
 		min_tok += q->col_min[c];

@@ -227,6 +227,14 @@ extern _Thread_local uint64_t	idx_rank_sized;
 extern _Thread_local uint64_t	idx_rank_hits_read;
 
 /*
+ * Of those, how many mb_bm25_top() answered NULL before it read all their
+ * phrases' hits (the rarest first: rank_cut, fts_rank.c), on this thread:
+ * for the tests, which check that a frequent word's hits are not read in a
+ * row whose rarer words leave it below the floor.
+ */
+extern _Thread_local uint64_t	idx_rank_cut;
+
+/*
  * How many rows a filtered statement that asks mb_bm25_top() before its
  * join (struct idx_rank_memo) let through to the join, a seek into
  * messages_search_filter each, on this thread: for the tests, which check

@@ -49,6 +49,7 @@
  *
  * BENCH_COUNTERS=1: after each query's line, what the engine did in its
  * last repetition, from its counters: walks, the rows whose hits were read
+ * (and of them those left before all their phrases' hits were: cut short)
  * and those measured (a length read), ranges read as one statement over
  * the blocks left, rows joined to the filters, lengths from the kept
  * blocks, and the virtual machine steps of the total's statement and of
@@ -98,7 +99,7 @@ now_ms(clockid_t c)
 
 /* The engine's counters (BENCH_COUNTERS), as they stood before a repetition. */
 struct counters {
-	uint64_t	walks, hits, sized, rest, joined, lengths, total_steps, snippet_steps,
+	uint64_t	walks, hits, cut, sized, rest, joined, lengths, total_steps, snippet_steps,
 			list_steps, meets;
 };
 
@@ -107,6 +108,7 @@ counters_mark(struct counters *c)
 {
 	c->walks = idx_rank_walks + idx_rank_prefix_walks;
 	c->hits = idx_rank_hits_read;
+	c->cut = idx_rank_cut;
 	c->sized = idx_rank_sized;
 	c->rest = idx_rank_rest_reads;
 	c->joined = idx_rank_joined;
@@ -124,12 +126,13 @@ counters_print(const struct counters *mark)
 	struct counters now;
 
 	counters_mark(&now);
-	printf("    walks %llu, hits read %llu, measured %llu (%llu from kept lengths), "
+	printf("    walks %llu, hits read %llu (cut short %llu), measured %llu (%llu from kept lengths), "
 	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu, "
 	    "the snippets' VM steps %llu, a list's VM steps %llu, lists where two indexes met "
 	    "%llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
+	    (unsigned long long)(now.cut - mark->cut),
 	    (unsigned long long)(now.sized - mark->sized),
 	    (unsigned long long)(now.lengths - mark->lengths),
 	    (unsigned long long)(now.rest - mark->rest),
