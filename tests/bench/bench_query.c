@@ -48,7 +48,8 @@
  * before it.
  *
  * BENCH_COUNTERS=1: after each query's line, what the engine did in its
- * last repetition, from its counters: walks, the rows whose hits were read
+ * last repetition (BENCH_COUNTERS=first: in its warm-up, the query's
+ * first search), from its counters: walks, the rows whose hits were read
  * (and of them those left before all their phrases' hits were: cut short)
  * and those measured (a length read), ranges read as one statement over
  * the blocks left, rows joined to the filters, lengths from the kept
@@ -119,17 +120,16 @@ counters_mark(struct counters *c)
 	c->meets = idx_meets;
 }
 
-/* The counters' growth since mark, on one line under the query's. */
+/* The counters' growth from mark to now, on one line under the query's. */
 static void
-counters_print(const struct counters *mark)
+counters_print(const struct counters *mark, const struct counters *end)
 {
-	struct counters now;
+	struct counters now = *end;
 
-	counters_mark(&now);
-	printf("    walks %llu, hits read %llu (cut short %llu), measured %llu (%llu from kept lengths), "
-	    "one statement over the rest %llu, joined %llu, the total's VM steps %llu, "
-	    "the snippets' VM steps %llu, a list's VM steps %llu, lists where two indexes met "
-	    "%llu\n",
+	printf("    walks %llu, hits read %llu (cut short %llu), measured %llu "
+	    "(%llu from kept lengths), one statement over the rest %llu, joined %llu, "
+	    "the total's VM steps %llu, the snippets' VM steps %llu, a list's VM steps %llu, "
+	    "lists where two indexes met %llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
 	    (unsigned long long)(now.cut - mark->cut),
@@ -231,6 +231,8 @@ main(int argc, char **argv)
 	bool ids = getenv("BENCH_IDS") != NULL;
 	bool snippets = ids && strcmp(getenv("BENCH_IDS"), "snippets") == 0;
 	bool counters = getenv("BENCH_COUNTERS") != NULL;
+	/* BENCH_COUNTERS=first: the warm-up's (a query's first search) */
+	bool counters_first = counters && strcmp(getenv("BENCH_COUNTERS"), "first") == 0;
 	const char *count_by = getenv("BENCH_COUNT");
 	bool counting = count_by != NULL;
 	enum mb_count_group group = MB_COUNT_FOLDER;
@@ -287,14 +289,15 @@ main(int argc, char **argv)
 	    "total", "first ms");
 	for (int i = 3; i < argc; i++) {
 		struct mb_search_page pg;
-		struct counters mark = { 0 };
+		struct counters mark = { 0 }, end = { 0 };
+		int counted = counters_first ? -1 : reps - 1;	/* the repetition counted */
 		double cpu = 0, first = 0;
 		size_t hits = 0;
 		long long total = 0;
 		int exact = 1;
 
 		for (int r = -1; r < reps; r++) {
-			if (r == reps - 1)
+			if (r == counted)
 				counters_mark(&mark);
 			if (rw != NULL && r >= 0 && touch(rw, &err) == -1) {
 				fprintf(stderr, "bench_query: %s\n", err.msg);
@@ -307,6 +310,8 @@ main(int argc, char **argv)
 				fprintf(stderr, "bench_query: '%s': %s\n", argv[i], err.msg);
 				return 1;
 			}
+			if (r == counted)
+				counters_mark(&end);
 			if (r >= 0) {
 				wall[r] = now_ms(CLOCK_MONOTONIC) - w0;
 				cpu += now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
@@ -335,7 +340,7 @@ main(int argc, char **argv)
 		    wall[(reps * 95 + 99) / 100 - 1], cpu / reps, hits, total, exact ? "" : "+",
 		    first);
 		if (counters)
-			counters_print(&mark);
+			counters_print(&mark, &end);
 	}
 	free(wall);
 	mb_index_close(&rw);
