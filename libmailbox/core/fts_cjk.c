@@ -31,6 +31,7 @@
 
 #include <sqlite3.h>
 
+#include "mailbox/buf.h"
 #include "mailbox/err.h"
 #include "mailbox/utf8.h"
 #include "mailbox/util.h"
@@ -283,6 +284,16 @@ cjk_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int ntext
 	free(folded);
 	free(map);
 	return rc;
+}
+
+int
+mb_fts_raw_term(struct mb_buf *b, const char *term, size_t len)
+{
+	int rc = mb_buf_addc(b, '"') | mb_buf_addc(b, MB_FTS_RAW_TERM);
+
+	for (size_t i = 0; rc == 0 && i < len; i++)
+		rc = (term[i] == '"' ? mb_buf_addc(b, '"') : 0) | mb_buf_addc(b, term[i]);
+	return rc == 0 && mb_buf_addc(b, '"') == 0 ? 0 : -1;
 }
 
 uint64_t

@@ -276,6 +276,14 @@ char	*mb_fts_single_token(fts5_tokenizer *tk, Fts5Tokenizer *t, const char *text
  */
 #define MB_FTS_RAW_TERM	'\x01'
 
+/*
+ * Append the first len bytes of term to b as one phrase of a MATCH
+ * expression that matches that index word itself (MB_FTS_RAW_TERM, quoted,
+ * a quote doubled): what a word read from the index (rank_terms, the
+ * prefix's words) is matched by.  -1 when b's cap is reached (fts_cjk.c).
+ */
+int	mb_fts_raw_term(struct mb_buf *b, const char *term, size_t len);
+
 /* Register the mb_cjk FTS5 tokenizer on db (fts_cjk.c). */
 int	mb_fts_cjk_register(sqlite3 *db, struct mb_err *err);
 

@@ -12,9 +12,13 @@
  * The same statement counts the term's rows in the chunk (rank_bounds.docs,
  * migrations/0018), which a search adds up for the term's IDF instead of
  * walking its doclist (index_rank_counts.c).
- * A term is bounded only when the query tokenizer turns its text back
- * into itself, so that the search's MATCH of that text reads the very
- * doclist the front was built from.
+ * A term is matched as the index word itself (mb_fts_raw_term), not as
+ * text the query tokenizer would stem again: porter's stem of a stem is
+ * not always itself (please: pleas, pleas: plea), and a search of
+ * `please` reads the doclist of `pleas`, whose fronts these are.  When the
+ * terms are chosen again, each is bounded at once in every chunk built
+ * before that lacks it (terms_fill()), so that no chunk leaves a term
+ * unbounded for good.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,7 +29,6 @@
 
 #include "mailbox/buf.h"
 #include "mailbox/index.h"
-#include "mailbox/query.h"
 #include "mailbox/util.h"
 
 #include "index-private.h"
@@ -63,6 +66,13 @@ static const char chunks_sql[] =
 	"SELECT c.chunk, c.blocks, EXISTS (SELECT 1 FROM rank_lengths AS l "
 	"WHERE l.block = c.chunk * 16) FROM rank_chunks AS c";	/* RANK_CHUNK_BLOCKS */
 static const char terms_sql[] = "SELECT term FROM rank_terms";
+/* the chunks built whole, with their generations: where new terms are filled in */
+static const char built_sql[] =
+	"SELECT chunk, gen FROM rank_chunks WHERE blocks = ?1 ORDER BY chunk";
+/* of a run of chunks built whole, how many hold a current row of a term */
+static const char held_sql[] =
+	"SELECT count(*) FROM rank_bounds AS b JOIN rank_chunks AS c "
+	"ON c.chunk = b.chunk AND c.gen = b.gen WHERE b.term = ?1 AND b.chunk BETWEEN ?2 AND ?3";
 static const char term_put_sql[] = "INSERT INTO rank_terms (term, docs) VALUES (?1, ?2)";
 static const char chunk_put_sql[] =
 	"INSERT OR REPLACE INTO rank_chunks (chunk, blocks, gen) VALUES (?1, ?2, ?3)";
@@ -149,56 +159,6 @@ state_get(struct build *b, struct mb_err *err)
 	    exec_sql(b->idx, reset_terms_sql, err) == -1)
 		return -1;
 	b->terms_rows = 0;
-	return state_put(b, err);
-}
-
-/* Choose the frequent terms afresh (rank_terms), from FTS5's vocabulary. */
-static int
-terms_choose(struct build *b, int64_t max_id, struct mb_err *err)
-{
-	sqlite3_stmt *st, *put;
-	Fts5Tokenizer *t = NULL;
-	fts5_tokenizer tk;
-	int rc;
-
-	if (mb_fts_tokenizer(b->idx->db, &tk, &t) == -1)
-		return mb_err_set(err, MB_E_INTERNAL, "rank bounds: no mb_cjk tokenizer");
-	if (exec_sql(b->idx, vocab_make_sql, err) == -1 ||
-	    exec_sql(b->idx, reset_terms_sql, err) == -1) {
-		tk.xDelete(t);
-		return -1;
-	}
-	if ((st = idx_stmt_sql(b->idx, vocab_sql, err)) == NULL ||
-	    (put = idx_stmt_sql(b->idx, term_put_sql, err)) == NULL) {
-		idx_stmt_done(st);
-		tk.xDelete(t);
-		return -1;
-	}
-	sqlite3_bind_int64(st, 1, max_id / RANK_TERM_SHARE > RANK_TERM_MIN_DOCS ?
-	    max_id / RANK_TERM_SHARE : RANK_TERM_MIN_DOCS);
-	sqlite3_bind_int(st, 2, RANK_TERMS_MAX);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *term = (const char *)sqlite3_column_text(st, 0);
-		/* bounded only when the query tokenizer makes the term into itself */
-		char *again = term != NULL ? mb_fts_single_token(&tk, t, term,
-		    FTS5_TOKENIZE_QUERY) : NULL;
-		bool same = again != NULL && strcmp(again, term) == 0;
-
-		free(again);
-		if (!same)
-			continue;	/* never bounded: its searches read every match */
-		sqlite3_reset(put);
-		sqlite3_bind_text(put, 1, term, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(put, 2, sqlite3_column_int64(st, 1));
-		if ((rc = sqlite3_step(put)) != SQLITE_DONE)
-			break;
-	}
-	idx_stmt_done(put);
-	idx_stmt_done(st);
-	tk.xDelete(t);
-	if (rc != SQLITE_DONE)
-		return idx_sqlerr(b->idx, rc, "rank bounds: choosing terms", err);
-	b->terms_rows = max_id;
 	return state_put(b, err);
 }
 
@@ -302,12 +262,13 @@ lengths_put(struct build *b, int64_t c, const uint32_t *len, struct mb_err *err)
 
 /*
  * One term's fronts and rows in chunks first..first+n-1 into rank_bounds, a
- * row a chunk, read by one statement; len: the chunks' rank_lengths(), one
- * after the other; fr: room for n chunks' fronts.
+ * row a chunk of generation gen[c], read by one statement; len: the chunks'
+ * rank_lengths(), one after the other; fr: room for n chunks' fronts.
  */
 static int
-term_build(struct build *b, const char *term, int64_t first, size_t n, const uint32_t *len,
-    struct rank_front *fr, sqlite3_stmt *tf, sqlite3_stmt *put, struct mb_err *err)
+term_build(struct build *b, const char *term, int64_t first, size_t n, const int64_t *gen,
+    const uint32_t *len, struct rank_front *fr, sqlite3_stmt *tf, sqlite3_stmt *put,
+    struct mb_err *err)
 {
 	struct mb_buf quoted = MB_BUF_INIT(4096), blob = MB_BUF_INIT(1 << 20);
 	int64_t lo = first * RANK_CHUNK_IDS, hi = lo + (int64_t)n * RANK_CHUNK_IDS;
@@ -315,7 +276,7 @@ term_build(struct build *b, const char *term, int64_t first, size_t n, const uin
 	int rc;
 
 	memset(fr, 0, n * RANK_CHUNK_BLOCKS * sizeof(*fr));
-	if (mb_query_quote(&quoted, term, strlen(term)) == -1) {
+	if (mb_fts_raw_term(&quoted, term, strlen(term)) == -1) {
 		mb_buf_release(&quoted);
 		return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a term too long");
 	}
@@ -352,7 +313,7 @@ term_build(struct build *b, const char *term, int64_t first, size_t n, const uin
 		sqlite3_reset(put);
 		sqlite3_bind_text(put, 1, term, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(put, 2, first + (int64_t)c);
-		sqlite3_bind_int64(put, 3, b->gen);
+		sqlite3_bind_int64(put, 3, gen[c]);
 		sqlite3_bind_blob(put, 4, blob.data, (int)blob.len, SQLITE_STATIC);
 		sqlite3_bind_int64(put, 5, docs[c]);
 		rc = idx_step_done(b->idx, put, "rank bounds: a term's bounds", err);
@@ -371,6 +332,7 @@ span_build(struct build *b, int64_t first, size_t n, struct mb_err *err)
 	sqlite3_stmt *tf, *put, *chunk;
 	uint32_t *len = mb_xcalloc(n * RANK_CHUNK_IDS, sizeof(*len));
 	struct rank_front *fr = mb_xcalloc(n * RANK_CHUNK_BLOCKS, sizeof(*fr));
+	int64_t gen[RANK_SPAN_CHUNKS];
 	struct idx_unit u;
 	int rc = 0;
 
@@ -380,6 +342,8 @@ span_build(struct build *b, int64_t first, size_t n, struct mb_err *err)
 		return -1;
 	}
 	b->gen++;
+	for (size_t c = 0; c < n; c++)
+		gen[c] = b->gen;
 	for (size_t c = 0; rc == 0 && c < n; c++)
 		rc = rank_lengths(b, first + (int64_t)c, &len[c * RANK_CHUNK_IDS], err);
 	if (rc == 0 && ((tf = idx_stmt_sql(b->idx, tf_sql, err)) == NULL ||
@@ -387,7 +351,7 @@ span_build(struct build *b, int64_t first, size_t n, struct mb_err *err)
 	    (chunk = idx_stmt_sql(b->idx, chunk_put_sql, err)) == NULL))
 		rc = -1;
 	for (size_t i = 0; rc == 0 && i < b->n_terms; i++)
-		rc = term_build(b, b->terms[i], first, n, len, fr, tf, put, err);
+		rc = term_build(b, b->terms[i], first, n, gen, len, fr, tf, put, err);
 	for (size_t c = 0; rc == 0 && c < n; c++) {
 		sqlite3_reset(chunk);
 		sqlite3_bind_int64(chunk, 1, first + (int64_t)c);
@@ -404,6 +368,133 @@ span_build(struct build *b, int64_t first, size_t n, struct mb_err *err)
 	free(len);
 	free(fr);
 	return rc;
+}
+
+/*
+ * Every chosen term (b->terms) bounded in every chunk built whole that has
+ * no current row of it, each chunk at its own generation so that its other
+ * terms' rows stay current: a term new to a choice (a word that became
+ * frequent as the index grew, or one an older build left out), in the
+ * chunks built before.  One statement a term and run of neighbouring
+ * chunks, as span_build() reads them; a run's rows of a term that it holds
+ * already are written again the same.  In the caller's unit of work.
+ */
+static int
+terms_fill(struct build *b, struct mb_err *err)
+{
+	sqlite3_stmt *st = idx_stmt_sql(b->idx, built_sql, err), *tf = NULL, *put = NULL;
+	sqlite3_stmt *held = NULL;
+	int64_t *chunk = NULL, *gen = NULL;
+	size_t n_chunks = 0, cap = 0;
+	uint32_t *len;
+	struct rank_front *fr;
+	int rc;
+
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, RANK_CHUNK_BUILT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n_chunks == cap) {
+			cap = cap ? 2 * cap : 256;
+			chunk = mb_xrealloc(chunk, cap * sizeof(*chunk));
+			gen = mb_xrealloc(gen, cap * sizeof(*gen));
+		}
+		chunk[n_chunks] = sqlite3_column_int64(st, 0);
+		gen[n_chunks++] = sqlite3_column_int64(st, 1);
+	}
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE) {
+		free(chunk);
+		free(gen);
+		return idx_sqlerr(b->idx, rc, "rank bounds: built chunks", err);
+	}
+	len = mb_xcalloc(RANK_SPAN_CHUNKS * RANK_CHUNK_IDS, sizeof(*len));
+	fr = mb_xcalloc(RANK_SPAN_CHUNKS * RANK_CHUNK_BLOCKS, sizeof(*fr));
+	rc = n_chunks == 0 || b->n_terms == 0 ? 0 :
+	    (tf = idx_stmt_sql(b->idx, tf_sql, err)) == NULL ||
+	    (put = idx_stmt_sql(b->idx, bounds_put_sql, err)) == NULL ||
+	    (held = idx_stmt_sql(b->idx, held_sql, err)) == NULL ? -1 : 0;
+	for (size_t i = 0; rc == 0 && tf != NULL && i < n_chunks;) {
+		size_t k = 1;	/* neighbours: chunk[i], chunk[i] + 1, ... */
+		bool lengths = false;
+
+		while (k < RANK_SPAN_CHUNKS && i + k < n_chunks &&
+		    chunk[i + k] == chunk[i] + (int64_t)k)
+			k++;
+		for (size_t t = 0; rc == 0 && t < b->n_terms; t++) {
+			sqlite3_reset(held);
+			sqlite3_bind_text(held, 1, b->terms[t], -1, SQLITE_STATIC);
+			sqlite3_bind_int64(held, 2, chunk[i]);
+			sqlite3_bind_int64(held, 3, chunk[i + k - 1]);
+			if ((rc = sqlite3_step(held)) != SQLITE_ROW) {
+				rc = idx_sqlerr(b->idx, rc, "rank bounds: a term's rows", err);
+				break;
+			}
+			rc = 0;
+			if (sqlite3_column_int64(held, 0) == (int64_t)k)
+				continue;	/* current in every chunk of the run */
+			for (size_t c = 0; !lengths && rc == 0 && c < k; c++)
+				rc = rank_lengths(b, chunk[i + c], &len[c * RANK_CHUNK_IDS], err);
+			lengths = true;
+			if (rc == 0)
+				rc = term_build(b, b->terms[t], chunk[i], k, &gen[i], len, fr, tf,
+				    put, err);
+		}
+		i += k;
+	}
+	if (held != NULL)
+		sqlite3_reset(held);
+	free(chunk);
+	free(gen);
+	free(len);
+	free(fr);
+	return rc;
+}
+
+/*
+ * Choose the frequent terms afresh (rank_terms), from FTS5's vocabulary,
+ * and bound them in the chunks built before that lack them (terms_fill()).
+ * In the caller's unit of work: a choice is kept with its bounds or not at
+ * all.
+ */
+static int
+terms_choose(struct build *b, int64_t max_id, struct mb_err *err)
+{
+	sqlite3_stmt *st, *put;
+	int rc;
+
+	if (exec_sql(b->idx, vocab_make_sql, err) == -1 ||
+	    exec_sql(b->idx, reset_terms_sql, err) == -1)
+		return -1;
+	if ((st = idx_stmt_sql(b->idx, vocab_sql, err)) == NULL ||
+	    (put = idx_stmt_sql(b->idx, term_put_sql, err)) == NULL) {
+		idx_stmt_done(st);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, max_id / RANK_TERM_SHARE > RANK_TERM_MIN_DOCS ?
+	    max_id / RANK_TERM_SHARE : RANK_TERM_MIN_DOCS);
+	sqlite3_bind_int(st, 2, RANK_TERMS_MAX);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sqlite3_reset(put);
+		sqlite3_bind_value(put, 1, sqlite3_column_value(st, 0));
+		sqlite3_bind_int64(put, 2, sqlite3_column_int64(st, 1));
+		if ((rc = sqlite3_step(put)) != SQLITE_DONE)
+			break;
+	}
+	idx_stmt_done(put);
+	idx_stmt_done(st);
+	if (rc != SQLITE_DONE)
+		return idx_sqlerr(b->idx, rc, "rank bounds: choosing terms", err);
+	rc = terms_load(b, err) == 0 && terms_fill(b, err) == 0 ? 0 : -1;
+	for (size_t i = 0; i < b->n_terms; i++)
+		free(b->terms[i]);
+	free(b->terms);
+	b->terms = NULL;	/* loaded again by whoever builds chunks */
+	b->n_terms = 0;
+	if (rc == -1)
+		return -1;
+	b->terms_rows = max_id;
+	return state_put(b, err);
 }
 
 /*

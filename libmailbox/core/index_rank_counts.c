@@ -109,7 +109,8 @@ token_rows(struct mb_index *idx, sqlite3_stmt *st, const char *token, int64_t *d
 	gaps[n_gaps++] = (struct gap){ next, INT64_MAX };	/* the newest ids */
 	if ((gap = idx_stmt_sql(idx, gap_sql, err)) == NULL)
 		return -1;
-	rc = mb_query_quote(&quoted, token, strlen(token)) == 0 ? SQLITE_OK : SQLITE_TOOBIG;
+	/* the word itself: porter's stem of a stem is not always itself (pleas: plea) */
+	rc = mb_fts_raw_term(&quoted, token, strlen(token)) == 0 ? SQLITE_OK : SQLITE_TOOBIG;
 	for (size_t i = 0; rc == SQLITE_OK && i < n_gaps; i++)
 		rc = gap_count(gap, quoted.data, gaps[i].lo, gaps[i].hi, &docs);
 	idx_stmt_done(gap);

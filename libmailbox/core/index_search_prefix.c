@@ -126,14 +126,7 @@ or_raw(struct mb_buf *b, const char *word, size_t len, bool star)
 {
 	if (b->len > 0)
 		(void)mb_buf_adds(b, " OR ");
-	(void)mb_buf_addc(b, '"');
-	(void)mb_buf_addc(b, MB_FTS_RAW_TERM);
-	for (size_t i = 0; i < len; i++) {
-		if (word[i] == '"')
-			(void)mb_buf_addc(b, '"');
-		(void)mb_buf_addc(b, word[i]);
-	}
-	(void)mb_buf_addc(b, '"');
+	(void)mb_fts_raw_term(b, word, len);
 	if (star)
 		(void)mb_buf_addc(b, '*');
 }

@@ -1,0 +1,12 @@
+-- 0030_rank_terms_raw: choose the ranking's frequent terms again.
+--
+-- A frequent word whose porter stem porter stems again (please: pleas,
+-- pleas: plea; because, release, increase, purchase, response, house) was
+-- never bounded: the bounds builder matched a term by its text, which the
+-- query tokenizer stemmed once more.  It now matches the index word itself
+-- (a raw term, docs/index.md "Block bounds"), and a choice of terms bounds
+-- each term in every chunk built before that lacks it.  Forgetting when the
+-- terms were last chosen makes syncd's next bounds build choose them again
+-- (index_rank_build.c, terms_choose()), so an index built before gets those
+-- words bounded in all its chunks at once.
+UPDATE rank_state SET terms_rows = 0;
