@@ -491,7 +491,7 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
  * `please send me the report` at 1,000,000 messages, most rows' `me` and
  * `the`, whose IDFs are small and whose hits are many.
  */
-static __attribute__((noinline)) bool
+static bool
 rank_cut(const Fts5ExtensionApi *api, Fts5Context *fts, const struct rank_query *q,
     const struct idx_rank_floor *floor, int k)
 {
