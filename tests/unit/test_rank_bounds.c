@@ -2677,7 +2677,7 @@ put_please(struct mb_test_index *f)
 		for (unsigned k = strong ? 3 : 20 + next_rand(&seed) % 40; k > 0; k--)
 			len += (size_t)snprintf(body + len, sizeof(body) - len, "filler%u ",
 			    next_rand(&seed) % 300);
-		for (unsigned k = strong ? 8 : uid % 3 == 0 && uid < 2 * 2048; k > 0; k--)
+		for (unsigned k = strong ? 8 : uid % 3 == 0 && uid < 2 * RANK_CHUNK_IDS; k > 0; k--)
 			len += (size_t)snprintf(body + len, sizeof(body) - len, "please ");
 		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = "note",
 		    .body = body, .date = T0 + (int64_t)uid * 60 });
