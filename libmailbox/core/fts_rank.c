@@ -446,6 +446,26 @@ rank_row_prefix(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *
  * query's other words 0 (the row holds none of them), scored with the
  * query's statistics as rank_row scores it.
  */
+/*
+ * Row id's hits in m (struct idx_rank_many), which holds every row whose
+ * byte is full (index_search_common.c checks each chunk's as it loads it).
+ */
+static double
+kept_many(const struct idx_rank_many *m, int64_t id)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->id[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n && m->id[lo] == id ? (double)m->f[lo] : (double)RANK_HITS_MANY;
+}
+
 static void
 rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
     int n_val, sqlite3_value **val, const struct idx_rank_floor *floor, int w)
@@ -467,12 +487,26 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	for (int i = 0; i < n_phrase && n_phrase == p->n_slot; i++)
 		if (p->slot[i] < 0 || p->slot[i] >= s->n_phrase)
 			n_phrase = -1;
+	for (int k = 0; k < p->n_kept && n_phrase == p->n_slot; k++)
+		if (p->kept_slot[k] < 0 || p->kept_slot[k] >= s->n_phrase)
+			n_phrase = -1;
 	if (n_phrase != p->n_slot || s->n_phrase > IDX_RANK_PHRASES) {
 		sqlite3_result_error(ctx, "mb_bm25_top: a part's phrases are not its slots'", -1);
 		return;
 	}
 	memcpy(idf, s->idf, (size_t)s->n_phrase * sizeof(*idf));
 	memset(freq, 0, (size_t)s->n_phrase * sizeof(*freq));	/* the slots no phrase here fills */
+	for (int k = 0; k < p->n_kept; k++) {
+		int64_t id = api->xRowid(fts);
+		uint8_t f = id >= 0 && id < p->n_kept_ids ? p->kept_hits[k][id] : 0;
+
+		if (f == 0) {
+			sqlite3_result_null(ctx);	/* lacks the phrase: no match */
+			return;
+		}
+		/* whole numbers, the sum of the weights: the double rank_row would sum */
+		freq[p->kept_slot[k]] = f != RANK_HITS_MANY ? f : kept_many(&p->kept_many[k], id);
+	}
 	row_weights_init(&rw, n_val, val, w);
 	for (int i = 0; rc == SQLITE_OK && i < n_phrase; i++)
 		rc = phrase_hits(api, fts, i, &rw, &freq[p->slot[i]], col_min, RANK_PREFIX_COLS);

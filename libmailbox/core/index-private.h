@@ -409,12 +409,31 @@ struct idx_rank_prefix {
  * A row whose id is in skip (sorted) was ranked by an earlier statement:
  * it is answered NULL.
  */
+/* A kept phrase's rows with more hits than a byte holds (struct idx_rank_parts). */
+struct idx_rank_many {
+	int64_t		*id;	/* owned, ascending */
+	uint32_t	*f;	/* owned: id[i]'s hits */
+	size_t		 n, cap;
+};
+
 struct idx_rank_parts {
 	const struct idx_rank_stats	*stats;
 	const int			*slot;
 	int				 n_slot;
 	const int64_t			*skip;
 	size_t				 n_skip;
+	/*
+	 * The query's phrases read from the hits syncd keeps by chunk instead
+	 * (index_search_common.c; n_kept 0 otherwise): phrase kept_slot[k] has
+	 * kept_hits[k][id] weighted hits in row id, for ids below n_kept_ids,
+	 * or when that is RANK_HITS_MANY those kept_many[k] holds for it.  A
+	 * row with 0 of one is no match: answered NULL before its hits are read.
+	 */
+	const int			*kept_slot;
+	const uint8_t *const		*kept_hits;
+	const struct idx_rank_many	*kept_many;
+	int				 n_kept;
+	int64_t				 n_kept_ids;
 };
 
 /*

@@ -19,6 +19,10 @@
  * terms are chosen again, each is bounded at once in every chunk built
  * before that lacks it (terms_fill()), so that no chunk leaves a term
  * unbounded for good.
+ * A term most rows hold (RANK_HITS_SHARE_NUM / _DEN when chosen) also
+ * gets, per chunk, each id's hits of it (rank_bounds.hits, migration
+ * 0031), read by the same statement: a search of words all of which a
+ * match must hold reads such a word's hits there (index_search_common.c).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,22 +69,26 @@ static const char state_put_sql[] =
 static const char chunks_sql[] =
 	"SELECT c.chunk, c.blocks, EXISTS (SELECT 1 FROM rank_lengths AS l "
 	"WHERE l.block = c.chunk * 16) FROM rank_chunks AS c";	/* RANK_CHUNK_BLOCKS */
-static const char terms_sql[] = "SELECT term FROM rank_terms";
+static const char terms_sql[] = "SELECT term, docs FROM rank_terms";
 /* the chunks built whole, with their generations: where new terms are filled in */
 static const char built_sql[] =
 	"SELECT chunk, gen FROM rank_chunks WHERE blocks = ?1 ORDER BY chunk";
-/* of a run of chunks built whole, how many hold a current row of a term */
+/*
+ * Of a run of chunks built whole, how many hold a current row of a term
+ * (with its rows' hits when ?4 is 1: a term most rows hold, chosen since).
+ */
 static const char held_sql[] =
 	"SELECT count(*) FROM rank_bounds AS b JOIN rank_chunks AS c "
-	"ON c.chunk = b.chunk AND c.gen = b.gen WHERE b.term = ?1 AND b.chunk BETWEEN ?2 AND ?3";
+	"ON c.chunk = b.chunk AND c.gen = b.gen WHERE b.term = ?1 AND b.chunk BETWEEN ?2 AND ?3 "
+	"AND (?4 = 0 OR b.hits IS NOT NULL)";
 static const char term_put_sql[] = "INSERT INTO rank_terms (term, docs) VALUES (?1, ?2)";
 static const char chunk_put_sql[] =
 	"INSERT OR REPLACE INTO rank_chunks (chunk, blocks, gen) VALUES (?1, ?2, ?3)";
 static const char lengths_put_sql[] =
 	"INSERT OR REPLACE INTO rank_lengths (block, lengths) VALUES (?1, ?2)";
 static const char bounds_put_sql[] =
-	"INSERT OR REPLACE INTO rank_bounds (term, chunk, gen, bounds, docs) "
-	"VALUES (?1, ?2, ?3, ?4, ?5)";
+	"INSERT OR REPLACE INTO rank_bounds (term, chunk, gen, bounds, docs, hits) "
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 /* One term's rows in one chunk, counted as the ranking counts them. */
 static const char tf_sql[] =
 	"SELECT rowid, mb_rank_tf(messages_fts, " IDX_RANK_WEIGHTS ") FROM messages_fts "
@@ -104,6 +112,7 @@ static const char reset_terms_sql[] = "DELETE FROM rank_terms";
 struct build {
 	struct mb_index	*idx;
 	char		**terms;	/* owned, n_terms of them */
+	bool		 *common;	/* owned: terms[i] gets its rows' hits (rank_bounds.hits) */
 	size_t		 n_terms;
 	int64_t		 gen;		/* the last generation built */
 	int64_t		 terms_rows;	/* max id when the terms were chosen */
@@ -162,8 +171,13 @@ state_get(struct build *b, struct mb_err *err)
 	return state_put(b, err);
 }
 
+/*
+ * The chosen terms into b, each marked common when it held at least
+ * RANK_HITS_SHARE_NUM / _DEN of the rows when chosen (rows: the ids then,
+ * b->terms_rows).
+ */
 static int
-terms_load(struct build *b, struct mb_err *err)
+terms_load(struct build *b, int64_t rows, struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(b->idx, terms_sql, err);
 	size_t cap = 0;
@@ -175,7 +189,12 @@ terms_load(struct build *b, struct mb_err *err)
 		if (b->n_terms == cap) {
 			cap = cap ? 2 * cap : 256;
 			b->terms = mb_xrealloc(b->terms, cap * sizeof(*b->terms));
+			b->common = mb_xrealloc(b->common, cap * sizeof(*b->common));
 		}
+		/* in doubles: no product overflows */
+		b->common[b->n_terms] = rows > 0 &&
+		    (double)sqlite3_column_int64(st, 1) * RANK_HITS_SHARE_DEN >=
+		    (double)rows * RANK_HITS_SHARE_NUM;
 		b->terms[b->n_terms++] = idx_col_text(st, 0, NULL);
 	}
 	idx_stmt_done(st);
@@ -261,24 +280,57 @@ lengths_put(struct build *b, int64_t c, const uint32_t *len, struct mb_err *err)
 }
 
 /*
+ * A chunk's hits (rank_bounds.hits) into out, emptied first: its bytes,
+ * then each row whose byte is full with its hits (many: each id's).
+ */
+static int
+hits_blob(struct mb_buf *out, const uint8_t *bytes, const uint32_t *many)
+{
+	mb_buf_reset(out);
+	if (mb_buf_add(out, bytes, RANK_HITS_BYTES) == -1)
+		return -1;
+	for (unsigned i = 0; i < RANK_CHUNK_IDS; i++) {
+		uint8_t e[RANK_HITS_MANY_BYTES];
+
+		if (bytes[i] != RANK_HITS_MANY)
+			continue;
+		e[0] = (uint8_t)(i & 0xff);
+		e[1] = (uint8_t)(i >> 8);
+		for (int k = 0; k < 4; k++)
+			e[2 + k] = (uint8_t)(many[i] >> (8 * k));
+		if (mb_buf_add(out, e, sizeof(e)) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
  * One term's fronts and rows in chunks first..first+n-1 into rank_bounds, a
  * row a chunk of generation gen[c], read by one statement; len: the chunks'
  * rank_lengths(), one after the other; fr: room for n chunks' fronts.
+ * common: each row's hits too (rank_bounds.hits).
  */
 static int
-term_build(struct build *b, const char *term, int64_t first, size_t n, const int64_t *gen,
-    const uint32_t *len, struct rank_front *fr, sqlite3_stmt *tf, sqlite3_stmt *put,
-    struct mb_err *err)
+term_build(struct build *b, const char *term, bool common, int64_t first, size_t n,
+    const int64_t *gen, const uint32_t *len, struct rank_front *fr, sqlite3_stmt *tf,
+    sqlite3_stmt *put, struct mb_err *err)
 {
 	struct mb_buf quoted = MB_BUF_INIT(4096), blob = MB_BUF_INIT(1 << 20);
+	struct mb_buf hits_out = MB_BUF_INIT(RANK_HITS_BYTES + RANK_CHUNK_IDS * RANK_HITS_MANY_BYTES);
 	int64_t lo = first * RANK_CHUNK_IDS, hi = lo + (int64_t)n * RANK_CHUNK_IDS;
 	int64_t docs[RANK_SPAN_CHUNKS] = { 0 };
+	uint8_t *hits = NULL;	/* a common term's: each id's, chunk after chunk */
+	uint32_t *many = NULL;	/* its rows' hits past a byte, by id - lo */
 	int rc;
 
 	memset(fr, 0, n * RANK_CHUNK_BLOCKS * sizeof(*fr));
 	if (mb_fts_raw_term(&quoted, term, strlen(term)) == -1) {
 		mb_buf_release(&quoted);
 		return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a term too long");
+	}
+	if (common) {
+		hits = mb_xcalloc(n, RANK_HITS_BYTES);
+		many = mb_xcalloc(n * RANK_CHUNK_IDS, sizeof(*many));
 	}
 	sqlite3_reset(tf);
 	sqlite3_bind_text(tf, 1, quoted.data, (int)quoted.len, SQLITE_STATIC);
@@ -293,32 +345,44 @@ term_build(struct build *b, const char *term, int64_t first, size_t n, const int
 		}
 		rank_front_add(&fr[(id - lo) / RANK_BLOCK_IDS], (uint32_t)f, len[id - lo]);
 		docs[(id - lo) / RANK_CHUNK_IDS]++;
+		if (hits != NULL) {
+			hits[id - lo] = f < RANK_HITS_MANY ? (uint8_t)f : RANK_HITS_MANY;
+			many[id - lo] = (uint32_t)f;
+		}
 	}
 	sqlite3_reset(tf);
 	mb_buf_release(&quoted);
-	if (rc != SQLITE_DONE) {
-		mb_buf_release(&blob);
-		return idx_sqlerr(b->idx, rc, "rank bounds: a term's rows", err);
-	}
-	rc = 0;
+	rc = rc == SQLITE_DONE ? 0 : idx_sqlerr(b->idx, rc, "rank bounds: a term's rows", err);
 	for (size_t c = 0; rc == 0 && c < n; c++) {
 		const struct rank_front *cf = &fr[c * RANK_CHUNK_BLOCKS];
 
 		mb_buf_reset(&blob);
-		for (unsigned i = 0; i < RANK_CHUNK_BLOCKS; i++)
-			if (cf[i].n > 0 && rank_front_put(&blob, i, &cf[i]) == -1) {
-				mb_buf_release(&blob);
-				return mb_err_set(err, MB_E_INTERNAL, "rank bounds: a blob too long");
-			}
+		for (unsigned i = 0; rc == 0 && i < RANK_CHUNK_BLOCKS; i++)
+			if (cf[i].n > 0 && rank_front_put(&blob, i, &cf[i]) == -1)
+				rc = mb_err_set(err, MB_E_INTERNAL, "rank bounds: a blob too long");
+		if (rc == -1)
+			break;
 		sqlite3_reset(put);
 		sqlite3_bind_text(put, 1, term, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(put, 2, first + (int64_t)c);
 		sqlite3_bind_int64(put, 3, gen[c]);
 		sqlite3_bind_blob(put, 4, blob.data, (int)blob.len, SQLITE_STATIC);
 		sqlite3_bind_int64(put, 5, docs[c]);
+		if (hits != NULL) {
+			if (hits_blob(&hits_out, &hits[c * RANK_HITS_BYTES],
+			    &many[c * RANK_CHUNK_IDS]) == -1) {
+				rc = mb_err_set(err, MB_E_INTERNAL, "rank bounds: hits too long");
+				break;
+			}
+			sqlite3_bind_blob(put, 6, hits_out.data, (int)hits_out.len, SQLITE_STATIC);
+		} else
+			sqlite3_bind_null(put, 6);
 		rc = idx_step_done(b->idx, put, "rank bounds: a term's bounds", err);
 	}
 	mb_buf_release(&blob);
+	mb_buf_release(&hits_out);
+	free(hits);
+	free(many);
 	return rc;
 }
 
@@ -351,7 +415,8 @@ span_build(struct build *b, int64_t first, size_t n, struct mb_err *err)
 	    (chunk = idx_stmt_sql(b->idx, chunk_put_sql, err)) == NULL))
 		rc = -1;
 	for (size_t i = 0; rc == 0 && i < b->n_terms; i++)
-		rc = term_build(b, b->terms[i], first, n, gen, len, fr, tf, put, err);
+		rc = term_build(b, b->terms[i], b->common[i], first, n, gen, len, fr, tf, put,
+		    err);
 	for (size_t c = 0; rc == 0 && c < n; c++) {
 		sqlite3_reset(chunk);
 		sqlite3_bind_int64(chunk, 1, first + (int64_t)c);
@@ -426,6 +491,7 @@ terms_fill(struct build *b, struct mb_err *err)
 			sqlite3_bind_text(held, 1, b->terms[t], -1, SQLITE_STATIC);
 			sqlite3_bind_int64(held, 2, chunk[i]);
 			sqlite3_bind_int64(held, 3, chunk[i + k - 1]);
+			sqlite3_bind_int(held, 4, b->common[t]);
 			if ((rc = sqlite3_step(held)) != SQLITE_ROW) {
 				rc = idx_sqlerr(b->idx, rc, "rank bounds: a term's rows", err);
 				break;
@@ -437,8 +503,8 @@ terms_fill(struct build *b, struct mb_err *err)
 				rc = rank_lengths(b, chunk[i + c], &len[c * RANK_CHUNK_IDS], err);
 			lengths = true;
 			if (rc == 0)
-				rc = term_build(b, b->terms[t], chunk[i], k, &gen[i], len, fr, tf,
-				    put, err);
+				rc = term_build(b, b->terms[t], b->common[t], chunk[i], k, &gen[i],
+				    len, fr, tf, put, err);
 		}
 		i += k;
 	}
@@ -485,11 +551,13 @@ terms_choose(struct build *b, int64_t max_id, struct mb_err *err)
 	idx_stmt_done(st);
 	if (rc != SQLITE_DONE)
 		return idx_sqlerr(b->idx, rc, "rank bounds: choosing terms", err);
-	rc = terms_load(b, err) == 0 && terms_fill(b, err) == 0 ? 0 : -1;
+	rc = terms_load(b, max_id, err) == 0 && terms_fill(b, err) == 0 ? 0 : -1;
 	for (size_t i = 0; i < b->n_terms; i++)
 		free(b->terms[i]);
 	free(b->terms);
+	free(b->common);
 	b->terms = NULL;	/* loaded again by whoever builds chunks */
+	b->common = NULL;
 	b->n_terms = 0;
 	if (rc == -1)
 		return -1;
@@ -595,7 +663,7 @@ mb_index_rank_build(struct mb_index *idx, size_t min_chunks, size_t max_chunks,
 		goto out;
 	rc = -1;
 	if (chunks_unbuilt(&b, max_id, &unbuilt, &n_unbuilt, &unfilled, &n_unfilled, err) == -1 ||
-	    (n_unbuilt > 0 && n_unbuilt >= min_chunks && terms_load(&b, err) == -1))
+	    (n_unbuilt > 0 && n_unbuilt >= min_chunks && terms_load(&b, b.terms_rows, err) == -1))
 		goto out;
 	for (size_t i = 0; n_unbuilt >= min_chunks && i < n_unbuilt && *built_r < max_chunks;) {
 		size_t n = 1;	/* neighbours, one statement a term for all of them */
@@ -621,6 +689,7 @@ out:
 	for (size_t i = 0; i < b.n_terms; i++)
 		free(b.terms[i]);
 	free(b.terms);
+	free(b.common);
 	free(unbuilt);
 	free(unfilled);
 	return rc;

@@ -196,35 +196,41 @@ idx_rank_trim(struct idx_rank_set *set)
 	set->trim_at = 2 * (set->n > set->keep ? set->n : set->keep);
 }
 
+/* search-private.h */
+void
+idx_rank_add(struct idx_rank_set *set, int64_t id, double score, bool with_date,
+    int64_t date, bool date_null)
+{
+	struct idx_ranked *r;
+
+	if (set->n == set->cap) {
+		set->cap = set->cap ? 2 * set->cap : 64;
+		set->rows = mb_xrealloc(set->rows, set->cap * sizeof(*set->rows));
+	}
+	r = &set->rows[set->n++];
+	r->id = id;
+	r->score = score;
+	r->date = with_date ? date : 0;
+	r->date_state = !with_date ? RANK_DATE_UNREAD : date_null ? RANK_DATE_NULL :
+	    RANK_DATE_SET;
+	if (set->n >= set->trim_at)
+		idx_rank_trim(set);
+}
+
 int
 idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set)
 {
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct idx_ranked *r;
-
 		set->matches++;
 		if (set->seen != NULL)
 			idx_ids_add(set->seen, sqlite3_column_int64(st, 0));
 		if (sqlite3_column_type(st, 1) == SQLITE_NULL)
 			continue;	/* below the floor: mb_bm25_top() did not finish it */
-		if (set->n == set->cap) {
-			set->cap = set->cap ? 2 * set->cap : 64;
-			set->rows = mb_xrealloc(set->rows, set->cap * sizeof(*set->rows));
-		}
-		r = &set->rows[set->n++];
-		r->id = sqlite3_column_int64(st, 0);
-		r->score = sqlite3_column_double(st, 1);
-		r->date = 0;
-		r->date_state = RANK_DATE_UNREAD;
-		if (with_date) {
-			r->date_state = sqlite3_column_type(st, 2) == SQLITE_NULL ? RANK_DATE_NULL :
-			    RANK_DATE_SET;
-			r->date = sqlite3_column_int64(st, 2);
-		}
-		if (set->n >= set->trim_at)
-			idx_rank_trim(set);
+		idx_rank_add(set, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1),
+		    with_date, with_date ? sqlite3_column_int64(st, 2) : 0,
+		    with_date && sqlite3_column_type(st, 2) == SQLITE_NULL);
 	}
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
@@ -496,6 +502,17 @@ search_ranked(struct mb_index *idx, const struct mb_query *q, int64_t folder_id,
 	if (blocks) {
 		idx_narrow_ids_release(&scope);
 		goto ranked;
+	}
+	/* words most messages hold among the others: their hits kept by chunk */
+	if (!filtered && !narrow && !set.gave_up) {
+		if (idx_rank_common(idx, q, &set, &blocks, err) == -1) {
+			idx_narrow_ids_release(&scope);
+			goto fail;
+		}
+		if (blocks) {
+			idx_narrow_ids_release(&scope);
+			goto ranked;
+		}
 	}
 	/*
 	 * a walk that gave up: few rows of its best blocks passed, whatever

@@ -44,6 +44,24 @@ struct rank_block_lengths;
 
 #define RANK_K1_PLUS_1	2.2	/* the most a BM25 term gives, IDF aside (k1 = 1.2) */
 
+/*
+ * rank_bounds.hits (migration 0031): of a term in at least
+ * RANK_HITS_SHARE_NUM / RANK_HITS_SHARE_DEN of the rows when it was
+ * chosen, each id's weighted hits of it in the chunk, a byte an id (the
+ * chunk's id i at byte i, 0 for a row without it), and after the
+ * RANK_HITS_BYTES bytes, for each id whose byte is RANK_HITS_MANY, in
+ * order, its offset in the chunk (2 bytes) and its hits (4 bytes), both
+ * little-endian; NULL for other terms.  A search of words all of which a
+ * match must hold reads such a word's hits there instead of stepping
+ * through its doclist for every row of the others (index_search_common.c).
+ * The weights are whole numbers, so the hits are their exact sum.
+ */
+#define RANK_HITS_BYTES		RANK_CHUNK_IDS
+#define RANK_HITS_MANY		255
+#define RANK_HITS_MANY_BYTES	6
+#define RANK_HITS_SHARE_NUM	2
+#define RANK_HITS_SHARE_DEN	5
+
 /* A point of a front: f weighted hits at length d. */
 struct rank_point {
 	uint32_t	f, d;

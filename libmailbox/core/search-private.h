@@ -310,6 +310,13 @@ double	idx_rank_select(struct idx_ranked *rows, size_t n, size_t k);
  * rows are set's either way.
  */
 int	idx_rank_collect(sqlite3_stmt *st, bool with_date, struct idx_rank_set *set);
+/*
+ * Add a row of id with score to set (with_date: its date, date_null when
+ * it has none), cutting set at its trim_at (idx_rank_trim).  Counts no
+ * match: the caller does.
+ */
+void	idx_rank_add(struct idx_rank_set *set, int64_t id, double score, bool with_date,
+	    int64_t date, bool date_null);
 
 /*
  * The closing quote of the quoted phrase whose opening quote is at p, in
@@ -565,6 +572,22 @@ extern _Thread_local uint64_t	idx_list_walks_given_up;
 bool	idx_search_labelled(const struct mb_query *q);
 /* Whether idx_narrow_ids makes the bitmap at all: the tests turn it off to compare. */
 extern bool	idx_narrow_ids_used;
+
+/*
+ * Rank q into set when it is words all of which a match must hold, some
+ * of them in most rows with their hits kept by syncd (index_search_common.c,
+ * migration 0031): those words' hits are read from there, not stepped
+ * through in FTS5.  *used_r false when q is not such a search, or no
+ * chunk has those hits: set is untouched and the caller reads every match.
+ * Else set->matches counts every match (exact).  Only for a search without
+ * filters.
+ */
+int	idx_rank_common(struct mb_index *idx, const struct mb_query *q,
+	    struct idx_rank_set *set, bool *used_r, struct mb_err *err);
+/* Searches idx_rank_common() served. */
+extern _Thread_local uint64_t	idx_common_reads;
+/* Whether idx_rank_common() serves at all: the tests turn it off to compare. */
+extern bool	idx_common_used;
 
 /*
  * Rank q into set through the block bounds (index_search_blocks.c): only

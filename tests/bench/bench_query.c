@@ -47,13 +47,18 @@
  * a small folder) without the bitmap of its ids (idx_narrow_ids_used), as
  * before it.
  *
+ * BENCH_COMMON=off reads words every match holds, some of them in most
+ * messages, through FTS5 alone, without those words' kept hits
+ * (idx_common_used), as before them.
+ *
  * BENCH_COUNTERS=1: after each query's line, what the engine did in its
  * last repetition (BENCH_COUNTERS=first: in its warm-up, the query's
  * first search), from its counters: walks, the rows whose hits were read
  * (and of them those left before all their phrases' hits were: cut short)
  * and those measured (a length read), ranges read as one statement over
  * the blocks left, rows joined to the filters, lengths from the kept
- * blocks, and the virtual machine steps of the total's statement and of
+ * blocks, searches whose common words were read from their kept hits,
+ * and the virtual machine steps of the total's statement and of
  * the statements that read the page's snippets from the positions.
  *
  * BENCH_IDS=1: the last repetition's page, its ids in order, on stderr: to
@@ -101,7 +106,7 @@ now_ms(clockid_t c)
 /* The engine's counters (BENCH_COUNTERS), as they stood before a repetition. */
 struct counters {
 	uint64_t	walks, hits, cut, sized, rest, joined, lengths, total_steps, snippet_steps,
-			list_steps, meets;
+			list_steps, meets, common;
 };
 
 static void
@@ -118,6 +123,7 @@ counters_mark(struct counters *c)
 	c->snippet_steps = idx_snippet_steps;
 	c->list_steps = idx_list_steps;
 	c->meets = idx_meets;
+	c->common = idx_common_reads;
 }
 
 /* The counters' growth from mark to now, on one line under the query's. */
@@ -128,7 +134,7 @@ counters_print(const struct counters *mark, const struct counters *end)
 
 	printf("    walks %llu, hits read %llu (cut short %llu), measured %llu "
 	    "(%llu from kept lengths), one statement over the rest %llu, joined %llu, "
-	    "the total's VM steps %llu, the snippets' VM steps %llu, a list's VM steps %llu, "
+	    "common words read from their hits %llu, the total's VM steps %llu, the snippets' VM steps %llu, a list's VM steps %llu, "
 	    "lists where two indexes met %llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
@@ -137,6 +143,7 @@ counters_print(const struct counters *mark, const struct counters *end)
 	    (unsigned long long)(now.lengths - mark->lengths),
 	    (unsigned long long)(now.rest - mark->rest),
 	    (unsigned long long)(now.joined - mark->joined),
+	    (unsigned long long)(now.common - mark->common),
 	    (unsigned long long)(now.total_steps - mark->total_steps),
 	    (unsigned long long)(now.snippet_steps - mark->snippet_steps),
 	    (unsigned long long)(now.list_steps - mark->list_steps),
@@ -265,6 +272,8 @@ main(int argc, char **argv)
 		page_offset = atoll(getenv("BENCH_OFFSET"));
 	if (getenv("BENCH_FLOOR_READS") != NULL)
 		idx_rank_floor_reads = atoll(getenv("BENCH_FLOOR_READS"));
+	if (getenv("BENCH_COMMON") != NULL && strcmp(getenv("BENCH_COMMON"), "off") == 0)
+		idx_common_used = false;
 	if (getenv("BENCH_NO_NARROW_IDS") != NULL)
 		idx_narrow_ids_used = false;
 	if (counting && mb_count_group_parse(count_by, &group, &err) == -1) {

@@ -2756,6 +2756,93 @@ a_word_stemmed_twice_is_bounded(void **state)
 	counted(f, &idx_rank_hits_read, "please OR filler7", want, n);
 }
 
+/* Pages of text at 1, 7 and 50 a page are bm25()'s, read from kept hits (read: > 0). */
+static void
+read_from_hits(struct mb_test_index *f, const char *text, bool read)
+{
+	static int64_t want[N_MSG + 10];
+	size_t n = mb_test_bm25_order(f->idx, text, want, MB_ARRAY_LEN(want));
+	uint64_t before = idx_common_reads;
+
+	if (n <= 50)
+		fail_msg("%s: %zu matches", text, n);
+	expect_exact(f, text, want, n, 1, 3);
+	expect_exact(f, text, want, n, 7, 28);
+	expect_exact(f, text, want, n, 50, 150);
+	(void)counted_scores_exact(f, text);
+	if ((idx_common_reads > before) != read)
+		fail_msg("%s: %s its kept hits", text, read ? "not read through" : "read through");
+}
+
+/*
+ * Words every match holds, some in most rows (alpha, in nine rows of ten),
+ * read whole: syncd keeps each row's hits of a word in two fifths of the
+ * rows by chunk (rank_bounds.hits; not beta's, just below), and such a
+ * search reads them there instead of stepping through their doclists in
+ * FTS5; the newest ids and a chunk changed since are read whole.  Pages, totals and scores are
+ * bm25()'s; a row with more hits than a byte holds takes its count from
+ * the blob's tail.  Without a kept word, or with idx_common_used off, read
+ * as before; a malformed blob, or one of an older build, is not trusted.
+ */
+static void
+words_most_messages_hold_are_read_from_their_hits(void **state)
+{
+	static const char *const texts[] = { "alpha gamma", "delta alpha beta",
+	    "alpha beta gamma", "alpha delta", "alpha filler7", "alpha zeta" };
+	struct mb_test_index *f = *state;
+
+	put_all(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	assert_int_equal(mb_test_index_int(f, "SELECT count(*) FROM rank_bounds "
+	    "WHERE term = 'alpha' AND length(hits) >= 2048"), 2);
+	assert_int_equal(mb_test_index_int(f, "SELECT count(hits) FROM rank_bounds "
+	    "WHERE term = 'gamma'"), 0);
+	idx_rank_words_walked = false;	/* else the block walk takes most of them */
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++)
+		read_from_hits(f, texts[i], true);
+	read_from_hits(f, "beta gamma", false);	/* no word's hits kept */
+	idx_common_used = false;
+	read_from_hits(f, "alpha gamma", false);
+	idx_common_used = true;
+
+	/*
+	 * a row of chunk 1 changed: alpha 30 times in its subject, 300 hits,
+	 * and gamma 10 times, the first page's (whose scores are checked)
+	 */
+	mb_test_put(f->idx, f->inbox, 3000, &(struct mb_test_msg){ .subject =
+	    "alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha "
+	    "alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha alpha "
+	    "alpha alpha alpha alpha gamma gamma gamma gamma gamma gamma gamma gamma gamma "
+	    "gamma", .body = "gamma", .date = T0 });
+	read_from_hits(f, "alpha gamma", true);		/* chunk 1 read whole */
+	assert_int_equal(mb_test_rank_build(f), 1);
+	assert_int_equal(mb_test_index_int(f, "SELECT length(hits) FROM rank_bounds "
+	    "WHERE term = 'alpha' AND chunk = 1"), 2048 + 6);
+	read_from_hits(f, "alpha gamma", true);
+	read_from_hits(f, "alpha beta gamma", true);
+
+	/* a blob cut short, or another build's: that chunk read whole, the same pages */
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE rank_bounds SET hits = "
+	    "substr(hits, 1, 2048) WHERE term = 'alpha' AND chunk = 1", NULL, NULL, NULL),
+	    SQLITE_OK);
+	read_from_hits(f, "alpha gamma", true);
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE rank_bounds SET gen = gen - 1 "
+	    "WHERE term = 'alpha'", NULL, NULL, NULL), SQLITE_OK);
+	read_from_hits(f, "alpha gamma", false);	/* no chunk has alpha's hits */
+
+	/* an index from before migration 0031: the next choice of terms keeps the hits */
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "UPDATE rank_bounds SET gen = gen + 1 "
+	    "WHERE term = 'alpha'; UPDATE rank_bounds SET hits = NULL; "
+	    "UPDATE rank_state SET terms_rows = 0", NULL, NULL, NULL), SQLITE_OK);
+	read_from_hits(f, "alpha gamma", false);
+	assert_int_equal(mb_test_rank_build(f), 0);
+	assert_int_equal(mb_test_index_int(f, "SELECT count(*) FROM rank_bounds AS b "
+	    "JOIN rank_chunks AS c ON c.chunk = b.chunk AND c.gen = b.gen "
+	    "WHERE b.term = 'alpha' AND length(b.hits) >= 2048"), 2);
+	read_from_hits(f, "alpha gamma", true);
+	idx_rank_words_walked = true;
+}
+
 int
 main(void)
 {
@@ -2777,6 +2864,7 @@ main(void)
 		MB_TEST_INDEX(a_read_whole_takes_lengths_from_the_fronts),
 		MB_TEST_INDEX(a_row_is_left_before_its_common_words),
 		MB_TEST_INDEX(a_word_stemmed_twice_is_bounded),
+		MB_TEST_INDEX(words_most_messages_hold_are_read_from_their_hits),
 		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
 		MB_TEST_INDEX(an_and_or_an_or_is_bounded_at_one_length),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
