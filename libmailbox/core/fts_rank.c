@@ -252,22 +252,35 @@ rank_query_get(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 }
 
 /*
- * A row's score, as bm25() computes it: for each phrase, its IDF times
+ * Phrase i's term of a row's score, as bm25() computes it: its IDF times
  * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), where f sums the column
- * weights of the phrase's hits in the row and D is the row's length in
- * tokens; negated, so that better rows sort first.  Every operation is
+ * weights of the phrase's hits in the row (q->freq[i]) and D is the row's
+ * length in tokens.  One expression for the score and its bounds, so that
+ * they round alike.
+ */
+#define RANK_K1	1.2	/* bm25()'s k1 and b */
+#define RANK_B	0.75
+
+static inline double
+rank_term(const struct rank_query *q, int i, double dl)
+{
+	return q->idf[i] * ((q->freq[i] * (RANK_K1 + 1.0)) /
+	    (q->freq[i] + RANK_K1 * (1 - RANK_B + RANK_B * dl / q->avgdl)));
+}
+
+/*
+ * A row's score, as bm25() computes it: its phrases' terms summed in their
+ * order, negated, so that better rows sort first.  Every operation is
  * monotone in D (IEEE arithmetic rounds monotonically), so D = 0 gives a
  * bound no row of these hits can beat, bit for bit.
  */
 static double
 rank_score(const struct rank_query *q, double dl)
 {
-	const double k1 = 1.2, b = 0.75;
 	double score = 0.0;
 
 	for (int i = 0; i < q->n_phrase; i++)
-		score += q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
-		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl)));
+		score += rank_term(q, i, dl);
 	return -1.0 * score;
 }
 
@@ -283,14 +296,12 @@ rank_score(const struct rank_query *q, double dl)
 static double
 rank_bound_read(const struct rank_query *q, int k, double dl)
 {
-	const double k1 = 1.2, b = 0.75;
 	double score = 0.0;
 
 	for (int j = 0; j < q->n_phrase; j++) {
 		int i = q->order[j];
 
-		score += j < k ? q->idf[i] * ((q->freq[i] * (k1 + 1.0)) /
-		    (q->freq[i] + k1 * (1 - b + b * dl / q->avgdl))) : q->idf[i] * (k1 + 1.0);
+		score += j < k ? rank_term(q, i, dl) : q->idf[i] * (RANK_K1 + 1.0);
 	}
 	return -1.0 * score;
 }
