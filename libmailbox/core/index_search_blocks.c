@@ -196,6 +196,8 @@ steps_keep(struct phrase_steps *s, int64_t b, const struct rank_point *p, int n)
 struct walk {
 	struct mb_index		*idx;
 	bool			 filtered;	/* the ranges test the query's filters */
+	/* owned (NULL: none): words of an AND whose hits are kept, not read by FTS5 */
+	struct idx_kept		*kept;
 	bool			 gave_up;	/* filtered: the page did not fill, read whole instead */
 	int64_t			 folder_id;	/* its in: or role's folder, for the binds */
 	struct idx_rank_stats	 stats;
@@ -233,6 +235,7 @@ struct walk {
 static void
 walk_release(struct walk *w)
 {
+	idx_kept_free(w->kept);
 	for (int i = 0; i < w->n_ph; i++) {
 		for (int j = 0; j < w->ph[i].n; j++)
 			free(w->ph[i].tokens[j]);
@@ -803,17 +806,59 @@ prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *e
 	return rc;
 }
 
+/*
+ * Rank the rows of ids [lo, hi] of an AND whose kept words' hits are read
+ * from syncd's bytes (w->kept) into set: each run of chunks that have them
+ * by the MATCH of the other words, each other run by the query's.
+ */
+static int
+range_rank_kept(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
+    struct idx_rank_set *set, struct mb_err *err)
+{
+	const struct idx_rank_parts *parts = set->floor.parts;
+	int rc = SQLITE_OK;
+
+	while (rc == SQLITE_OK && lo <= hi) {
+		bool kept;
+		int64_t end = idx_kept_run(w->kept, lo, hi, &kept);
+		sqlite3_stmt *st = idx_stmt_sql(w->idx, range_sql, err);
+
+		if (st == NULL)
+			return -1;
+		sqlite3_bind_text(st, 1, kept ? idx_kept_others(w->kept) : q->match, -1,
+		    SQLITE_STATIC);
+		sqlite3_bind_pointer(st, 9, &set->floor, IDX_RANK_FLOOR, NULL);
+		sqlite3_bind_int64(st, 22, lo);
+		sqlite3_bind_int64(st, 23, end);
+		set->floor.parts = kept ? idx_kept_parts(w->kept) : parts;
+		rc = idx_rank_collect(st, false, set);
+		set->floor.parts = parts;
+		idx_stmt_done(st);
+		lo = end + 1;
+	}
+	return rc;
+}
+
 /* Rank the rows of ids [lo, hi] into set; the floor is raised after. */
 static int
 range_rank(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
     struct idx_rank_set *set, struct mb_err *err)
 {
 	const char *sql = !w->filtered ? range_sql : range_sql_filtered;
-	sqlite3_stmt *st = idx_stmt_sql(w->idx, sql, err);
+	sqlite3_stmt *st;
 	struct idx_rank_memo memo = { 0 };
 	int rc;
 
-	if (st == NULL)
+	if (w->kept != NULL && !w->filtered && w->range_match == NULL) {
+		if ((rc = range_rank_kept(w, q, lo, hi, set, err)) == -1)
+			return -1;
+		if (rc != SQLITE_OK)
+			return idx_sqlerr(w->idx, rc, "search: rank a range", err);
+		if (set->n > set->keep)
+			idx_rank_trim(set);	/* the floor, as soon as the page is full */
+		return 0;
+	}
+	if ((st = idx_stmt_sql(w->idx, sql, err)) == NULL)
 		return -1;
 	set->floor.memo = w->filtered ? &memo : NULL;
 	if (w->filtered)
@@ -1532,6 +1577,15 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		rc = any ? 0 : -1;	/* read whole, or a failure */
 		goto out;
 	}
+	/*
+	 * An AND of words, some of them in most rows: their hits read from
+	 * syncd's bytes, not stepped through by FTS5, in each range whose
+	 * chunks have them (index_search_common.c)
+	 */
+	if (!filtered && !w.negated && w.n_pos > 1 && w.n_pos == w.n_ph &&
+	    w.n_groups == w.n_pos &&
+	    idx_kept_make(idx, q->match, w.stats.known, &w.kept, err) == -1)
+		goto out;
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)
 		goto out;
@@ -1559,6 +1613,8 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 		goto out;
 	}
 	idx_rank_walks++;
+	if (w.kept != NULL)
+		idx_common_reads++;
 	/* a phrase's rows are its statistics' */
 	if (filtered) {
 		if (filtered_total(&w, q, set, matches_r, exact_r, err) == -1)

@@ -38,6 +38,9 @@
 _Thread_local uint64_t idx_common_reads;
 bool idx_common_used = true;
 
+/* The MATCH of the phrases FTS5 reads, at most (a query's own is shorter). */
+#define IDX_KEPT_MATCH_MAX	65536
+
 static const char weights_sql[] = "SELECT weights FROM rank_state";
 /* whether syncd keeps a term's hits (in some chunk: hits_load() checks each) */
 static const char term_sql[] =
@@ -349,77 +352,142 @@ range_read(struct common *c, const char *match, int64_t lo, int64_t hi, bool kep
 	return rc == SQLITE_DONE ? 0 : idx_sqlerr(c->idx, rc, "search: rank", err);
 }
 
+/* search-private.h */
+struct idx_kept {
+	struct common		c;
+	struct idx_rank_parts	parts;
+	struct mb_buf		others;		/* the MATCH of the phrases FTS5 reads */
+};
+
+/* search-private.h */
+void
+idx_kept_free(struct idx_kept *k)
+{
+	if (k == NULL)
+		return;
+	mb_buf_release(&k->others);
+	common_release(&k->c);
+	free(k);
+}
+
+/* search-private.h */
+int
+idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_known *known,
+    struct idx_kept **k_r, struct mb_err *err)
+{
+	struct idx_kept *k = mb_xcalloc(1, sizeof(*k));
+	struct common *c = &k->c;
+	int64_t max_id = 0;
+	bool ok = false, any = false;
+
+	*k_r = NULL;
+	c->idx = idx;
+	c->stats.known = known;
+	k->others = (struct mb_buf)MB_BUF_INIT(IDX_KEPT_MATCH_MAX);
+	if (!idx_common_used || match == NULL || !and_of_phrases(c, match) ||
+	    !phrases_one_token(c)) {
+		idx_kept_free(k);
+		return 0;
+	}
+	if (hits_usable(c, &ok, err) == -1 || (ok && phrases_split(c, err) == -1))
+		goto fail;
+	if (!ok || c->n_kept == 0 || c->n_slot == 0) {
+		idx_kept_free(k);	/* no word's hits kept, or nothing else to read */
+		return 0;
+	}
+	/* the whole query's statistics (kept on the connection): its IDFs */
+	if (idx_rank_query_stats(idx, match, &c->stats, &any, err) == -1)
+		goto fail;
+	ok = any && c->stats.set && c->stats.n_phrase == c->n;
+	for (int i = 0; ok && i < c->n; i++)
+		ok = c->stats.size[i] == 1;
+	if (!ok) {
+		idx_kept_free(k);	/* nothing matches, or phrases FTS5 counts otherwise */
+		return 0;
+	}
+	if (idx_max_id(idx, "search: common words", &max_id, err) == -1)
+		goto fail;
+	c->n_chunks = max_id / RANK_CHUNK_IDS + 1;
+	if (chunks_load(c, err) == -1 || hits_load(c, err) == -1)
+		goto fail;
+	ok = false;
+	for (int64_t ch = 0; !ok && ch < c->n_chunks; ch++)
+		ok = chunk_kept(c, ch);
+	if (!ok || others_match(c, &k->others) == -1) {
+		idx_kept_free(k);	/* no chunk has their hits: read as before */
+		return 0;
+	}
+	k->parts = (struct idx_rank_parts){ .stats = &c->stats, .slot = c->slot,
+	    .n_slot = c->n_slot, .kept_slot = c->kept_slot,
+	    .kept_hits = (const uint8_t *const *)c->kept_hits, .kept_many = c->kept_many,
+	    .n_kept = c->n_kept, .n_kept_ids = c->n_chunks * RANK_CHUNK_IDS };
+	*k_r = k;
+	return 0;
+fail:
+	idx_kept_free(k);
+	return -1;
+}
+
+/* search-private.h */
+int64_t
+idx_kept_run(const struct idx_kept *k, int64_t lo, int64_t hi, bool *kept_r)
+{
+	int64_t ch = lo / RANK_CHUNK_IDS;
+
+	*kept_r = ch < k->c.n_chunks && chunk_kept(&k->c, ch);
+	for (ch++; ch * RANK_CHUNK_IDS <= hi; ch++)
+		if ((ch < k->c.n_chunks && chunk_kept(&k->c, ch)) != *kept_r)
+			return ch * RANK_CHUNK_IDS - 1;
+	return hi;
+}
+
+/* search-private.h */
+const char *
+idx_kept_others(const struct idx_kept *k)
+{
+	return k->others.data;
+}
+
+/* search-private.h */
+const struct idx_rank_parts *
+idx_kept_parts(const struct idx_kept *k)
+{
+	return &k->parts;
+}
+
 int
 idx_rank_common(struct mb_index *idx, const struct mb_query *q, struct idx_rank_set *set,
     bool *used_r, struct mb_err *err)
 {
-	struct common c = { .idx = idx };
-	struct idx_rank_parts parts = { 0 };
 	const struct idx_rank_parts *caller_parts = set->floor.parts;
-	struct mb_buf others = MB_BUF_INIT(256);
+	struct idx_kept *k = NULL;
 	uint32_t *min_len = NULL;
-	int64_t max_id = 0, matches = 0;
-	bool ok = false, any = false;
+	int64_t matches = 0, max_id;
 	int rc = -1;
 
 	*used_r = false;
-	c.stats.known = set->floor.known;
-	if (!idx_common_used || q->match == NULL || !and_of_phrases(&c, q->match) ||
-	    !phrases_one_token(&c)) {
-		rc = 0;
-		goto out;
-	}
-	if (hits_usable(&c, &ok, err) == -1 || (ok && phrases_split(&c, err) == -1))
-		goto out;
-	if (!ok || c.n_kept == 0 || c.n_slot == 0) {
-		rc = 0;		/* no word's hits kept, or nothing else to read */
-		goto out;
-	}
-	/* the whole query's statistics: its IDFs, each phrase one token */
-	if (idx_rank_query_stats(idx, q->match, &c.stats, &any, err) == -1)
-		goto out;
-	ok = any && c.stats.set && c.stats.n_phrase == c.n;
-	for (int i = 0; ok && i < c.n; i++)
-		ok = c.stats.size[i] == 1;
-	if (!ok) {
-		rc = 0;		/* nothing matches, or phrases FTS5 counts otherwise */
-		goto out;
-	}
-	if (idx_max_id(idx, "search: common words", &max_id, err) == -1)
-		goto out;
-	c.n_chunks = max_id / RANK_CHUNK_IDS + 1;
-	if (chunks_load(&c, err) == -1 || hits_load(&c, err) == -1)
-		goto out;
-	ok = false;
-	for (int64_t ch = 0; !ok && ch < c.n_chunks; ch++)
-		ok = chunk_kept(&c, ch);
-	if (!ok || others_match(&c, &others) == -1) {
-		rc = 0;		/* no chunk has their hits: read as before */
-		goto out;
-	}
+	if (q->match == NULL || idx_kept_make(idx, q->match, set->floor.known, &k, err) == -1)
+		return q->match == NULL ? 0 : -1;
+	if (k == NULL)
+		return 0;
 	/* lengths a word's fronts prove, as for a search read whole (index_search.c) */
 	if (idx_rank_min_lengths(idx, q, &min_len, &set->floor.n_min_len, err) == -1)
 		goto out;
-	parts = (struct idx_rank_parts){ .stats = &c.stats, .slot = c.slot, .n_slot = c.n_slot,
-	    .kept_slot = c.kept_slot, .kept_hits = (const uint8_t *const *)c.kept_hits,
-	    .kept_many = c.kept_many, .n_kept = c.n_kept,
-	    .n_kept_ids = c.n_chunks * RANK_CHUNK_IDS };
 	/* runs of chunks with the hits through the others, the rest whole */
-	for (int64_t ch = 0; ch < c.n_chunks;) {
-		bool kept = chunk_kept(&c, ch);
-		int64_t end = ch + 1;
+	max_id = k->c.n_chunks * RANK_CHUNK_IDS - 1;
+	for (int64_t lo = 0; lo <= max_id;) {
+		bool kept;
+		int64_t hi = idx_kept_run(k, lo, max_id, &kept);
 
-		while (end < c.n_chunks && chunk_kept(&c, end) == kept)
-			end++;
-		set->floor.parts = kept ? &parts : caller_parts;
+		set->floor.parts = kept ? &k->parts : caller_parts;
 		set->floor.block_min_len = min_len;
-		rc = range_read(&c, kept ? others.data : q->match, ch * RANK_CHUNK_IDS,
-		    end * RANK_CHUNK_IDS - 1, kept, set, &matches, err);
+		rc = range_read(&k->c, kept ? k->others.data : q->match, lo, hi, kept, set,
+		    &matches, err);
 		set->floor.parts = caller_parts;
 		set->floor.block_min_len = NULL;
 		if (rc == -1)
 			goto out;
-		ch = end;
+		lo = hi + 1;
 	}
 	idx_common_reads++;
 	set->matches += matches;
@@ -427,7 +495,6 @@ idx_rank_common(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 	rc = 0;
 out:
 	free(min_len);
-	mb_buf_release(&others);
-	common_release(&c);
+	idx_kept_free(k);
 	return rc;
 }

@@ -584,8 +584,29 @@ extern bool	idx_narrow_ids_used;
  */
 int	idx_rank_common(struct mb_index *idx, const struct mb_query *q,
 	    struct idx_rank_set *set, bool *used_r, struct mb_err *err);
-/* Searches idx_rank_common() served. */
+/* Searches whose kept words' hits were read (idx_rank_common(), or a walk's). */
 extern _Thread_local uint64_t	idx_common_reads;
+/*
+ * The words of match (an AND of one-word phrases and nothing else) whose
+ * hits syncd keeps (index_search_common.c) into *k_r (idx_kept_free()),
+ * NULL when match is not such a query, has no such word or no other, or no
+ * chunk has their hits; known: as struct idx_rank_stats's.  A range of ids
+ * whose chunks all have them is read by the MATCH of the other words
+ * (idx_kept_others()) with set->floor.parts at idx_kept_parts(): a row
+ * without a kept word is answered NULL, every other scored as bm25() scores
+ * it for match.
+ */
+struct idx_kept;
+int	idx_kept_make(struct mb_index *idx, const char *match,
+	    const struct idx_rank_known *known, struct idx_kept **k_r, struct mb_err *err);
+void	idx_kept_free(struct idx_kept *k);
+/*
+ * The last id of the run from lo (to hi at most) whose chunks all have the
+ * kept words' hits, or all lack them (*kept_r says which).
+ */
+int64_t	idx_kept_run(const struct idx_kept *k, int64_t lo, int64_t hi, bool *kept_r);
+const char	*idx_kept_others(const struct idx_kept *k);
+const struct idx_rank_parts	*idx_kept_parts(const struct idx_kept *k);
 /* Whether idx_rank_common() serves at all: the tests turn it off to compare. */
 extern bool	idx_common_used;
 

@@ -2776,10 +2776,11 @@ read_from_hits(struct mb_test_index *f, const char *text, bool read)
 
 /*
  * Words every match holds, some in most rows (alpha, in nine rows of ten),
- * read whole: syncd keeps each row's hits of a word in two fifths of the
- * rows by chunk (rank_bounds.hits; not beta's, just below), and such a
- * search reads them there instead of stepping through their doclists in
- * FTS5; the newest ids and a chunk changed since are read whole.  Pages, totals and scores are
+ * read whole or walked: syncd keeps each row's hits of a word in two
+ * fifths of the rows by chunk (rank_bounds.hits; not beta's, just below),
+ * and such a search reads them there instead of stepping through their
+ * doclists in FTS5; the newest ids and a chunk changed since are read
+ * whole.  Pages, totals and scores are
  * bm25()'s; a row with more hits than a byte holds takes its count from
  * the blob's tail.  Without a kept word, or with idx_common_used off, read
  * as before; a malformed blob, or one of an older build, is not trusted.
@@ -2804,6 +2805,15 @@ words_most_messages_hold_are_read_from_their_hits(void **state)
 	idx_common_used = false;
 	read_from_hits(f, "alpha gamma", false);
 	idx_common_used = true;
+	/* walked, each range reads them too */
+	idx_rank_words_walked = true;
+	for (int i = 0; i < 2; i++) {
+		uint64_t walks = idx_rank_walks;
+
+		read_from_hits(f, i == 0 ? "alpha gamma" : "beta alpha", true);
+		assert_true(idx_rank_walks > walks);
+	}
+	idx_rank_words_walked = false;
 
 	/*
 	 * a row of chunk 1 changed: alpha 30 times in its subject, 300 hits,
