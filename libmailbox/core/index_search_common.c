@@ -38,7 +38,7 @@
 _Thread_local uint64_t idx_common_reads;
 bool idx_common_used = true;
 
-/* The MATCH of the phrases FTS5 reads, at most (a query's own is shorter). */
+/* A MATCH written again here, at most (a query's own is shorter: query.c). */
 #define IDX_KEPT_MATCH_MAX	65536
 
 static const char weights_sql[] = "SELECT weights FROM rank_state";
@@ -85,6 +85,7 @@ common_release(struct common *c)
 	free(c->chunk_gen);
 	free(c->chunk_words);
 }
+
 /*
  * Whether match is phrases joined by AND and nothing else (as query.c
  * writes `what is the status`: no OR, NOT, column or prefix), their texts
@@ -93,7 +94,7 @@ common_release(struct common *c)
 static bool
 and_of_phrases(struct common *c, const char *match)
 {
-	struct mb_buf again = MB_BUF_INIT(256);
+	struct mb_buf again = MB_BUF_INIT(IDX_KEPT_MATCH_MAX);
 	bool same;
 
 	if (!idx_match_phrases(match, c->text, &c->n) || c->n < 2)
@@ -104,7 +105,7 @@ and_of_phrases(struct common *c, const char *match)
 			mb_buf_release(&again);
 			return false;
 		}
-	same = mb_buf_addc(&again, '\0') == 0 && strcmp(again.data, match) == 0;
+	same = strcmp(again.data, match) == 0;	/* data is always NUL-terminated */
 	mb_buf_release(&again);
 	return same;
 }
@@ -308,7 +309,7 @@ others_match(const struct common *c, struct mb_buf *out)
 		if ((j > 0 && mb_buf_adds(out, " AND ") == -1) ||
 		    mb_query_quote(out, c->text[c->slot[j]], strlen(c->text[c->slot[j]])) == -1)
 			return -1;
-	return mb_buf_addc(out, '\0');
+	return 0;
 }
 
 /* Whether row id holds every kept phrase (its byte not 0). */
