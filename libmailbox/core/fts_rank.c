@@ -452,12 +452,6 @@ rank_row_prefix(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *
 }
 
 /*
- * A row of a statement of an OR of words ranked in parts (struct
- * idx_rank_parts): each phrase's hits into its slot of the query's, the
- * query's other words 0 (the row holds none of them), scored with the
- * query's statistics as rank_row scores it.
- */
-/*
  * Row id's hits in m (struct idx_rank_many), which holds every row whose
  * byte is full (index_search_common.c checks each chunk's as it loads it).
  */
@@ -477,6 +471,12 @@ kept_many(const struct idx_rank_many *m, int64_t id)
 	return lo < m->n && m->id[lo] == id ? (double)m->f[lo] : (double)RANK_HITS_MANY;
 }
 
+/*
+ * A row of a statement of a query ranked in parts (struct idx_rank_parts):
+ * each phrase's hits into its slot of the query's, the kept words' from
+ * their bytes, the query's other words 0 (the row holds none of them),
+ * scored with the query's statistics as rank_row scores it.
+ */
 static void
 rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
     int n_val, sqlite3_value **val, const struct idx_rank_floor *floor, int w)

@@ -399,16 +399,6 @@ struct idx_rank_prefix {
 	size_t		 n_skip;
 };
 
-/*
- * An OR of words ranked in parts (index_search_or.c): a statement's
- * phrases are some of the query's words, its phrase i the query's phrase
- * slot[i] (n_slot of them), and every row it gives holds none of the
- * query's other words.  A row is scored with the query's statistics
- * (stats), its hits in their slots and 0 in the others, so the score is
- * the one bm25() gives it for the whole query, summed in the same order.
- * A row whose id is in skip (sorted) was ranked by an earlier statement:
- * it is answered NULL.
- */
 /* A kept phrase's rows with more hits than a byte holds (struct idx_rank_parts). */
 struct idx_rank_many {
 	int64_t		*id;	/* owned, ascending */
@@ -416,6 +406,17 @@ struct idx_rank_many {
 	size_t		 n, cap;
 };
 
+/*
+ * A query ranked in parts: an OR of words (index_search_or.c), or an AND
+ * whose kept words' hits are read from syncd's bytes (index_search_common.c,
+ * the kept slots below).  A statement's phrases are some of the query's
+ * words, its phrase i the query's phrase slot[i] (n_slot of them), and
+ * every row it gives holds none of the query's other words but the kept
+ * ones.  A row is scored with the query's statistics (stats), its hits in
+ * their slots and 0 in the others, so the score is the one bm25() gives it
+ * for the whole query, summed in the same order.  A row whose id is in
+ * skip (sorted) was ranked by an earlier statement: it is answered NULL.
+ */
 struct idx_rank_parts {
 	const struct idx_rank_stats	*stats;
 	const int			*slot;
