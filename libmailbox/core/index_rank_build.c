@@ -316,7 +316,8 @@ term_build(struct build *b, const char *term, bool common, int64_t first, size_t
     sqlite3_stmt *put, struct mb_err *err)
 {
 	struct mb_buf quoted = MB_BUF_INIT(4096), blob = MB_BUF_INIT(1 << 20);
-	struct mb_buf hits_out = MB_BUF_INIT(RANK_HITS_BYTES + RANK_CHUNK_IDS * RANK_HITS_MANY_BYTES);
+	struct mb_buf hits_out =
+	    MB_BUF_INIT(RANK_HITS_BYTES + RANK_CHUNK_IDS * RANK_HITS_MANY_BYTES);
 	int64_t lo = first * RANK_CHUNK_IDS, hi = lo + (int64_t)n * RANK_CHUNK_IDS;
 	int64_t docs[RANK_SPAN_CHUNKS] = { 0 };
 	uint8_t *hits = NULL;	/* a common term's: each id's, chunk after chunk */

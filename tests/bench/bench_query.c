@@ -134,7 +134,8 @@ counters_print(const struct counters *mark, const struct counters *end)
 
 	printf("    walks %llu, hits read %llu (cut short %llu), measured %llu "
 	    "(%llu from kept lengths), one statement over the rest %llu, joined %llu, "
-	    "common words read from their hits %llu, the total's VM steps %llu, the snippets' VM steps %llu, a list's VM steps %llu, "
+	    "common words read from their hits %llu, the total's VM steps %llu, "
+	    "the snippets' VM steps %llu, a list's VM steps %llu, "
 	    "lists where two indexes met %llu\n",
 	    (unsigned long long)(now.walks - mark->walks),
 	    (unsigned long long)(now.hits - mark->hits),
