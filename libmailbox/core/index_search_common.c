@@ -374,7 +374,7 @@ idx_kept_free(struct idx_kept *k)
 /* search-private.h */
 int
 idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_known *known,
-    struct idx_kept **k_r, struct mb_err *err)
+    const struct idx_rank_stats *stats, struct idx_kept **k_r, struct mb_err *err)
 {
 	struct idx_kept *k = mb_xcalloc(1, sizeof(*k));
 	struct common *c = &k->c;
@@ -397,7 +397,10 @@ idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_kno
 		return 0;
 	}
 	/* the whole query's statistics (kept on the connection): its IDFs */
-	if (idx_rank_query_stats(idx, match, &c->stats, &any, err) == -1)
+	if (stats != NULL) {
+		c->stats = *stats;	/* the caller's, for match: no statement again */
+		any = true;
+	} else if (idx_rank_query_stats(idx, match, &c->stats, &any, err) == -1)
 		goto fail;
 	ok = any && c->stats.set && c->stats.n_phrase == c->n;
 	for (int i = 0; ok && i < c->n; i++)
@@ -467,7 +470,7 @@ idx_rank_common(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 	int rc = -1;
 
 	*used_r = false;
-	if (q->match == NULL || idx_kept_make(idx, q->match, set->floor.known, &k, err) == -1)
+	if (q->match == NULL || idx_kept_make(idx, q->match, set->floor.known, NULL, &k, err) == -1)
 		return q->match == NULL ? 0 : -1;
 	if (k == NULL)
 		return 0;

@@ -590,7 +590,8 @@ extern _Thread_local uint64_t	idx_common_reads;
  * The words of match (an AND of one-word phrases and nothing else) whose
  * hits syncd keeps (index_search_common.c) into *k_r (idx_kept_free()),
  * NULL when match is not such a query, has no such word or no other, or no
- * chunk has their hits; known: as struct idx_rank_stats's.  A range of ids
+ * chunk has their hits; known: as struct idx_rank_stats's; stats: match's
+ * statistics when the caller has them (NULL: read here).  A range of ids
  * whose chunks all have them is read by the MATCH of the other words
  * (idx_kept_others()) with set->floor.parts at idx_kept_parts(): a row
  * without a kept word is answered NULL, every other scored as bm25() scores
@@ -598,7 +599,8 @@ extern _Thread_local uint64_t	idx_common_reads;
  */
 struct idx_kept;
 int	idx_kept_make(struct mb_index *idx, const char *match,
-	    const struct idx_rank_known *known, struct idx_kept **k_r, struct mb_err *err);
+	    const struct idx_rank_known *known, const struct idx_rank_stats *stats,
+	    struct idx_kept **k_r, struct mb_err *err);
 void	idx_kept_free(struct idx_kept *k);
 /*
  * The last id of the run from lo (to hi at most) whose chunks all have the
