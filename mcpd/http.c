@@ -42,7 +42,7 @@ struct mcp_http {
 	char			**origins;	/* owned, NULL-terminated: allowed Origin values */
 	int			 listen_fd;	/* owned: the listening socket, or -1 */
 	struct mcp_acceptor	*acceptor;	/* owned: hands its connections to the daemon */
-	atomic_uint		 open;		/* connections open (connection_notify) */
+	atomic_uint		 closed;	/* connections closed (connection_notify) */
 	struct mcp_deadlines	*deadlines;	/* owned; MCP_REQUEST_TIMEOUT */
 };
 
@@ -451,8 +451,9 @@ request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 }
 
 /*
- * libmicrohttpd's word that a connection began or ended: counted for the
- * acceptor (it accepts none past MCP_MAX_CONNECTIONS), then the deadline's.
+ * libmicrohttpd's word that a connection began or ended: an end is counted
+ * for the acceptor (it accepts none while MCP_MAX_CONNECTIONS of those it
+ * handed over are open), then both are the deadline's.
  */
 static void
 connection_notify(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -460,10 +461,8 @@ connection_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 {
 	struct mcp_http *h = cls;
 
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-		atomic_fetch_add(&h->open, 1);
-	else if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
-		atomic_fetch_sub(&h->open, 1);
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+		atomic_fetch_add(&h->closed, 1);
 	mcp_deadline_notify(h->deadlines, c, socket_context, toe);
 }
 
@@ -607,10 +606,21 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 	if (h->listen_fd == -1)
 		goto fail;
 	allowed_lists(h, conf, port);
+	/*
+	 * The acceptor keeps MCP_MAX_CONNECTIONS; libmicrohttpd's own limit,
+	 * which it splits evenly over the pool's threads, is set where no thread
+	 * reaches it: its check of a handed-over connection uses counts that lag
+	 * (a closed connection is counted until after its closed notification,
+	 * a queued one not at all), closes the connection unanswered, and in
+	 * 0.9.75 leaves the thread's lock held, so that the thread serves
+	 * nothing again.  No thread holds more than the acceptor's limit plus
+	 * one closing connection on each thread (notified, not yet uncounted),
+	 * which is what each thread's share is here.
+	 */
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 	    MHD_OPTION_THREAD_POOL_SIZE, conf->threads,
-	    MHD_OPTION_CONNECTION_LIMIT, conf->max_connections,
+	    MHD_OPTION_CONNECTION_LIMIT, conf->threads * (conf->max_connections + conf->threads),
 	    MHD_OPTION_CONNECTION_TIMEOUT, conf->timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->listen_unix ? 0u : conf->max_per_address,
@@ -621,7 +631,7 @@ mcp_http_start(struct mcp_server *srv, unsigned *port_r, struct mb_err *err)
 		mb_err_set(err, MB_E_CONFIG, "cannot listen on %s", conf->listen);
 		goto fail;
 	}
-	if ((h->acceptor = mcp_acceptor_start(h->listen_fd, h->daemon, &h->open,
+	if ((h->acceptor = mcp_acceptor_start(h->listen_fd, h->daemon, &h->closed,
 	    conf->max_connections, err)) == NULL)
 		goto fail;
 	*port_r = port;

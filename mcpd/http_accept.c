@@ -3,11 +3,18 @@
  * A thread polls the listening socket and a stop descriptor; each time the
  * socket is readable it accepts until none is left and gives each
  * connection to libmicrohttpd (MHD_add_connection), which closes it when
- * the connection limits refuse it, as its own accept would.  With as many
+ * the per-address limit refuses it, as its own accept would.  With as many
  * connections open as the limit allows it accepts none, and looks again
  * every 10 ms, so that the next waits in the backlog for a place.  Out of
  * descriptors or memory, it waits a tenth of a second before it tries
  * again rather than spin on the same error.
+ *
+ * A connection counts as open from the moment it is handed over, not from
+ * libmicrohttpd's word that it started: a handed connection waits in its
+ * thread's queue until the thread next looks, and twelve that arrived at
+ * once were all accepted before the first started, so the ones past the
+ * limit were closed unanswered by libmicrohttpd (and its check there left
+ * the thread's lock held; http.c sets its limit where it is never reached).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,16 +36,20 @@ struct mcp_acceptor {
 	int			 listen_fd;	/* the caller's */
 	int			 stop_fd;	/* owned: an eventfd, written by _stop */
 	struct MHD_Daemon	*daemon;
-	const atomic_uint	*open;		/* the caller's: connections open now */
+	const atomic_uint	*closed;	/* the caller's: connections closed so far */
+	unsigned		 handed;	/* connections handed over so far */
 	unsigned		 limit;
 	pthread_t		 thread;
 };
 
-/* Whether a place is free for one more connection. */
+/*
+ * Whether a place is free for one more connection: those handed over less
+ * those closed (both count on, and their difference stays right as they wrap).
+ */
 static bool
 room(const struct mcp_acceptor *a)
 {
-	return atomic_load_explicit(a->open, memory_order_relaxed) < a->limit;
+	return a->handed - atomic_load_explicit(a->closed, memory_order_relaxed) < a->limit;
 }
 
 /*
@@ -65,8 +76,11 @@ accept_waiting(struct mcp_acceptor *a)
 			mb_log_warn("http: accept");	/* EMFILE, ENFILE, ENOBUFS, ENOMEM */
 			return false;
 		}
-		/* closed by libmicrohttpd when it cannot take it (a limit, memory) */
-		(void)MHD_add_connection(a->daemon, fd, (struct sockaddr *)&addr, len);
+		/* closed by libmicrohttpd when it cannot take it (the per-address
+		 * limit, memory), before it is started, so never counted closed */
+		a->handed++;
+		if (MHD_add_connection(a->daemon, fd, (struct sockaddr *)&addr, len) != MHD_YES)
+			a->handed--;
 	}
 }
 
@@ -103,7 +117,7 @@ accept_loop(void *arg)
 }
 
 struct mcp_acceptor *
-mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, const atomic_uint *open,
+mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, const atomic_uint *closed,
     unsigned limit, struct mb_err *err)
 {
 	struct mcp_acceptor *a = mb_xcalloc(1, sizeof(*a));
@@ -112,7 +126,7 @@ mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, const atomic_uint *
 
 	a->listen_fd = listen_fd;
 	a->daemon = daemon;
-	a->open = open;
+	a->closed = closed;
 	a->limit = limit;
 	/* non-blocking: a connection reset between poll() and accept() must not block */
 	if (flags == -1 || fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK) == -1 ||

@@ -21,14 +21,15 @@ struct mcp_acceptor;
 /*
  * Start accepting on listen_fd (listening; the caller keeps and closes it,
  * after _stop) into daemon (started with MHD_USE_NO_LISTEN_SOCKET and
- * MHD_USE_ITC), while fewer than limit connections are open (*open, the
- * caller's count from libmicrohttpd's notifications, read as it changes):
- * at the limit the next connection waits in the socket's backlog, as it
- * did when libmicrohttpd accepted, instead of being accepted and refused.
- * Free with _stop.  NULL + err.
+ * MHD_USE_ITC, and a connection limit it never reaches: limit plus one a
+ * pool thread), while fewer than limit connections it handed over are
+ * still open (*closed, the caller's count of libmicrohttpd's closed
+ * notifications, read as it changes): at the limit the next connection
+ * waits in the socket's backlog, as it did when libmicrohttpd accepted,
+ * instead of being accepted and refused.  Free with _stop.  NULL + err.
  */
 struct mcp_acceptor	*mcp_acceptor_start(int listen_fd, struct MHD_Daemon *daemon,
-			    const atomic_uint *open, unsigned limit, struct mb_err *err);
+			    const atomic_uint *closed, unsigned limit, struct mb_err *err);
 /* Stop accepting and join the thread; call before MHD_stop_daemon(). */
 void	mcp_acceptor_stop(struct mcp_acceptor **ap);
 
