@@ -312,11 +312,10 @@ rank_bound_read(const struct rank_query *q, int k, double dl)
  * fronts) when that is longer (docs/index.md, "Lengths from the fronts").
  */
 static int
-proven_length(const Fts5ExtensionApi *api, Fts5Context *fts, const struct idx_rank_floor *floor,
-    int min_tok)
+proven_length(const struct idx_rank_floor *floor, int64_t id, int min_tok)
 {
 	if (floor != NULL && floor->set && floor->block_min_len != NULL) {
-		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
+		int64_t b = id / RANK_BLOCK_IDS;
 
 		if (b >= 0 && b < floor->n_min_len && floor->block_min_len[b] > (uint32_t)min_tok &&
 		    floor->block_min_len[b] <= INT_MAX)
@@ -370,7 +369,7 @@ rank_finish(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
 {
 	int n_tok = 0;
 
-	min_tok = proven_length(api, fts, floor, min_tok);
+	min_tok = proven_length(floor, api->xRowid(fts), min_tok);
 	if (rc == SQLITE_OK && floor != NULL && floor->set &&
 	    rank_score(q, (double)min_tok) > floor->score) {
 		sqlite3_result_null(ctx);	/* strictly worse than the floor: not a candidate */
@@ -526,6 +525,42 @@ rank_row_parts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *c
 	rank_finish(api, fts, ctx, &q, floor, min_tok, rc);
 }
 
+/* index-private.h */
+int
+idx_rank_kept_row(const struct idx_rank_parts *p, const struct idx_rank_floor *floor,
+    int64_t id, double *score_r)
+{
+	const struct idx_rank_stats *s = p->stats;
+	double idf[IDX_RANK_PHRASES], freq[IDX_RANK_PHRASES];
+	struct rank_query q = { .n_phrase = s->n_phrase, .avgdl = s->avgdl, .idf = idf,
+	    .freq = freq };
+	int n_tok = 0;
+	double score;
+
+	if (p->n_slot != 0 || s->n_phrase > IDX_RANK_PHRASES)
+		return -1;	/* another word to read: FTS5's to score */
+	memcpy(idf, s->idf, (size_t)s->n_phrase * sizeof(*idf));
+	memset(freq, 0, (size_t)s->n_phrase * sizeof(*freq));
+	for (int k = 0; k < p->n_kept; k++) {
+		uint8_t f = id >= 0 && id < p->n_kept_ids ? p->kept_hits[k][id] : 0;
+
+		if (f == 0)
+			return 0;	/* lacks the phrase: no match */
+		freq[p->kept_slot[k]] = f != RANK_HITS_MANY ? f : kept_many(&p->kept_many[k], id);
+	}
+	/* as rank_finish() ends a row: a bound at the length known, then the length */
+	if (floor->set && rank_score(&q, (double)proven_length(floor, id, 0)) > floor->score)
+		return 0;
+	idx_rank_sized++;
+	if (!idx_rank_lengths_get(floor->lengths, id, &n_tok))
+		return -1;
+	score = rank_score(&q, (double)n_tok);
+	if (floor->set && score > floor->score)
+		return 0;
+	*score_r = score;
+	return 1;
+}
+
 #define RANK_CUT_MARGIN	1e-12	/* relative: a bound summed in another order (rank_bound_read) */
 
 /*
@@ -544,7 +579,7 @@ rank_cut(const Fts5ExtensionApi *api, Fts5Context *fts, const struct rank_query 
 
 	for (int c = 0; c < q->n_col; c++)
 		min_tok += q->col_min[c];
-	min_tok = proven_length(api, fts, floor, min_tok);
+	min_tok = proven_length(floor, api->xRowid(fts), min_tok);
 	return rank_bound_read(q, k, (double)min_tok) > floor->score * (1.0 - RANK_CUT_MARGIN);
 }
 

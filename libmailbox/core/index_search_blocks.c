@@ -809,7 +809,8 @@ prefix_blocks_bound(struct walk *w, const struct idx_prefix *p, struct mb_err *e
 /*
  * Rank the rows of ids [lo, hi] of an AND whose kept words' hits are read
  * from syncd's bytes (w->kept) into set: each run of chunks that have them
- * by the MATCH of the other words, each other run by the query's.
+ * by the MATCH of the other words (with none, from the bytes alone), each
+ * other run by the query's.
  */
 static int
 range_rank_kept(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi,
@@ -821,9 +822,15 @@ range_rank_kept(struct walk *w, const struct mb_query *q, int64_t lo, int64_t hi
 	while (rc == SQLITE_OK && lo <= hi) {
 		bool kept;
 		int64_t end = idx_kept_run(w->kept, lo, hi, &kept);
-		sqlite3_stmt *st = idx_stmt_sql(w->idx, range_sql, err);
+		sqlite3_stmt *st;
 
-		if (st == NULL)
+		if (kept && idx_kept_alone(w->kept)) {
+			if (idx_kept_bytes(w->kept, q->match, lo, end, set, err) == -1)
+				return -1;
+			lo = end + 1;
+			continue;
+		}
+		if ((st = idx_stmt_sql(w->idx, range_sql, err)) == NULL)
 			return -1;
 		sqlite3_bind_text(st, 1, kept ? idx_kept_others(w->kept) : q->match, -1,
 		    SQLITE_STATIC);
@@ -1583,8 +1590,8 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 * chunks have them (index_search_common.c)
 	 */
 	if (!filtered && !w.negated && w.n_pos > 1 && w.n_pos == w.n_ph &&
-	    w.n_groups == w.n_pos &&
-	    idx_kept_make(idx, q->match, w.stats.known, &w.stats, &w.kept, err) == -1)
+	    w.n_groups == w.n_pos && idx_kept_make(idx, q->match, w.stats.known, &w.stats,
+	    set->floor.lengths != NULL && !set->floor.lengths->off, &w.kept, err) == -1)
 		goto out;
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)

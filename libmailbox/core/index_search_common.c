@@ -16,8 +16,10 @@
  * scored with the whole query's statistics, their hits in its slots, which
  * is bm25()'s score for the row, summed in the same order.  The ids no
  * current hits vouch for (the newest, not built yet; a chunk changed since)
- * are read by the whole query.  Pages, scores and totals are bm25()'s, bit
- * for bit.
+ * are read by the whole query.  A query of kept words alone (`the of and
+ * to`) runs no statement for such chunks: each row holding every word is
+ * scored from the bytes at the length the builder kept for it.  Pages,
+ * scores and totals are bm25()'s, bit for bit.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +38,7 @@
 #include "search-private.h"
 
 _Thread_local uint64_t idx_common_reads;
+_Thread_local uint64_t idx_common_bytes_rows;
 bool idx_common_used = true;
 
 /* A MATCH written again here, at most (a query's own is shorter: query.c). */
@@ -374,7 +377,7 @@ idx_kept_free(struct idx_kept *k)
 /* search-private.h */
 int
 idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_known *known,
-    const struct idx_rank_stats *stats, struct idx_kept **k_r, struct mb_err *err)
+    const struct idx_rank_stats *stats, bool alone, struct idx_kept **k_r, struct mb_err *err)
 {
 	struct idx_kept *k = mb_xcalloc(1, sizeof(*k));
 	struct common *c = &k->c;
@@ -392,7 +395,7 @@ idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_kno
 	}
 	if (hits_usable(c, &ok, err) == -1 || (ok && phrases_split(c, err) == -1))
 		goto fail;
-	if (!ok || c->n_kept == 0 || c->n_slot == 0) {
+	if (!ok || c->n_kept == 0 || (c->n_slot == 0 && !alone)) {
 		idx_kept_free(k);	/* no word's hits kept, or nothing else to read */
 		return 0;
 	}
@@ -459,6 +462,52 @@ idx_kept_parts(const struct idx_kept *k)
 	return &k->parts;
 }
 
+/*
+ * Whether the walk ranked row id's block already, or bounds it below the
+ * floor: such a row is not scored, as rank_row() answers it NULL.
+ */
+static bool
+block_passed(const struct idx_rank_floor *floor, int64_t id)
+{
+	int64_t b = id / RANK_BLOCK_IDS;
+
+	return floor->block_bound != NULL && b >= 0 && b < floor->n_blocks &&
+	    ((floor->block_read != NULL && floor->block_read[b]) ||
+	    (floor->set && floor->block_bound[b] > floor->score));
+}
+
+/* search-private.h */
+bool
+idx_kept_alone(const struct idx_kept *k)
+{
+	return k->c.n_slot == 0;
+}
+
+/* search-private.h */
+int
+idx_kept_bytes(struct idx_kept *k, const char *match, int64_t lo, int64_t hi,
+    struct idx_rank_set *set, struct mb_err *err)
+{
+	for (int64_t id = lo; id <= hi; id++) {
+		int64_t again = 0;	/* the row, counted here already */
+		double score = 0.0;
+		int r;
+
+		if (!row_holds(&k->c, id))
+			continue;
+		set->matches++;
+		if (block_passed(&set->floor, id))
+			continue;
+		r = idx_rank_kept_row(&k->parts, &set->floor, id, &score);
+		if (r == 1) {
+			idx_rank_add(set, id, score, false, 0, false);
+			idx_common_bytes_rows++;
+		} else if (r == -1 && range_read(&k->c, match, id, id, false, set, &again, err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 int
 idx_rank_common(struct mb_index *idx, const struct mb_query *q, struct idx_rank_set *set,
     bool *used_r, struct mb_err *err)
@@ -467,26 +516,34 @@ idx_rank_common(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 	struct idx_kept *k = NULL;
 	uint32_t *min_len = NULL;
 	int64_t matches = 0, max_id;
+	bool alone;
 	int rc = -1;
 
+	/* kept words alone are scored at kept lengths: not without them */
+	alone = set->floor.lengths != NULL && !set->floor.lengths->off;
 	*used_r = false;
-	if (q->match == NULL || idx_kept_make(idx, q->match, set->floor.known, NULL, &k, err) == -1)
+	if (q->match == NULL ||
+	    idx_kept_make(idx, q->match, set->floor.known, NULL, alone, &k, err) == -1)
 		return q->match == NULL ? 0 : -1;
 	if (k == NULL)
 		return 0;
 	/* lengths a word's fronts prove, as for a search read whole (index_search.c) */
 	if (idx_rank_min_lengths(idx, q, &min_len, &set->floor.n_min_len, err) == -1)
 		goto out;
-	/* runs of chunks with the hits through the others, the rest whole */
+	/* runs of chunks with the hits through the others (or none), the rest whole */
 	max_id = k->c.n_chunks * RANK_CHUNK_IDS - 1;
 	for (int64_t lo = 0; lo <= max_id;) {
 		bool kept;
 		int64_t hi = idx_kept_run(k, lo, max_id, &kept);
 
-		set->floor.parts = kept ? &k->parts : caller_parts;
 		set->floor.block_min_len = min_len;
-		rc = range_read(&k->c, kept ? k->others.data : q->match, lo, hi, kept, set,
-		    &matches, err);
+		if (kept && idx_kept_alone(k))
+			rc = idx_kept_bytes(k, q->match, lo, hi, set, err);
+		else {
+			set->floor.parts = kept ? &k->parts : caller_parts;
+			rc = range_read(&k->c, kept ? k->others.data : q->match, lo, hi, kept,
+			    set, &matches, err);
+		}
 		set->floor.parts = caller_parts;
 		set->floor.block_min_len = NULL;
 		if (rc == -1)

@@ -2602,8 +2602,11 @@ an_and_or_an_or_is_bounded_at_one_length(void **state)
 	struct mb_test_index *f = *state;
 
 	put_click_here_bounded(f);
+	/* through FTS5: both words' hits are kept, and would be read from there */
+	idx_common_used = false;
 	assert_int_equal(expect_fewer_read(f, "click here", &idx_rank_one_length, 2),
 	    40 + (N_MSG - 40) / 2);
+	idx_common_used = true;
 	expect_fewer_read(f, "click OR here", &idx_rank_one_length, 2);
 	idx_rank_range_reach = RANK_CHUNK_BLOCKS;
 }
@@ -2853,6 +2856,109 @@ words_most_messages_hold_are_read_from_their_hits(void **state)
 	idx_rank_words_walked = true;
 }
 
+/*
+ * Rows for words in most of them alone: omega (four in five), sigma (three
+ * in four) and kappa (two in three), 1 to 4 times, an eighth of them in the
+ * subject, among fillers; row 1500 holds omega 30 times in its subject (300
+ * hits, more than a byte holds).
+ */
+static void
+put_kept_words(struct mb_test_index *f)
+{
+	static const char *const words_kept[] = { "omega", "sigma", "kappa" };
+	static const unsigned in_mille[] = { 800, 750, 660 };
+	char *body = mb_xcalloc(1, 4000), *subject = mb_xcalloc(1, 200);
+	struct mb_err err = { 0 };
+	uint32_t seed = 7;
+
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = 1; uid <= N_MSG; uid++) {
+		size_t blen = 0, slen = 0;
+
+		body[0] = subject[0] = '\0';
+		for (size_t w = 0; w < MB_ARRAY_LEN(words_kept); w++) {
+			if (next_rand(&seed) % 1000 >= in_mille[w])
+				continue;
+			for (unsigned r = 1 + next_rand(&seed) % 4; r > 0; r--)
+				if (next_rand(&seed) % 8 == 0)
+					slen += (size_t)snprintf(subject + slen, 200 - slen, "%s ",
+					    words_kept[w]);
+				else
+					blen += (size_t)snprintf(body + blen, 4000 - blen, "%s ",
+					    words_kept[w]);
+		}
+		for (unsigned k = next_rand(&seed) % 60; k > 0; k--)
+			blen += (size_t)snprintf(body + blen, 4000 - blen, "filler%u ",
+			    next_rand(&seed) % 500);
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = uid == 1500 ?
+		    "omega omega omega omega omega omega omega omega omega omega omega omega "
+		    "omega omega omega omega omega omega omega omega omega omega omega omega "
+		    "omega omega omega omega omega omega sigma kappa" : subject,
+		    .body = body, .date = T0 });
+	}
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	free(body);
+	free(subject);
+}
+
+/*
+ * A query of words whose hits syncd keeps, and nothing else (`the of and
+ * to`), read whole or walked: no statement is run for the chunks that
+ * have their hits; each row holding every word is scored from the bytes at
+ * its kept length, which is bm25()'s score.  A row whose length is not
+ * kept is scored by FTS5, and the newest ids are read whole.  Pages,
+ * totals and scores are bm25()'s.
+ */
+static void
+words_most_messages_hold_alone_are_scored_from_their_hits(void **state)
+{
+	static const char *const texts[] = { "omega sigma", "kappa omega",
+	    "omega sigma kappa" };
+	struct mb_test_index *f = *state;
+	struct mb_err err = { 0 };
+	uint64_t rows;
+
+	put_kept_words(f);
+	assert_int_equal(mb_test_rank_build(f), 2);
+	assert_int_equal(mb_test_index_int(f, "SELECT count(*) FROM rank_bounds WHERE term IN "
+	    "('omega', 'sigma', 'kappa') AND length(hits) >= 2048"), 6);
+	idx_rank_words_walked = false;	/* else the block walk takes them */
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
+		rows = idx_common_bytes_rows;
+		read_from_hits(f, texts[i], true);
+		assert_true(idx_common_bytes_rows > rows);
+	}
+	idx_common_used = false;
+	read_from_hits(f, "omega sigma", false);
+	idx_common_used = true;
+	/* walked: each range whose chunks have the hits from the bytes too */
+	idx_rank_words_walked = true;
+	for (size_t i = 0; i < MB_ARRAY_LEN(texts); i++) {
+		uint64_t walks = idx_rank_walks;
+
+		rows = idx_common_bytes_rows;
+		read_from_hits(f, texts[i], true);
+		assert_true(idx_rank_walks > walks);
+		assert_true(idx_common_bytes_rows > rows);
+	}
+	idx_rank_words_walked = false;
+
+	/* a block's lengths not kept: its rows scored by FTS5, the same pages */
+	assert_int_equal(sqlite3_exec(mb_index_db(f->idx), "DELETE FROM rank_lengths "
+	    "WHERE block = 1500 / 128", NULL, NULL, NULL), SQLITE_OK);
+	read_from_hits(f, "omega sigma kappa", true);
+
+	/* newer mail, not built yet: read whole */
+	assert_int_equal(mb_index_begin(f->idx, &err), 0);
+	for (uint32_t uid = N_MSG + 1; uid <= N_MSG + 300; uid++)
+		mb_test_put(f->idx, f->inbox, uid, &(struct mb_test_msg){ .subject = "sigma",
+		    .body = uid % 2 ? "omega kappa" : "omega", .date = T0 });
+	assert_int_equal(mb_index_commit(f->idx, &err), 0);
+	read_from_hits(f, "omega sigma", true);
+	read_from_hits(f, "omega sigma kappa", true);
+	idx_rank_words_walked = true;
+}
+
 int
 main(void)
 {
@@ -2875,6 +2981,7 @@ main(void)
 		MB_TEST_INDEX(a_row_is_left_before_its_common_words),
 		MB_TEST_INDEX(a_word_stemmed_twice_is_bounded),
 		MB_TEST_INDEX(words_most_messages_hold_are_read_from_their_hits),
+		MB_TEST_INDEX(words_most_messages_hold_alone_are_scored_from_their_hits),
 		MB_TEST_INDEX(a_phrase_is_bounded_by_its_words_met),
 		MB_TEST_INDEX(an_and_or_an_or_is_bounded_at_one_length),
 		MB_TEST_INDEX(a_walk_that_gives_up_lends_its_bounds_to_the_whole_read),
