@@ -441,10 +441,11 @@ struct idx_rank_parts {
  * Row id of a query ranked in parts whose every phrase is a kept one
  * (n_slot 0: index_search_common.c reads no statement for it), scored from
  * the bytes and the row's kept length as rank_row_parts() scores a row FTS5
- * gives it, against floor as a search read whole without filters sets it
- * (its set, score, block_min_len and lengths): 1 with *score_r; 0 when the
- * row lacks a phrase or cannot reach the floor; -1 when the builder kept no
- * length for the row (FTS5 must score it).  fts_rank.c.
+ * gives it, against floor as a search without filters, read whole or
+ * walked, sets it (its set, score, block_min_len and lengths; a walk's
+ * blocks are the caller's to pass): 1 with *score_r; 0 when the row lacks a
+ * phrase or cannot reach the floor; -1 when the builder kept no length for
+ * the row (FTS5 must score it).  fts_rank.c.
  */
 int	idx_rank_kept_row(const struct idx_rank_parts *p, const struct idx_rank_floor *floor,
 	    int64_t id, double *score_r);

@@ -502,7 +502,8 @@ idx_kept_bytes(struct idx_kept *k, const char *match, int64_t lo, int64_t hi,
 		if (r == 1) {
 			idx_rank_add(set, id, score, false, 0, false);
 			idx_common_bytes_rows++;
-		} else if (r == -1 && range_read(&k->c, match, id, id, false, set, &again, err) == -1)
+		} else if (r == -1 &&
+		    range_read(&k->c, match, id, id, false, set, &again, err) == -1)
 			return -1;
 	}
 	return 0;
