@@ -1591,7 +1591,7 @@ idx_rank_blocks(struct mb_index *idx, const struct mb_query *q, int64_t folder_i
 	 */
 	if (!filtered && !w.negated && w.n_pos > 1 && w.n_pos == w.n_ph &&
 	    w.n_groups == w.n_pos && idx_kept_make(idx, q->match, w.stats.known, &w.stats,
-	    set->floor.lengths != NULL && !set->floor.lengths->off, &w.kept, err) == -1)
+	    set->floor.lengths, &w.kept, err) == -1)
 		goto out;
 	w.n_blocks = max_id / RANK_BLOCK_IDS + 1;
 	if (chunks_load(&w, err) == -1 || blocks_bound(&w, err) == -1)

@@ -377,7 +377,8 @@ idx_kept_free(struct idx_kept *k)
 /* search-private.h */
 int
 idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_known *known,
-    const struct idx_rank_stats *stats, bool alone, struct idx_kept **k_r, struct mb_err *err)
+    const struct idx_rank_stats *stats, const struct idx_rank_lengths *lengths,
+    struct idx_kept **k_r, struct mb_err *err)
 {
 	struct idx_kept *k = mb_xcalloc(1, sizeof(*k));
 	struct common *c = &k->c;
@@ -395,7 +396,9 @@ idx_kept_make(struct mb_index *idx, const char *match, const struct idx_rank_kno
 	}
 	if (hits_usable(c, &ok, err) == -1 || (ok && phrases_split(c, err) == -1))
 		goto fail;
-	if (!ok || c->n_kept == 0 || (c->n_slot == 0 && !alone)) {
+	/* kept words alone are scored at the kept lengths: not without them */
+	if (!ok || c->n_kept == 0 ||
+	    (c->n_slot == 0 && (lengths == NULL || lengths->off))) {
 		idx_kept_free(k);	/* no word's hits kept, or nothing else to read */
 		return 0;
 	}
@@ -463,14 +466,12 @@ idx_kept_parts(const struct idx_kept *k)
 }
 
 /*
- * Whether the walk ranked row id's block already, or bounds it below the
- * floor: such a row is not scored, as rank_row() answers it NULL.
+ * Whether the walk ranked block b already, or bounds it below the floor:
+ * its rows are not scored, as rank_row() answers each NULL.
  */
 static bool
-block_passed(const struct idx_rank_floor *floor, int64_t id)
+block_passed(const struct idx_rank_floor *floor, int64_t b)
 {
-	int64_t b = id / RANK_BLOCK_IDS;
-
 	return floor->block_bound != NULL && b >= 0 && b < floor->n_blocks &&
 	    ((floor->block_read != NULL && floor->block_read[b]) ||
 	    (floor->set && floor->block_bound[b] > floor->score));
@@ -493,11 +494,17 @@ idx_kept_bytes(struct idx_kept *k, const char *match, int64_t lo, int64_t hi,
 		double score = 0.0;
 		int r;
 
+		if (id % RANK_BLOCK_IDS == 0 || id == lo) {
+			int64_t b = id / RANK_BLOCK_IDS;
+
+			if (block_passed(&set->floor, b)) {
+				id = (b + 1) * RANK_BLOCK_IDS - 1;	/* the block's rest */
+				continue;
+			}
+		}
 		if (!row_holds(&k->c, id))
 			continue;
 		set->matches++;
-		if (block_passed(&set->floor, id))
-			continue;
 		r = idx_rank_kept_row(&k->parts, &set->floor, id, &score);
 		if (r == 1) {
 			idx_rank_add(set, id, score, false, 0, false);
@@ -517,14 +524,12 @@ idx_rank_common(struct mb_index *idx, const struct mb_query *q, struct idx_rank_
 	struct idx_kept *k = NULL;
 	uint32_t *min_len = NULL;
 	int64_t matches = 0, max_id;
-	bool alone;
 	int rc = -1;
 
-	/* kept words alone are scored at kept lengths: not without them */
-	alone = set->floor.lengths != NULL && !set->floor.lengths->off;
 	*used_r = false;
 	if (q->match == NULL ||
-	    idx_kept_make(idx, q->match, set->floor.known, NULL, alone, &k, err) == -1)
+	    idx_kept_make(idx, q->match, set->floor.known, NULL, set->floor.lengths, &k,
+	    err) == -1)
 		return q->match == NULL ? 0 : -1;
 	if (k == NULL)
 		return 0;

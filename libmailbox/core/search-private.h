@@ -592,9 +592,9 @@ extern _Thread_local uint64_t	idx_common_bytes_rows;
  * The words of match (an AND of one-word phrases and nothing else) whose
  * hits syncd keeps (index_search_common.c) into *k_r (idx_kept_free()),
  * NULL when match is not such a query, has no such word, or no other
- * unless alone (the caller scores a query of kept words alone), or no chunk
- * has their hits; known: as struct idx_rank_stats's; stats: match's
- * statistics when the caller has them (NULL: read here).  A range of ids
+ * while lengths (the search's, to score kept words alone) are NULL or off,
+ * or no chunk has their hits; known: as struct idx_rank_stats's; stats:
+ * match's statistics when the caller has them (NULL: read here).  A range of ids
  * whose chunks all have them is read by the MATCH of the other words
  * (idx_kept_others()) with set->floor.parts at idx_kept_parts(): a row
  * without a kept word is answered NULL, every other scored as bm25() scores
@@ -603,7 +603,8 @@ extern _Thread_local uint64_t	idx_common_bytes_rows;
 struct idx_kept;
 int	idx_kept_make(struct mb_index *idx, const char *match,
 	    const struct idx_rank_known *known, const struct idx_rank_stats *stats,
-	    bool alone, struct idx_kept **k_r, struct mb_err *err);
+	    const struct idx_rank_lengths *lengths, struct idx_kept **k_r,
+	    struct mb_err *err);
 void	idx_kept_free(struct idx_kept *k);
 /*
  * The last id of the run from lo (to hi at most) whose chunks all have the
@@ -612,17 +613,17 @@ void	idx_kept_free(struct idx_kept *k);
 int64_t	idx_kept_run(const struct idx_kept *k, int64_t lo, int64_t hi, bool *kept_r);
 const char	*idx_kept_others(const struct idx_kept *k);
 /*
- * Whether k's words are all kept (made alone): a range whose chunks have
- * their hits is then read by idx_kept_bytes(), not by a statement.
+ * Whether k's words are all kept: a range whose chunks have their hits is
+ * then read by idx_kept_bytes(), not by a statement.
  */
 bool	idx_kept_alone(const struct idx_kept *k);
 /*
  * Ids lo..hi of match, all in chunks with the kept words' hits, into set
- * (set->matches counts every row that holds each word): a row whose block
- * the walk ranked or bounds below the floor is passed (its floor's
- * block_bound), every other scored from the bytes at the length the
- * builder kept for it (idx_rank_kept_row()), or by FTS5 through match for
- * that row alone when no length is kept for it.  No statement otherwise.
+ * (set->matches counts the rows that hold each word): a block the walk
+ * ranked or bounds below the floor is passed whole, uncounted (the walk
+ * reads its total elsewhere); every other row is scored from the bytes at
+ * the length the builder kept for it (idx_rank_kept_row()), or by FTS5
+ * through match for that row alone when no length is kept for it.
  */
 int	idx_kept_bytes(struct idx_kept *k, const char *match, int64_t lo, int64_t hi,
 	    struct idx_rank_set *set, struct mb_err *err);
