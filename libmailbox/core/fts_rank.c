@@ -596,14 +596,9 @@ rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, in
 	struct row_weights rw;
 	int rc, min_tok = 0, n_cut;
 
-	if (floor != NULL && floor->block_bound != NULL) {
-		int64_t b = api->xRowid(fts) / RANK_BLOCK_IDS;
-
-		if (b >= 0 && b < floor->n_blocks && ((floor->block_read != NULL &&
-		    floor->block_read[b]) || (floor->set && floor->block_bound[b] > floor->score))) {
-			sqlite3_result_null(ctx);	/* ranked, or cannot reach the page */
-			return;
-		}
+	if (floor != NULL && idx_rank_block_passed(floor, api->xRowid(fts) / RANK_BLOCK_IDS)) {
+		sqlite3_result_null(ctx);	/* ranked, or cannot reach the page */
+		return;
 	}
 	idx_rank_hits_read++;
 	if (floor != NULL && floor->prefix != NULL) {

@@ -358,6 +358,18 @@ struct idx_rank_floor {
 };
 
 /*
+ * Whether the block walk ranked block b already, or bounds it below the
+ * floor (struct idx_rank_floor): its rows are answered before being scored.
+ */
+static inline bool
+idx_rank_block_passed(const struct idx_rank_floor *floor, int64_t b)
+{
+	return floor->block_bound != NULL && b >= 0 && b < floor->n_blocks &&
+	    ((floor->block_read != NULL && floor->block_read[b]) ||
+	    (floor->set && floor->block_bound[b] > floor->score));
+}
+
+/*
  * A filtered statement that asks mb_bm25_top() in WHERE (a term of
  * messages_fts alone, tested before the join), so that a row which cannot
  * reach the page is dropped before its seek into messages_search_filter,

@@ -465,18 +465,6 @@ idx_kept_parts(const struct idx_kept *k)
 	return &k->parts;
 }
 
-/*
- * Whether the walk ranked block b already, or bounds it below the floor:
- * its rows are not scored, as rank_row() answers each NULL.
- */
-static bool
-block_passed(const struct idx_rank_floor *floor, int64_t b)
-{
-	return floor->block_bound != NULL && b >= 0 && b < floor->n_blocks &&
-	    ((floor->block_read != NULL && floor->block_read[b]) ||
-	    (floor->set && floor->block_bound[b] > floor->score));
-}
-
 /* search-private.h */
 bool
 idx_kept_alone(const struct idx_kept *k)
@@ -497,7 +485,7 @@ idx_kept_bytes(struct idx_kept *k, const char *match, int64_t lo, int64_t hi,
 		if (id % RANK_BLOCK_IDS == 0 || id == lo) {
 			int64_t b = id / RANK_BLOCK_IDS;
 
-			if (block_passed(&set->floor, b)) {
+			if (idx_rank_block_passed(&set->floor, b)) {
 				id = (b + 1) * RANK_BLOCK_IDS - 1;	/* the block's rest */
 				continue;
 			}

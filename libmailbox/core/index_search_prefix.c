@@ -270,21 +270,25 @@ cover(struct lister *l, const char *pre, size_t len)
  * holds about need rows now (its rows when chosen, scaled by how far the
  * ids have grown since to max_id; 0: not scaled).  *most_r (may be NULL):
  * the most rows one of them holds so (of the first IDX_PREFIX_BOUNDED + 1
- * when there are more), 0 for none.
+ * when there are more), 0 for none; *most_at_r (may be NULL): which one
+ * (-1 for none).
  */
 static int
 prefix_bounded(struct mb_index *idx, const char *prefix, int64_t need, int64_t max_id,
-    char ***words_r, int *n_r, bool *ok_r, double *most_r, struct mb_err *err)
+    char ***words_r, int *n_r, bool *ok_r, double *most_r, int *most_at_r,
+    struct mb_err *err)
 {
 	sqlite3_stmt *st = idx_stmt_sql(idx, bounded_sql, err);
 	size_t len = strlen(prefix);
 	char *end = mb_xmalloc(len + 1);
 	double most = 0.0;
-	int rc;
+	int rc, most_at = -1;
 
 	*words_r = NULL;
 	*n_r = 0;
 	*ok_r = false;
+	if (most_at_r != NULL)
+		*most_at_r = -1;
 	if (st == NULL) {
 		free(end);
 		return -1;
@@ -301,12 +305,17 @@ prefix_bounded(struct mb_index *idx, const char *prefix, int64_t need, int64_t m
 
 		*words_r = mb_xrealloc(*words_r, (size_t)(*n_r + 1) * sizeof(**words_r));
 		(*words_r)[(*n_r)++] = mb_xstrdup(t != NULL ? t : "");
-		most = now > most ? now : most;
+		if (now > most || most_at < 0) {
+			most = now;
+			most_at = *n_r - 1;
+		}
 	}
 	idx_stmt_done(st);
 	free(end);
 	if (most_r != NULL)
 		*most_r = most;
+	if (most_at_r != NULL)
+		*most_at_r = most_at;
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return idx_sqlerr(idx, rc, "search: a prefix's bounded words", err);
 	*ok_r = *n_r <= IDX_PREFIX_BOUNDED && most >= (double)need;
@@ -361,7 +370,7 @@ idx_prefix_words(struct mb_index *idx, const char *text, int64_t need, int64_t m
 	mb_buf_init(&bounded_or, SIZE_MAX);
 	mb_buf_init(&rare, SIZE_MAX);
 	rc = prefix_bounded(idx, prefix, need, max_id, &p->bounded, &p->n_bounded, ok_r, NULL,
-	    err);
+	    &p->most, err);
 	/* no bounded word: nothing to walk */
 	if (*ok_r && p->n_bounded > 0) {
 		l.bounded = p->bounded;
@@ -414,9 +423,9 @@ count_rows(struct mb_index *idx, const char *match, int64_t *rows_r, struct mb_e
 
 /*
  * The rows holding any of p's bounded words, added to *rows_r: the most
- * frequent one's from the builder's counts by chunk (where they are
- * current), then the others' rows without it, counted by FTS5, which steps
- * through their doclists and seeks in its.  `spam*` at 1,000,000 messages
+ * frequent one's (when syncd chose them: p->most) from the builder's counts
+ * by chunk (where they are current), then the others' rows without it,
+ * counted by FTS5, which steps through their doclists and seeks in its.  `spam*` at 1,000,000 messages
  * steps through `spam`'s 98,089 rows instead of those and `spamassassin`'s
  * 479,659: its first search 111 → 97 ms of CPU (docs/benchmarks.md, "A
  * prefix's rows counted from its most frequent word").  Without current
@@ -426,24 +435,14 @@ static int
 bounded_rows(struct mb_index *idx, const struct idx_prefix *p, int64_t *rows_r,
     struct mb_err *err)
 {
-	int64_t most = -1, docs;
-	int at = -1, rc = 0;
-	char *others = NULL, *rest = NULL;
+	int64_t most = -1;
+	int at = p->most, rc;
+	char *others, *rest;
 	struct mb_buf or;
 
-	for (int i = 0; i < p->n_bounded; i++) {
-		if (idx_rank_token_rows(idx, p->bounded[i], &docs, err) == -1)
-			return -1;
-		if (docs < 0) {
-			at = -1;	/* not current: FTS5 counts them all */
-			break;
-		}
-		if (docs > most) {
-			most = docs;
-			at = i;
-		}
-	}
-	if (at < 0)
+	if (at >= 0 && idx_rank_token_rows(idx, p->bounded[at], &most, err) == -1)
+		return -1;
+	if (most < 0)	/* counts not current: FTS5 counts them all */
 		return count_rows(idx, p->bounded_match, rows_r, err);
 	*rows_r += most;
 	if (p->n_bounded == 1)
@@ -540,7 +539,7 @@ idx_prefix_stats_counted(struct mb_index *idx, const char *match, struct idx_ran
 	free(text);
 	/* its bounded words: the first has rows, a cheap MATCH to start on */
 	if (prefix != NULL)
-		rc = prefix_bounded(idx, prefix, 0, 0, &bounded, &n_bounded, &ok, NULL, err);
+		rc = prefix_bounded(idx, prefix, 0, 0, &bounded, &n_bounded, &ok, NULL, NULL, err);
 	if (rc == 0 && n_bounded > 0)
 		rc = stats_counted_on(idx, match, bounded[0], stats, err);
 	words_free(bounded, n_bounded);
@@ -575,7 +574,7 @@ prefix_rows_least(struct mb_index *idx, const char *prefix, int64_t *rows_r,
 	double most = 0.0;
 	bool ok = false;
 
-	rc = prefix_bounded(idx, prefix, 0, 0, &words, &n_words, &ok, &most, err);
+	rc = prefix_bounded(idx, prefix, 0, 0, &words, &n_words, &ok, &most, NULL, err);
 	words_free(words, n_words);
 	*rows_r = (int64_t)most;
 	return rc;

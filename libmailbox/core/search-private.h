@@ -672,6 +672,7 @@ int	idx_rank_min_lengths(struct mb_index *idx, const struct mb_query *q, uint32_
 struct idx_prefix {
 	char	**bounded;	/* owned: n_bounded words, each bounded in rank_terms */
 	int	 n_bounded;
+	int	 most;		/* of bounded, the one with the most rows when chosen */
 	char	*bounded_match;	/* owned: the bounded words ORed */
 	char	*rare_any;	/* owned: rows with another word (the other words ORed); NULL: none */
 	char	*rare_both;	/* owned: rows with another word and a bounded one */
